@@ -1,0 +1,126 @@
+//! Errors of the containment layer.
+//!
+//! Every error carries the path *as the caller typed it* (never a root's absolute path), a
+//! kind a tool can map to a model-facing error, and a sentence that says what went wrong.
+
+use std::io;
+
+/// What went wrong, in terms a caller can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FsErrorKind {
+    /// The path string itself is unusable: empty, contains NUL, too long, malformed.
+    InvalidPath,
+    /// The path resolves (lexically or through a symlink) outside every configured root.
+    OutsideRoot,
+    /// The path is inside a root but matches the denylist.
+    Denied,
+    /// Nothing exists at the path (or a parent directory is missing on a read).
+    NotFound,
+    /// A directory was needed and something else was found.
+    NotADirectory,
+    /// A file was needed and a directory was found.
+    IsADirectory,
+    /// Not a regular file (device, socket, FIFO): refused.
+    NotAFile,
+    /// The root that holds the path is read-only.
+    ReadOnly,
+    /// The configured root does not exist (it is never created on the user's behalf).
+    RootMissing,
+    /// Too many levels of symbolic links.
+    SymlinkLoop,
+    /// The target already exists where a fresh entry was required.
+    AlreadyExists,
+    /// The operating system refused the operation (permissions).
+    PermissionDenied,
+    /// Another I/O failure.
+    Io,
+}
+
+/// An error of the containment layer: kind, the path as given, and a reason.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct FsError {
+    kind: FsErrorKind,
+    input: String,
+    message: String,
+    #[source]
+    source: Option<io::Error>,
+}
+
+impl FsError {
+    pub fn new(kind: FsErrorKind, input: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            input: input.into(),
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Maps an `io::Error` raised while operating on `input` (as the caller typed it).
+    pub fn from_io(input: &str, err: io::Error) -> Self {
+        let kind = match err.kind() {
+            io::ErrorKind::NotFound => FsErrorKind::NotFound,
+            io::ErrorKind::AlreadyExists => FsErrorKind::AlreadyExists,
+            io::ErrorKind::NotADirectory => FsErrorKind::NotADirectory,
+            io::ErrorKind::IsADirectory => FsErrorKind::IsADirectory,
+            io::ErrorKind::PermissionDenied => FsErrorKind::PermissionDenied,
+            io::ErrorKind::InvalidFilename => FsErrorKind::InvalidPath,
+            io::ErrorKind::ReadOnlyFilesystem => FsErrorKind::ReadOnly,
+            _ => match err.raw_os_error() {
+                Some(code) if code == rustix::io::Errno::LOOP.raw_os_error() => {
+                    FsErrorKind::SymlinkLoop
+                }
+                Some(code) if code == rustix::io::Errno::NAMETOOLONG.raw_os_error() => {
+                    FsErrorKind::InvalidPath
+                }
+                _ => FsErrorKind::Io,
+            },
+        };
+        let message = match kind {
+            FsErrorKind::NotFound => format!("{input}: no such file or directory"),
+            FsErrorKind::AlreadyExists => format!("{input}: already exists"),
+            FsErrorKind::NotADirectory => {
+                format!("{input}: a component of the path is not a directory")
+            }
+            FsErrorKind::IsADirectory => format!("{input}: is a directory"),
+            FsErrorKind::PermissionDenied => {
+                format!("{input}: permission denied by the operating system")
+            }
+            FsErrorKind::InvalidPath => format!("{input}: file name too long or invalid"),
+            FsErrorKind::SymlinkLoop => format!("{input}: too many levels of symbolic links"),
+            FsErrorKind::ReadOnly => format!("{input}: the file system is read-only"),
+            _ => format!("{input}: {}", strip_os_suffix(&err)),
+        };
+        Self {
+            kind,
+            input: input.to_owned(),
+            message,
+            source: Some(err),
+        }
+    }
+
+    pub fn kind(&self) -> FsErrorKind {
+        self.kind
+    }
+
+    /// The path as the caller gave it.
+    pub fn input(&self) -> &str {
+        &self.input
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// `io::Error`'s display appends "(os error N)"; keep only the human part.
+fn strip_os_suffix(err: &io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
+    }
+}
+
+pub type FsResult<T> = Result<T, FsError>;

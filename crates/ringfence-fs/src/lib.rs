@@ -1,0 +1,28 @@
+//! Containment for ringfence.
+//!
+//! Every file-system operation the tools perform goes through this crate. A [`Root`] holds a
+//! directory capability (a cap-std [`cap_std::fs::Dir`]); a [`Workspace`] resolves a path a
+//! model typed into a [`Target`] — the handle of the parent directory plus a final name —
+//! by walking one component at a time beneath the root's handle, following symlinks only
+//! while they stay inside. The operation then runs on that same handle, so the check and
+//! the use are one kernel lookup: there is no window in which a path string could be
+//! re-interpreted.
+//!
+//! The only ambient-path operations are in [`Root`]: opening (or, for the default and internal
+//! roots, creating) the root directory itself, and judging whether an absolute path names a
+//! location inside a root.
+
+mod denylist;
+mod error;
+mod root;
+mod target;
+mod walk;
+mod workspace;
+
+pub use cap_std::fs::{Dir, File, FileType, Metadata};
+pub use denylist::Denylist;
+pub use error::{FsError, FsErrorKind, FsResult};
+pub use root::{Access, Root, RootOrigin, RootSpec, normalize_lexically};
+pub use target::{EntryKind, Target, TargetState, WriteOptions};
+pub use walk::{WalkEntry, WalkOptions, WalkState, walk};
+pub use workspace::{MAX_PATH_BYTES, MAX_SYMLINKS, Workspace};

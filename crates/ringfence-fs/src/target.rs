@@ -1,0 +1,369 @@
+//! A resolved path: the handle of its parent directory and its final name, so that the
+//! operation that uses it is the same kernel lookup that was checked.
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::sync::Arc;
+
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, File, FileType, Metadata, OpenOptions, OpenOptionsExt, PermissionsExt};
+
+use crate::error::{FsError, FsErrorKind, FsResult};
+use crate::root::{Access, Root};
+
+/// What kind of entry a resolved path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Dir,
+    /// Device, socket, FIFO: never read or written by the tools.
+    Other,
+}
+
+impl EntryKind {
+    pub fn from_file_type(ft: FileType) -> EntryKind {
+        if ft.is_file() {
+            EntryKind::File
+        } else if ft.is_dir() {
+            EntryKind::Dir
+        } else {
+            EntryKind::Other
+        }
+    }
+}
+
+/// Whether the resolved path exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetState {
+    Exists(EntryKind),
+    /// Nothing there yet (a write may create it, together with `missing_dirs`).
+    Missing,
+}
+
+/// A path resolved beneath a root. Holds the parent's directory handle, so later operations
+/// cannot be redirected by renaming or swapping anything above it.
+pub struct Target {
+    root: Arc<Root>,
+    input: String,
+    rel: String,
+    /// `None` only for the root itself.
+    parent: Option<Arc<Dir>>,
+    name: OsString,
+    state: TargetState,
+    /// Directories between `parent` and `name` that do not exist yet.
+    missing_dirs: Vec<String>,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("root", &self.root.label())
+            .field("rel", &self.rel)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Options for [`Target::write_atomic`].
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// Create missing parent directories (default: false).
+    pub create_parents: bool,
+    /// Mode for a new file (default 0o644 before umask-free fchmod); an existing file keeps its mode.
+    pub new_file_mode: Option<u32>,
+}
+
+impl Target {
+    pub(crate) fn new(
+        root: Arc<Root>,
+        input: &str,
+        rel: String,
+        parent: Option<Arc<Dir>>,
+        name: OsString,
+        state: TargetState,
+        missing_dirs: Vec<String>,
+    ) -> Target {
+        Target {
+            root,
+            input: input.to_owned(),
+            rel,
+            parent,
+            name,
+            state,
+            missing_dirs,
+        }
+    }
+
+    pub fn root(&self) -> &Arc<Root> {
+        &self.root
+    }
+
+    /// The path as the caller typed it.
+    pub fn input(&self) -> &str {
+        &self.input
+    }
+
+    /// The resolved path relative to its root, `/`-separated; empty for the root itself.
+    pub fn rel(&self) -> &str {
+        &self.rel
+    }
+
+    /// The resolved path for display: root-relative, `.` for the root itself.
+    pub fn display(&self) -> &str {
+        if self.rel.is_empty() { "." } else { &self.rel }
+    }
+
+    pub fn state(&self) -> TargetState {
+        self.state
+    }
+
+    pub fn exists(&self) -> bool {
+        matches!(self.state, TargetState::Exists(_))
+    }
+
+    pub fn is_dir(&self) -> bool {
+        matches!(self.state, TargetState::Exists(EntryKind::Dir))
+    }
+
+    fn err(&self, kind: FsErrorKind, msg: impl Into<String>) -> FsError {
+        FsError::new(kind, self.input.clone(), msg)
+    }
+
+    fn io(&self, err: io::Error) -> FsError {
+        FsError::from_io(&self.input, err)
+    }
+
+    fn not_found(&self) -> FsError {
+        self.err(
+            FsErrorKind::NotFound,
+            format!("{}: no such file or directory", self.input),
+        )
+    }
+
+    /// Parent directory handle and final name; `None` for the root itself.
+    pub fn parent_and_name(&self) -> Option<(&Arc<Dir>, &OsString)> {
+        self.parent.as_ref().map(|p| (p, &self.name))
+    }
+
+    /// Opens the target as a regular file for reading (never follows a symlink at the last
+    /// step, never blocks on a FIFO).
+    pub fn open_read(&self) -> FsResult<(File, Metadata)> {
+        match self.state {
+            TargetState::Missing => return Err(self.not_found()),
+            TargetState::Exists(EntryKind::Dir) => {
+                return Err(self.err(
+                    FsErrorKind::IsADirectory,
+                    format!(
+                        "{}: is a directory, not a file; use glob to list it",
+                        self.input
+                    ),
+                ));
+            }
+            TargetState::Exists(EntryKind::Other) => return Err(self.not_a_file()),
+            TargetState::Exists(EntryKind::File) => {}
+        }
+        let (parent, name) = self.parent_and_name().ok_or_else(|| self.not_found())?;
+        let mut opts = OpenOptions::new();
+        opts.read(true)
+            .follow(FollowSymlinks::No)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+        let file = parent.open_with(name, &opts).map_err(|e| self.io(e))?;
+        let meta = file.metadata().map_err(|e| self.io(e))?;
+        if !meta.is_file() {
+            return Err(self.not_a_file());
+        }
+        Ok((file, meta))
+    }
+
+    fn not_a_file(&self) -> FsError {
+        self.err(
+            FsErrorKind::NotAFile,
+            format!(
+                "{}: not a regular file (device, socket or FIFO); refused",
+                self.input
+            ),
+        )
+    }
+
+    /// Opens the target as a directory.
+    pub fn open_dir(&self) -> FsResult<Arc<Dir>> {
+        match self.state {
+            TargetState::Missing => Err(self.not_found()),
+            TargetState::Exists(EntryKind::Dir) => match &self.parent {
+                None => self.root.dir(),
+                Some(parent) => parent
+                    .open_dir_nofollow(&self.name)
+                    .map(Arc::new)
+                    .map_err(|e| self.io(e)),
+            },
+            TargetState::Exists(_) => Err(self.err(
+                FsErrorKind::NotADirectory,
+                format!("{}: is a file, not a directory", self.input),
+            )),
+        }
+    }
+
+    /// Metadata of the entry itself (not following a final symlink).
+    pub fn metadata(&self) -> FsResult<Metadata> {
+        match &self.parent {
+            None => self
+                .root
+                .dir()
+                .and_then(|d| d.dir_metadata().map_err(|e| self.io(e))),
+            Some(parent) => parent.symlink_metadata(&self.name).map_err(|e| self.io(e)),
+        }
+    }
+
+    /// Fails unless the root allows writes.
+    pub fn require_writable(&self) -> FsResult<()> {
+        match self.root.access() {
+            Access::ReadWrite => Ok(()),
+            Access::ReadOnly => Err(self.err(
+                FsErrorKind::ReadOnly,
+                format!(
+                    "{}: the root `{}` is read-only; writes are refused there",
+                    self.input,
+                    self.root.label()
+                ),
+            )),
+        }
+    }
+
+    /// Replaces (or creates) the file atomically and durably: a temporary file in the same
+    /// directory, written and fsynced, renamed over the target, then the directory fsynced.
+    /// An existing file keeps its mode (and, where permitted, its owner). Readers see the old
+    /// content or the new one, never a mix, even if the process is killed mid-write.
+    pub fn write_atomic(&self, data: &[u8], opts: &WriteOptions) -> FsResult<()> {
+        self.require_writable()?;
+        match self.state {
+            TargetState::Exists(EntryKind::Dir) => {
+                return Err(self.err(
+                    FsErrorKind::IsADirectory,
+                    format!("{}: is a directory; give a file path", self.input),
+                ));
+            }
+            TargetState::Exists(EntryKind::Other) => return Err(self.not_a_file()),
+            _ => {}
+        }
+        let parent = self.parent.as_ref().ok_or_else(|| {
+            self.err(
+                FsErrorKind::IsADirectory,
+                format!("{}: is the workspace root; give a file path", self.input),
+            )
+        })?;
+        let dir = if self.missing_dirs.is_empty() {
+            parent.clone()
+        } else if opts.create_parents {
+            self.create_missing_dirs(parent)?
+        } else {
+            return Err(self.err(
+                FsErrorKind::NotFound,
+                format!("{}: the parent directory does not exist", self.input),
+            ));
+        };
+        // Existing file: keep its permissions and owner.
+        let existing = match dir.symlink_metadata(&self.name) {
+            Ok(meta) if meta.is_file() => Some(meta),
+            Ok(meta) if meta.is_dir() => {
+                return Err(self.err(
+                    FsErrorKind::IsADirectory,
+                    format!("{}: is a directory", self.input),
+                ));
+            }
+            Ok(_) => None, // a symlink appeared in a race: rename replaces it, never follows it
+            Err(err) if err.kind() == io::ErrorKind::NotFound => None,
+            Err(err) => return Err(self.io(err)),
+        };
+        let mode = existing
+            .as_ref()
+            .map(|m| m.permissions().mode() & 0o7777)
+            .or(opts.new_file_mode);
+
+        let tmp_name = temp_name(&self.name);
+        let mut open = OpenOptions::new();
+        open.write(true)
+            .create_new(true)
+            .follow(FollowSymlinks::No)
+            .mode(0o600);
+        let mut file = dir.open_with(&tmp_name, &open).map_err(|e| self.io(e))?;
+        let result = (|| -> io::Result<()> {
+            file.write_all(data)?;
+            if let Some(mode) = mode {
+                fchmod(&file, mode)?;
+            } else {
+                fchmod(&file, 0o644)?;
+            }
+            if let Some(meta) = &existing {
+                use cap_std::fs::MetadataExt;
+                // Best effort: only root can give a file away; otherwise it is ours already.
+                let _ = rustix::fs::fchown(
+                    &file,
+                    Some(rustix::fs::Uid::from_raw(meta.uid())),
+                    Some(rustix::fs::Gid::from_raw(meta.gid())),
+                );
+                // fchown may clear set-id bits; restore the mode afterwards.
+                if let Some(mode) = mode {
+                    fchmod(&file, mode)?;
+                }
+            }
+            file.sync_all()?;
+            drop(file);
+            dir.rename(&tmp_name, &dir, &self.name)?;
+            rustix::fs::fsync(&*dir)?;
+            Ok(())
+        })();
+        if let Err(err) = result {
+            let _ = dir.remove_file(&tmp_name);
+            return Err(self.io(err));
+        }
+        Ok(())
+    }
+
+    fn create_missing_dirs(&self, parent: &Arc<Dir>) -> FsResult<Arc<Dir>> {
+        let mut dir = parent.clone();
+        for name in &self.missing_dirs {
+            match dir.create_dir(name) {
+                Ok(()) => {}
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(err) => return Err(self.io(err)),
+            }
+            // Never follow: if someone planted a symlink here in the meantime, this fails.
+            let next = dir.open_dir_nofollow(name).map_err(|e| {
+                if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+                    || e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error())
+                {
+                    self.err(
+                        FsErrorKind::OutsideRoot,
+                        format!(
+                            "{}: `{name}` changed into a symbolic link while creating it; refused",
+                            self.input
+                        ),
+                    )
+                } else {
+                    self.io(e)
+                }
+            })?;
+            rustix::fs::fsync(&*dir).map_err(|e| self.io(e.into()))?;
+            dir = Arc::new(next);
+        }
+        Ok(dir)
+    }
+}
+
+/// A hidden temporary name next to the target, unique per write, within NAME_MAX.
+fn temp_name(name: &OsString) -> String {
+    let base = name.to_string_lossy();
+    let mut short: String = base.chars().take(40).collect();
+    if short.is_empty() {
+        short.push('f');
+    }
+    format!(
+        ".{short}.{}.rftmp",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
+}
+
+fn fchmod(file: &File, mode: u32) -> io::Result<()> {
+    rustix::fs::fchmod(file, rustix::fs::Mode::from_raw_mode(mode))?;
+    Ok(())
+}
