@@ -1,0 +1,331 @@
+//! `edit_file`: exact-string replacement behind the read-first gate, with a diff back.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use ringfence_fs::{EntryKind, TargetState, WriteOptions};
+
+use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::files::text::{TextStyle, cut_line, thousands};
+use crate::files::{binary_error, check_read_first, read_whole, record_for};
+use crate::tool::{Annotations, BoxFuture, Tool, ToolContext, ToolOutput, parse_args, schema_of};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditFileArgs {
+    /// Workspace-relative path to the file to edit.
+    pub path: String,
+    /// Exact string to find and replace. Must appear in the file. Must differ from
+    /// `new_string`.
+    pub old_string: String,
+    /// Replacement string. Must differ from `old_string`.
+    pub new_string: String,
+    /// When `false` (default), `old_string` must be unique — multiple matches return an
+    /// error. When `true`, all occurrences are replaced.
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+pub struct EditFile;
+
+const DESCRIPTION: &str = "Perform an exact-string replacement on a file within the workspace. The file must have been read in the current session via read_file first (read-first gate), and must not have changed since.\n\n`old_string` must appear in the file exactly (whitespace included; copy it from read_file output without the line-number prefix) and, unless `replace_all` is true, exactly once: add surrounding lines to make it unique. Returns the replacement count and a unified diff of the change. CRLF files stay CRLF when the strings use LF; the byte-order mark and final-newline state are kept; the write is atomic.";
+
+/// Diff lines returned at most (the rest is summarised).
+const MAX_DIFF_LINES: usize = 80;
+/// Replacements shown in the diff at most.
+const MAX_DIFF_HUNKS: usize = 5;
+
+impl Tool for EditFile {
+    fn name(&self) -> &'static str {
+        "edit_file"
+    }
+    fn family(&self) -> &'static str {
+        "files"
+    }
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+    fn input_schema(&self) -> Map<String, Value> {
+        schema_of::<EditFileArgs>()
+    }
+    fn annotations(&self) -> Annotations {
+        Annotations {
+            title: "Edit file",
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: false,
+        }
+    }
+    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>> {
+        Box::pin(async move {
+            let args: EditFileArgs = parse_args("edit_file", args)?;
+            ctx.blocking(move |ctx| edit_file(&ctx, args)).await
+        })
+    }
+}
+
+fn edit_file(ctx: &ToolContext, args: EditFileArgs) -> ToolResult<ToolOutput> {
+    if args.old_string.is_empty() {
+        return Err(ToolError::invalid(
+            "edit_file: old_string is empty; give the exact text to replace (use write_file to create a file)",
+        ));
+    }
+    if args.old_string == args.new_string {
+        return Err(ToolError::invalid(
+            "edit_file: old_string and new_string are identical; nothing would change",
+        ));
+    }
+    let target = ctx.session.workspace.resolve(&args.path)?;
+    target.require_writable()?;
+    match target.state() {
+        TargetState::Exists(EntryKind::File) => {}
+        TargetState::Missing => {
+            return Err(ToolError::new(
+                ToolErrorKind::NotFound,
+                format!("{}: no such file; use write_file to create it", args.path),
+            ));
+        }
+        TargetState::Exists(_) => {
+            return Err(ToolError::new(
+                ToolErrorKind::WrongType,
+                format!("{}: not a regular file", args.path),
+            ));
+        }
+    }
+    let (bytes, current) = read_whole(&target, ctx.limits.max_edit_bytes)?;
+    check_read_first(&ctx.session, &target, &current)?;
+    let original = String::from_utf8(bytes).map_err(|_| binary_error(&target))?;
+    if original.contains('\0') {
+        return Err(binary_error(&target));
+    }
+    let style = TextStyle::detect(&original);
+    let text = style.normalize(&original);
+    let (old, new) = if style.crlf {
+        (
+            args.old_string.replace("\r\n", "\n"),
+            args.new_string.replace("\r\n", "\n"),
+        )
+    } else {
+        (args.old_string.clone(), args.new_string.clone())
+    };
+    let positions: Vec<usize> = text.match_indices(&old).map(|(i, _)| i).collect();
+    if positions.is_empty() {
+        return Err(no_match(&args.path, &text, &old));
+    }
+    if positions.len() > 1 && !args.replace_all {
+        let lines: Vec<String> = positions
+            .iter()
+            .take(10)
+            .map(|&p| thousands(line_of(&text, p) as u64))
+            .collect();
+        return Err(ToolError::new(
+            ToolErrorKind::AmbiguousMatch,
+            format!(
+                "{}: old_string occurs {} times (at lines {}{}). Add surrounding lines to old_string to make it unique, or set replace_all to true",
+                args.path,
+                positions.len(),
+                lines.join(", "),
+                if positions.len() > 10 { ", …" } else { "" }
+            ),
+        ));
+    }
+    ctx.check_cancelled()?;
+    let replaced = if args.replace_all {
+        text.replace(&old, &new)
+    } else {
+        text.replacen(&old, &new, 1)
+    };
+    let out = style.apply(&replaced);
+    target.write_atomic(out.as_bytes(), &WriteOptions::default())?;
+    if let Ok(meta) = target.metadata() {
+        ctx.session
+            .reads()
+            .record(&target, record_for(out.as_bytes(), &meta));
+    }
+    let diff = render_diff(
+        &target.display().to_string(),
+        &text,
+        &positions,
+        old.len(),
+        &new,
+    );
+    let count = positions.len();
+    let mut msg = format!(
+        "Edited {}: {} replacement{}.",
+        target.display(),
+        count,
+        if count == 1 { "" } else { "s" }
+    );
+    if let Some(kept) = style.describe_kept() {
+        msg.push(' ');
+        msg.push_str(&kept);
+    }
+    msg.push_str("\n\n");
+    msg.push_str(&diff);
+    Ok(ToolOutput::text(msg).with_structured(json!({
+        "path": target.display(),
+        "replacements": count,
+        "diff": diff,
+    })))
+}
+
+/// 1-based line number of byte offset `pos`.
+fn line_of(text: &str, pos: usize) -> usize {
+    memchr::memchr_iter(b'\n', &text.as_bytes()[..pos]).count() + 1
+}
+
+/// Start offsets of every line.
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut starts = vec![0];
+    starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+    if starts.last() == Some(&text.len()) && text.len() > 0 {
+        starts.pop();
+    }
+    starts
+}
+
+/// A unified diff built around each replacement (3 lines of context), without diffing the
+/// whole file: the cost is proportional to the change, not the file.
+fn render_diff(path: &str, text: &str, positions: &[usize], old_len: usize, new: &str) -> String {
+    const CONTEXT: usize = 3;
+    let starts = line_starts(text);
+    let line_index = |pos: usize| match starts.binary_search(&pos) {
+        Ok(i) => i,
+        Err(i) => i - 1,
+    };
+    let line_text = |i: usize| -> &str {
+        let s = starts[i];
+        let e = starts.get(i + 1).map(|e| e - 1).unwrap_or(text.len());
+        &text[s..e.max(s)]
+    };
+    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
+    let mut lines_out = 0usize;
+    // Net lines added by earlier replacements, for the new file's numbering.
+    let mut shift: isize = 0;
+    for (n, &pos) in positions.iter().enumerate() {
+        if n >= MAX_DIFF_HUNKS || lines_out >= MAX_DIFF_LINES {
+            let rest = positions.len() - n;
+            out.push_str(&format!(
+                "… {rest} more replacement{} not shown\n",
+                if rest == 1 { "" } else { "s" }
+            ));
+            break;
+        }
+        // The changed region: from the start of the first touched line to the end of the
+        // line where the match ends.
+        let first = line_index(pos);
+        let end = pos + old_len;
+        let region_end = memchr::memchr(b'\n', &text.as_bytes()[end..])
+            .map(|i| end + i)
+            .unwrap_or(text.len());
+        let region_start = starts[first];
+        let old_region = &text[region_start..region_end];
+        let new_region = format!(
+            "{}{}{}",
+            &text[region_start..pos],
+            new,
+            &text[end..region_end]
+        );
+        let last = line_index(
+            region_end
+                .min(text.len().saturating_sub(1))
+                .max(region_start),
+        );
+        let ctx_start = first.saturating_sub(CONTEXT);
+        let ctx_end = (last + CONTEXT).min(starts.len().saturating_sub(1));
+        let diff = similar::TextDiff::from_lines(old_region, &new_region);
+        let mut body = String::new();
+        let (mut old_count, mut new_count) = (0usize, 0usize);
+        for i in ctx_start..first {
+            body.push_str(&format!(" {}\n", cut_line(line_text(i), 200)));
+            old_count += 1;
+            new_count += 1;
+        }
+        for change in diff.iter_all_changes() {
+            let line = change.value().trim_end_matches('\n');
+            let sign = match change.tag() {
+                similar::ChangeTag::Equal => {
+                    old_count += 1;
+                    new_count += 1;
+                    ' '
+                }
+                similar::ChangeTag::Delete => {
+                    old_count += 1;
+                    '-'
+                }
+                similar::ChangeTag::Insert => {
+                    new_count += 1;
+                    '+'
+                }
+            };
+            body.push_str(&format!("{sign}{}\n", cut_line(line, 200)));
+        }
+        for i in last + 1..=ctx_end {
+            body.push_str(&format!(" {}\n", cut_line(line_text(i), 200)));
+            old_count += 1;
+            new_count += 1;
+        }
+        let new_start = (ctx_start as isize + 1 + shift).max(1);
+        out.push_str(&format!(
+            "@@ -{},{} +{},{} @@\n",
+            ctx_start + 1,
+            old_count,
+            new_start,
+            new_count
+        ));
+        lines_out += body.lines().count();
+        out.push_str(&body);
+        shift += new.matches('\n').count() as isize - text[pos..end].matches('\n').count() as isize;
+    }
+    out
+}
+
+/// The error for an `old_string` that does not occur, with the closest lines of the file.
+fn no_match(path: &str, text: &str, old: &str) -> ToolError {
+    let needle = old
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(old)
+        .trim();
+    let mut candidates: Vec<(f32, usize, &str)> = Vec::new();
+    let lines: Vec<&str> = text.lines().collect();
+    let fuzzy = lines.len() <= 20_000 && needle.len() <= 400;
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        let score = if t == needle {
+            1.0
+        } else if fuzzy && t.len() <= needle.len() * 2 + 20 && needle.len() <= t.len() * 2 + 20 {
+            similar::TextDiff::from_chars(needle, t).ratio()
+        } else {
+            0.0
+        };
+        if score >= 0.5 {
+            candidates.push((score, i + 1, line));
+        }
+    }
+    candidates.sort_by(|a, b| {
+        b.0.partial_cmp(&a.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.1.cmp(&b.1))
+    });
+    let mut msg = format!(
+        "{path}: old_string was not found in the file. It must match exactly, including whitespace and indentation."
+    );
+    if candidates.is_empty() {
+        msg.push_str(" No similar lines were found; read the file again with read_file and copy the text exactly.");
+    } else {
+        msg.push_str(" The closest lines are:\n");
+        for (_, n, line) in candidates.iter().take(3) {
+            msg.push_str(&format!("{n:>6}\t{}\n", cut_line(line, 200)));
+        }
+        msg.push_str(
+            "Copy the text exactly from read_file output (without the line-number prefix).",
+        );
+    }
+    ToolError::new(ToolErrorKind::NoMatch, msg)
+}

@@ -1,0 +1,534 @@
+//! `grep`: regex search over the workspace with ripgrep's searcher, through a contained
+//! parallel walk.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use ringfence_fs::{WalkOptions, WalkState, walk};
+
+use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::files::text::{cut_line, thousands};
+use crate::spill::saved_notice;
+use crate::tool::{Annotations, BoxFuture, Tool, ToolContext, ToolOutput, parse_args, schema_of};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// Matching file paths only.
+    #[default]
+    FilesWithMatches,
+    /// `path:line: text` for each matching line.
+    Content,
+    /// `path:count` of matching lines per file.
+    Count,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrepArgs {
+    /// Regular expression to search for (Rust/ripgrep regex syntax, without delimiters).
+    pub pattern: String,
+    /// Workspace-relative subdirectory (or file) to restrict the search scope. Defaults to
+    /// the workspace root.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Glob pattern matched against workspace-relative file paths to filter which files are
+    /// searched (e.g. `**/*.php`, `*.{ts,tsx}`). A glob without `/` matches file names.
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// `files_with_matches` (default) — matching file paths only; `content` — `path:line:
+    /// text` matching lines; `count` — match counts per file.
+    #[serde(default)]
+    pub output_mode: OutputMode,
+    /// Match case-insensitively (default false).
+    #[serde(default, alias = "-i")]
+    pub case_insensitive: bool,
+    /// Lines of context before each match (content mode).
+    #[serde(default, alias = "-B")]
+    pub before_context: Option<usize>,
+    /// Lines of context after each match (content mode).
+    #[serde(default, alias = "-A")]
+    pub after_context: Option<usize>,
+    /// Lines of context before and after each match (content mode).
+    #[serde(default, alias = "-C")]
+    pub context: Option<usize>,
+    /// Let the pattern span lines; `.` also matches newlines (default false).
+    #[serde(default)]
+    pub multiline: bool,
+    /// File type to search, as ripgrep names them (`rust`, `py`, `js`, `md`, ...).
+    #[serde(default, rename = "type")]
+    pub file_type: Option<String>,
+    /// Return at most this many entries (lines, files or counts) after `offset`.
+    #[serde(default)]
+    pub head_limit: Option<usize>,
+    /// Skip this many entries first (for paging with head_limit).
+    #[serde(default)]
+    pub offset: Option<usize>,
+}
+
+pub struct Grep;
+
+const DESCRIPTION: &str = "Search file contents using a regular expression pattern within the workspace. Supports three output modes (`files_with_matches` default, `content` as `path:line: text`, `count` per file) and optional scoping by subdirectory, glob or file type.\n\nRespects .gitignore and .ignore files, skips .git and binary files, searches hidden files. Results are sorted by path and capped at 100 matches; when cut, a notice says how many there were and where the full output was saved. Page with head_limit and offset. Context lines (before_context/after_context/context), case_insensitive and multiline are available.";
+
+impl Tool for Grep {
+    fn name(&self) -> &'static str {
+        "grep"
+    }
+    fn family(&self) -> &'static str {
+        "files"
+    }
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+    fn input_schema(&self) -> Map<String, Value> {
+        schema_of::<GrepArgs>()
+    }
+    fn annotations(&self) -> Annotations {
+        Annotations {
+            title: "Search file contents",
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+        }
+    }
+    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>> {
+        Box::pin(async move {
+            let args: GrepArgs = parse_args("grep", args)?;
+            ctx.blocking(move |ctx| grep(&ctx, args)).await
+        })
+    }
+}
+
+/// One line of content output.
+#[derive(Debug, Clone)]
+enum Line {
+    Match(u64, String),
+    Context(u64, String),
+    Break,
+}
+
+#[derive(Debug)]
+struct FileHits {
+    rel: String,
+    count: u64,
+    lines: Vec<Line>,
+}
+
+struct Collect {
+    mode: OutputMode,
+    count: u64,
+    lines: Vec<Line>,
+    max_line: usize,
+}
+
+fn line_text(bytes: &[u8], max: usize) -> String {
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    cut_line(&String::from_utf8_lossy(bytes), max).into_owned()
+}
+
+impl Sink for Collect {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        match self.mode {
+            OutputMode::FilesWithMatches => {
+                self.count += 1;
+                Ok(false) // one match decides; stop reading this file
+            }
+            OutputMode::Count => {
+                self.count += m.lines().count() as u64;
+                Ok(true)
+            }
+            OutputMode::Content => {
+                let mut n = m.line_number().unwrap_or(0);
+                for line in m.lines() {
+                    self.count += 1;
+                    self.lines
+                        .push(Line::Match(n, line_text(line, self.max_line)));
+                    n += 1;
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        if self.mode == OutputMode::Content {
+            let n = c.line_number().unwrap_or(0);
+            self.lines
+                .push(Line::Context(n, line_text(c.bytes(), self.max_line)));
+        }
+        Ok(true)
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, Self::Error> {
+        if self.mode == OutputMode::Content {
+            self.lines.push(Line::Break);
+        }
+        Ok(true)
+    }
+}
+
+/// Which files to search, by glob and type.
+pub(crate) struct FileFilter {
+    by_path: Option<GlobSet>,
+    by_name: Option<GlobSet>,
+    types: Option<ignore::types::Types>,
+}
+
+impl FileFilter {
+    pub(crate) fn new(glob: Option<&str>, file_type: Option<&str>) -> ToolResult<FileFilter> {
+        let (mut by_path, mut by_name) = (None, None);
+        if let Some(g) = glob.filter(|g| !g.trim().is_empty()) {
+            let set = build_globset(g, "glob")?;
+            if g.contains('/') {
+                by_path = Some(set);
+            } else {
+                by_name = Some(set);
+            }
+        }
+        let types = match file_type.filter(|t| !t.trim().is_empty()) {
+            None => None,
+            Some(t) => {
+                let mut b = ignore::types::TypesBuilder::new();
+                b.add_defaults();
+                let known: Vec<String> = b
+                    .definitions()
+                    .iter()
+                    .map(|d| d.name().to_owned())
+                    .collect();
+                if !known.iter().any(|k| k == t) {
+                    return Err(ToolError::invalid(format!(
+                        "grep: unknown file type `{t}`; use ripgrep type names such as rust, py, js, ts, go, java, c, cpp, md, json, yaml, toml, html, css, sh"
+                    )));
+                }
+                b.select(t);
+                Some(
+                    b.build()
+                        .map_err(|e| ToolError::invalid(format!("grep: type: {e}")))?,
+                )
+            }
+        };
+        Ok(FileFilter {
+            by_path,
+            by_name,
+            types,
+        })
+    }
+
+    pub(crate) fn accepts(&self, rel: &str, rel_to_base: &str) -> bool {
+        if let Some(set) = &self.by_path {
+            if !set.is_match(rel) && !set.is_match(rel_to_base) {
+                return false;
+            }
+        }
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        if let Some(set) = &self.by_name {
+            if !set.is_match(name) {
+                return false;
+            }
+        }
+        if let Some(types) = &self.types {
+            if !types.matched(name, false).is_whitelist() {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Compiles a glob (`**`, braces, classes); `*` does not cross `/`.
+pub(crate) fn build_globset(pattern: &str, what: &str) -> ToolResult<GlobSet> {
+    let glob = GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| {
+            ToolError::invalid(format!("invalid {what} pattern `{pattern}`: {}", e.kind()))
+        })?;
+    GlobSetBuilder::new()
+        .add(glob)
+        .build()
+        .map_err(|e| ToolError::invalid(format!("invalid {what} pattern `{pattern}`: {e}")))
+}
+
+fn build_matcher(args: &GrepArgs) -> ToolResult<RegexMatcher> {
+    if args.pattern.is_empty() {
+        return Err(ToolError::invalid(
+            "grep: pattern is empty; give a regular expression",
+        ));
+    }
+    let mut b = RegexMatcherBuilder::new();
+    b.case_insensitive(args.case_insensitive);
+    if args.multiline {
+        b.multi_line(true).dot_matches_new_line(true);
+    } else {
+        b.line_terminator(Some(b'\n'));
+    }
+    b.build(&args.pattern).map_err(|e| {
+        ToolError::invalid(format!(
+            "grep: invalid regular expression: {e}\nEscape special characters such as ( ) [ ] {{ }} . * + ? | \\ with a backslash to match them literally."
+        ))
+    })
+}
+
+/// Reports progress at most every 250 ms from any worker thread.
+struct Throttle {
+    files: AtomicU64,
+    last: Mutex<Instant>,
+}
+
+impl Throttle {
+    fn tick(&self, ctx: &ToolContext) {
+        let n = self.files.fetch_add(1, Ordering::Relaxed) + 1;
+        if !ctx.progress.is_enabled() || n % 64 != 0 {
+            return;
+        }
+        if let Ok(mut last) = self.last.try_lock() {
+            if last.elapsed() >= Duration::from_millis(250) {
+                *last = Instant::now();
+                ctx.progress
+                    .report(n as f64, None, format!("searched {} files", thousands(n)));
+            }
+        }
+    }
+}
+
+fn grep(ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
+    let matcher = build_matcher(&args)?;
+    let filter = FileFilter::new(args.glob.as_deref(), args.file_type.as_deref())?;
+    let scope = args
+        .path
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .unwrap_or("~");
+    let start = ctx.session.workspace.resolve(scope)?;
+    if !start.exists() {
+        return Err(ToolError::new(
+            ToolErrorKind::NotFound,
+            format!("{scope}: no such file or directory to search"),
+        ));
+    }
+    let base = start.rel().to_owned();
+    let (before, after) = if args.output_mode == OutputMode::Content {
+        (
+            args.before_context.or(args.context).unwrap_or(0),
+            args.after_context.or(args.context).unwrap_or(0),
+        )
+    } else {
+        (0, 0)
+    };
+    let results: Mutex<Vec<FileHits>> = Mutex::new(Vec::new());
+    let throttle = Throttle {
+        files: AtomicU64::new(0),
+        last: Mutex::new(Instant::now()),
+    };
+    let max_line = ctx.limits.max_grep_line_chars.max(2000);
+    walk(&start, &WalkOptions::default(), || {
+        let mut searcher = SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::quit(0))
+            .multi_line(args.multiline)
+            .before_context(before)
+            .after_context(after)
+            .build();
+        let matcher = matcher.clone();
+        let (results, filter, base, throttle) = (&results, &filter, &base, &throttle);
+        let mode = args.output_mode;
+        move |entry| {
+            if ctx.cancel.is_cancelled() {
+                return WalkState::Quit;
+            }
+            if entry.is_dir() || !entry.file_type.is_file() {
+                return WalkState::Continue;
+            }
+            let rel_to_base = if base.is_empty() {
+                entry.rel.as_str()
+            } else {
+                entry
+                    .rel
+                    .strip_prefix(base.as_str())
+                    .map(|r| r.trim_start_matches('/'))
+                    .unwrap_or(&entry.rel)
+            };
+            if !filter.accepts(&entry.rel, rel_to_base) {
+                return WalkState::Continue;
+            }
+            let Ok(file) = entry.open_file() else {
+                return WalkState::Continue;
+            };
+            let mut sink = Collect {
+                mode,
+                count: 0,
+                lines: Vec::new(),
+                max_line,
+            };
+            if let Err(err) = searcher.search_file(&matcher, &file.into_std(), &mut sink) {
+                tracing::debug!(file = %entry.rel, error = %err, "search failed");
+            }
+            throttle.tick(ctx);
+            if sink.count > 0 {
+                results
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(FileHits {
+                        rel: entry.rel.clone(),
+                        count: sink.count,
+                        lines: sink.lines,
+                    });
+            }
+            WalkState::Continue
+        }
+    })?;
+    ctx.check_cancelled()?;
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by(|a, b| a.rel.cmp(&b.rel));
+    render(ctx, &args, &start.display().to_string(), results)
+}
+
+/// One output line and whether it counts as a match against the cap.
+struct Entry {
+    text: String,
+    is_match: bool,
+}
+
+fn entries(mode: OutputMode, results: &[FileHits]) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for hit in results {
+        match mode {
+            OutputMode::FilesWithMatches => out.push(Entry {
+                text: hit.rel.clone(),
+                is_match: true,
+            }),
+            OutputMode::Count => out.push(Entry {
+                text: format!("{}:{}", hit.rel, hit.count),
+                is_match: true,
+            }),
+            OutputMode::Content => {
+                if !out.is_empty() && hit.lines.iter().any(|l| matches!(l, Line::Context(..))) {
+                    out.push(Entry {
+                        text: "--".into(),
+                        is_match: false,
+                    });
+                }
+                for line in &hit.lines {
+                    out.push(match line {
+                        Line::Match(n, t) => Entry {
+                            text: format!("{}:{n}: {t}", hit.rel),
+                            is_match: true,
+                        },
+                        Line::Context(n, t) => Entry {
+                            text: format!("{}-{n}- {t}", hit.rel),
+                            is_match: false,
+                        },
+                        Line::Break => Entry {
+                            text: "--".into(),
+                            is_match: false,
+                        },
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+fn render(
+    ctx: &ToolContext,
+    args: &GrepArgs,
+    scope: &str,
+    results: Vec<FileHits>,
+) -> ToolResult<ToolOutput> {
+    let mode = args.output_mode;
+    let all = entries(mode, &results);
+    let total_matches = all.iter().filter(|e| e.is_match).count();
+    let total_files = results.len();
+    if total_matches == 0 {
+        let text = format!(
+            "No matches found for pattern `{}` in {scope}. (Files ignored by .gitignore/.ignore and binary files are not searched.)",
+            args.pattern
+        );
+        return Ok(ToolOutput::text(text));
+    }
+    let skip = args.offset.unwrap_or(0);
+    if skip >= all.len() {
+        return Err(ToolError::invalid(format!(
+            "grep: offset {skip} is past the end of the results ({} entries)",
+            all.len()
+        )));
+    }
+    let head = args.head_limit.unwrap_or(usize::MAX).max(1);
+    let cap = ctx.limits.max_grep_matches;
+    let mut shown = Vec::new();
+    let mut shown_matches = 0usize;
+    let mut cap_hit = false;
+    for e in all.iter().skip(skip) {
+        if shown.len() >= head {
+            break;
+        }
+        if e.is_match && shown_matches >= cap {
+            cap_hit = true;
+            break;
+        }
+        if e.is_match {
+            shown_matches += 1;
+        }
+        shown.push(e.text.as_str());
+    }
+    while shown.last() == Some(&"--") {
+        shown.pop();
+    }
+    let mut text = shown.join("\n");
+    let matches_before = all.iter().take(skip).filter(|e| e.is_match).count();
+    let mut spill_path = None;
+    if cap_hit {
+        let full: Vec<&str> = all.iter().map(|e| e.text.as_str()).collect();
+        let path = ctx.spill.save(&(full.join("\n") + "\n"))?;
+        let what = match mode {
+            OutputMode::Content => "matches",
+            _ => "matches",
+        };
+        text.push_str(&format!(
+            "\n\nShowing {} of {} {what}. Use a more specific pattern or path to narrow results.\n{}",
+            thousands(shown_matches as u64),
+            thousands(total_matches as u64),
+            saved_notice(&path)
+        ));
+        spill_path = Some(path.display().to_string());
+    } else if skip + shown.len() < all.len() {
+        text.push_str(&format!(
+            "\n\n(Entries {}-{} of {}. Call grep again with offset={} to see more.)",
+            skip + 1,
+            skip + shown.len(),
+            all.len(),
+            skip + shown.len()
+        ));
+    }
+    let _ = matches_before;
+    Ok(ToolOutput::text(text).with_structured(json!({
+        "mode": mode_name(mode),
+        "total": total_matches,
+        "files": total_files,
+        "shown": shown_matches,
+        "truncated": cap_hit,
+        "spill_path": spill_path,
+    })))
+}
+
+fn mode_name(mode: OutputMode) -> &'static str {
+    match mode {
+        OutputMode::FilesWithMatches => "files_with_matches",
+        OutputMode::Content => "content",
+        OutputMode::Count => "count",
+    }
+}

@@ -1,0 +1,123 @@
+//! The workspace file tools of seed 000: read_file, write_file, edit_file, grep, glob.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use ringfence_fs::{File, Metadata, Target};
+
+use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::session::{ReadRecord, Session};
+use crate::tool::Tool;
+
+pub mod edit_file;
+pub mod glob;
+pub mod grep;
+pub mod read_file;
+pub mod text;
+pub mod write_file;
+
+/// Every file tool.
+pub fn all() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(read_file::ReadFile),
+        Arc::new(write_file::WriteFile),
+        Arc::new(edit_file::EditFile),
+        Arc::new(grep::Grep),
+        Arc::new(glob::Glob),
+    ]
+}
+
+/// Bytes sampled to decide whether a file is text (seed 000: 8,192).
+pub const SAMPLE_BYTES: usize = 8192;
+
+/// Reads a whole file (bounded by `max`), returning the bytes and a read record.
+pub(crate) fn read_whole(target: &Target, max: u64) -> ToolResult<(Vec<u8>, ReadRecord)> {
+    let (file, meta) = target.open_read()?;
+    if meta.len() > max {
+        return Err(ToolError::new(
+            ToolErrorKind::TooLarge,
+            format!(
+                "{}: the file is {} bytes, above the {}-byte limit for rewriting a whole file",
+                target.input(),
+                text::thousands(meta.len()),
+                text::thousands(max)
+            ),
+        ));
+    }
+    let bytes = read_all(file, &meta, target)?;
+    let record = record_for(&bytes, &meta);
+    Ok((bytes, record))
+}
+
+fn read_all(file: File, meta: &Metadata, target: &Target) -> ToolResult<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.into_std().read_to_end(&mut bytes).map_err(|e| {
+        ToolError::new(
+            ToolErrorKind::Io,
+            format!("{}: read failed: {e}", target.input()),
+        )
+    })?;
+    Ok(bytes)
+}
+
+pub(crate) fn record_for(bytes: &[u8], meta: &Metadata) -> ReadRecord {
+    ReadRecord {
+        hash: *blake3::hash(bytes).as_bytes(),
+        size: bytes.len() as u64,
+        mtime: meta.modified().ok().map(|t| t.into_std()),
+    }
+}
+
+/// The read-first gate: the file must have been read in this session and be unchanged since
+/// (by content hash: a touch without change passes, any content change does not).
+pub(crate) fn check_read_first(
+    session: &Session,
+    target: &Target,
+    current: &ReadRecord,
+) -> ToolResult<()> {
+    let reads = session.reads();
+    let Some(record) = reads.get(target) else {
+        return Err(ToolError::new(
+            ToolErrorKind::NotReadFirst,
+            format!(
+                "{}: the file exists and has not been read in this session. Read it with read_file first, then retry",
+                target.input()
+            ),
+        ));
+    };
+    if record.hash != current.hash {
+        return Err(ToolError::new(
+            ToolErrorKind::Stale,
+            format!(
+                "{}: the file changed since it was last read ({} bytes then, {} now). Read it again with read_file, then retry",
+                target.input(),
+                text::thousands(record.size),
+                text::thousands(current.size)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `sample` (the first bytes of a file) looks like UTF-8 text: no NUL byte and valid
+/// UTF-8, allowing a multi-byte sequence cut by the sample's end.
+pub fn is_text_sample(sample: &[u8], complete: bool) -> bool {
+    if memchr::memchr(0, sample).is_some() {
+        return false;
+    }
+    match std::str::from_utf8(sample) {
+        Ok(_) => true,
+        Err(e) => !complete && e.error_len().is_none() && sample.len() - e.valid_up_to() < 4,
+    }
+}
+
+pub(crate) fn binary_error(target: &Target) -> ToolError {
+    ToolError::new(
+        ToolErrorKind::Binary,
+        format!(
+            "{}: binary or non-UTF-8 content detected in the first {} bytes; only UTF-8 text files can be read",
+            target.input(),
+            text::thousands(SAMPLE_BYTES as u64)
+        ),
+    )
+}

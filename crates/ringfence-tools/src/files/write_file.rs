@@ -1,0 +1,131 @@
+//! `write_file`: create or replace a file, atomically, behind the read-first gate.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use ringfence_fs::{EntryKind, TargetState, WriteOptions};
+
+use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::files::text::{TextStyle, thousands};
+use crate::files::{check_read_first, is_text_sample, read_whole, record_for};
+use crate::tool::{Annotations, BoxFuture, Tool, ToolContext, ToolOutput, parse_args, schema_of};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFileArgs {
+    /// Workspace-relative path to the target file.
+    pub path: String,
+    /// Full file content to write (replaces any existing content).
+    pub content: String,
+}
+
+pub struct WriteFile;
+
+const DESCRIPTION: &str = "Write content to a file within the workspace. Creates the file and any intermediate directories if they do not exist. When writing to an existing file, the file must have been read in the current session via read_file first (read-first gate), and must not have changed since.\n\nThe write is atomic: readers see the old file or the new one, never a mix. An existing file keeps its permissions, line endings (CRLF stays CRLF), byte-order mark and final-newline state.";
+
+impl Tool for WriteFile {
+    fn name(&self) -> &'static str {
+        "write_file"
+    }
+    fn family(&self) -> &'static str {
+        "files"
+    }
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+    fn input_schema(&self) -> Map<String, Value> {
+        schema_of::<WriteFileArgs>()
+    }
+    fn annotations(&self) -> Annotations {
+        Annotations {
+            title: "Write file",
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+            open_world: false,
+        }
+    }
+    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>> {
+        Box::pin(async move {
+            let args: WriteFileArgs = parse_args("write_file", args)?;
+            ctx.blocking(move |ctx| write_file(&ctx, args)).await
+        })
+    }
+}
+
+fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> {
+    let target = ctx.session.workspace.resolve(&args.path)?;
+    target.require_writable()?;
+    let (data, kept, created) = match target.state() {
+        TargetState::Missing => (args.content.into_bytes(), None, true),
+        TargetState::Exists(EntryKind::File) => {
+            let (old, current) = read_whole(&target, ctx.limits.max_edit_bytes)?;
+            check_read_first(&ctx.session, &target, &current)?;
+            let sample = &old[..old.len().min(super::SAMPLE_BYTES)];
+            let style = if is_text_sample(sample, old.len() <= super::SAMPLE_BYTES) {
+                TextStyle::detect(&String::from_utf8_lossy(&old))
+            } else {
+                // Replacing a binary file with text: nothing to keep but the mode.
+                TextStyle {
+                    bom: false,
+                    crlf: false,
+                    final_newline: args.content.ends_with('\n'),
+                }
+            };
+            let new_style = TextStyle::detect(&args.content);
+            let body = new_style.normalize(&args.content);
+            let out = style.apply(&body);
+            (out.into_bytes(), style.describe_kept(), false)
+        }
+        TargetState::Exists(EntryKind::Dir) => {
+            return Err(ToolError::new(
+                ToolErrorKind::WrongType,
+                format!(
+                    "{}: is a directory; give the path of a file inside it",
+                    args.path
+                ),
+            ));
+        }
+        TargetState::Exists(EntryKind::Other) => {
+            return Err(ToolError::new(
+                ToolErrorKind::WrongType,
+                format!(
+                    "{}: not a regular file (device, socket or FIFO); refused",
+                    args.path
+                ),
+            ));
+        }
+    };
+    ctx.check_cancelled()?;
+    target.write_atomic(
+        &data,
+        &WriteOptions {
+            create_parents: true,
+            new_file_mode: None,
+        },
+    )?;
+    // Our own write refreshes the record: the model knows this content.
+    if let Ok(written) = ctx.session.workspace.resolve(&args.path) {
+        if let Ok(meta) = written.metadata() {
+            ctx.session
+                .reads()
+                .record(&written, record_for(&data, &meta));
+        }
+    }
+    let verb = if created { "Created" } else { "Wrote" };
+    let mut text = format!(
+        "{verb} {} ({} bytes).",
+        target.display(),
+        thousands(data.len() as u64)
+    );
+    if let Some(kept) = &kept {
+        text.push(' ');
+        text.push_str(kept);
+    }
+    Ok(ToolOutput::text(text).with_structured(json!({
+        "path": target.display(),
+        "bytes_written": data.len(),
+        "created": created,
+    })))
+}

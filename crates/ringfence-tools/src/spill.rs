@@ -1,0 +1,86 @@
+//! Spill files: when a cap cuts an output, the full output is saved here and the notice
+//! prints the path, which read_file and grep can open (the spill root is a read-only root of
+//! every session).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ringfence_fs::Root;
+
+use crate::error::{ToolError, ToolErrorKind, ToolResult};
+
+/// Where full outputs are saved: `<data dir>/tool-output/<uuid>`.
+#[derive(Debug)]
+pub struct SpillStore {
+    root: Arc<Root>,
+}
+
+impl SpillStore {
+    /// `root` must be the internal tool-output root (also given to sessions, read-only).
+    pub fn new(root: Arc<Root>) -> SpillStore {
+        SpillStore { root }
+    }
+
+    pub fn root(&self) -> &Arc<Root> {
+        &self.root
+    }
+
+    /// Starts a spill file; returns a writer and the absolute path to print.
+    pub fn create(&self) -> ToolResult<SpillWriter> {
+        let dir = self.root.dir().map_err(ToolError::from)?;
+        let name = uuid::Uuid::new_v4().to_string();
+        let file = dir.create(&name).map_err(|e| {
+            ToolError::new(
+                ToolErrorKind::Io,
+                format!("could not save the full output: {e}"),
+            )
+        })?;
+        Ok(SpillWriter {
+            file: std::io::BufWriter::with_capacity(64 * 1024, file.into_std()),
+            path: self.root.absolute_path().join(name),
+        })
+    }
+
+    /// Saves `text` whole and returns the absolute path to print.
+    pub fn save(&self, text: &str) -> ToolResult<PathBuf> {
+        let mut w = self.create()?;
+        w.write(text.as_bytes())?;
+        w.finish()
+    }
+}
+
+/// A spill file being written.
+pub struct SpillWriter {
+    file: std::io::BufWriter<std::fs::File>,
+    path: PathBuf,
+}
+
+impl SpillWriter {
+    pub fn write(&mut self, bytes: &[u8]) -> ToolResult<()> {
+        self.file.write_all(bytes).map_err(|e| {
+            ToolError::new(
+                ToolErrorKind::Io,
+                format!("could not save the full output: {e}"),
+            )
+        })
+    }
+
+    pub fn finish(mut self) -> ToolResult<PathBuf> {
+        self.file.flush().map_err(|e| {
+            ToolError::new(
+                ToolErrorKind::Io,
+                format!("could not save the full output: {e}"),
+            )
+        })?;
+        Ok(self.path)
+    }
+}
+
+/// The second line of every truncation notice.
+pub fn saved_notice(path: &std::path::Path) -> String {
+    format!(
+        "Full output saved to {}. Use read_file with offset/limit to access specific sections.",
+        path.display()
+    )
+}

@@ -1,0 +1,200 @@
+//! The `Tool` trait and what a call receives.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::limits::Limits;
+use crate::session::Session;
+use crate::spill::SpillStore;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Hints for clients about a tool's effects (the MCP tool annotations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Annotations {
+    pub title: &'static str,
+    /// Never changes anything.
+    pub read_only: bool,
+    /// May overwrite or remove existing data.
+    pub destructive: bool,
+    /// Calling twice with the same arguments has no further effect.
+    pub idempotent: bool,
+    /// Reaches beyond the configured roots (network, processes).
+    pub open_world: bool,
+}
+
+/// What a successful call returns: text for every client, structured data where useful.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub text: String,
+    pub structured: Option<Value>,
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            text: text.into(),
+            structured: None,
+        }
+    }
+
+    pub fn with_structured(mut self, value: Value) -> ToolOutput {
+        self.structured = Some(value);
+        self
+    }
+}
+
+/// A progress update for a long call (forwarded as MCP `notifications/progress`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProgressUpdate {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// Where a tool sends progress; a no-op when the client did not ask for it.
+#[derive(Clone, Default)]
+pub struct Progress {
+    sink: Option<Arc<dyn Fn(ProgressUpdate) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Progress")
+            .field("enabled", &self.sink.is_some())
+            .finish()
+    }
+}
+
+impl Progress {
+    pub fn none() -> Progress {
+        Progress { sink: None }
+    }
+
+    pub fn new(sink: impl Fn(ProgressUpdate) + Send + Sync + 'static) -> Progress {
+        Progress {
+            sink: Some(Arc::new(sink)),
+        }
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    pub fn report(&self, progress: f64, total: Option<f64>, message: impl Into<String>) {
+        if let Some(sink) = &self.sink {
+            sink(ProgressUpdate {
+                progress,
+                total,
+                message: Some(message.into()),
+            });
+        }
+    }
+}
+
+/// Everything a call may use. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    pub session: Arc<Session>,
+    pub limits: Arc<Limits>,
+    pub spill: Arc<SpillStore>,
+    pub cancel: CancellationToken,
+    pub progress: Progress,
+}
+
+impl ToolContext {
+    /// Fails with `Cancelled` once the client cancelled the call.
+    pub fn check_cancelled(&self) -> ToolResult<()> {
+        if self.cancel.is_cancelled() {
+            Err(ToolError::cancelled())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Runs blocking file-system work off the async runtime.
+    pub async fn blocking<T, F>(&self, f: F) -> ToolResult<T>
+    where
+        F: FnOnce(ToolContext) -> ToolResult<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let ctx = self.clone();
+        match tokio::task::spawn_blocking(move || f(ctx)).await {
+            Ok(result) => result,
+            Err(err) => Err(ToolError::new(
+                ToolErrorKind::Io,
+                format!("the tool failed unexpectedly: {err}"),
+            )),
+        }
+    }
+}
+
+/// A tool the model can call. Implementations live one per file under a family module.
+pub trait Tool: Send + Sync + 'static {
+    /// The name the model calls (seed-defined for seed tools).
+    fn name(&self) -> &'static str;
+    /// The family it belongs to, for enabling and disabling groups ("files", ...).
+    fn family(&self) -> &'static str;
+    /// What the tool does, written for the model.
+    fn description(&self) -> &'static str;
+    /// JSON Schema of the arguments (an object schema).
+    fn input_schema(&self) -> Map<String, Value>;
+    fn annotations(&self) -> Annotations;
+    /// Runs the call. Model-fixable failures are `Err(ToolError)`.
+    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>>;
+}
+
+/// The JSON Schema of an argument type, as an object schema without `$schema`/`title`.
+pub fn schema_of<T: schemars::JsonSchema>() -> Map<String, Value> {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+    });
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut map = match schema.to_value() {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    map.remove("$schema");
+    map.remove("title");
+    map.entry("type")
+        .or_insert_with(|| Value::String("object".into()));
+    map
+}
+
+/// Deserializes arguments, turning serde's message into one the model can act on.
+pub fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> ToolResult<T> {
+    let args = match args {
+        Value::Null => Value::Object(Map::new()),
+        other => other,
+    };
+    if !args.is_object() {
+        return Err(ToolError::invalid(format!(
+            "{tool}: arguments must be a JSON object, got {}",
+            type_name(&args)
+        )));
+    }
+    serde_json::from_value(args).map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg
+            .replace(" at line 1 column 0", "")
+            .replace(" at line 0 column 0", "");
+        ToolError::invalid(format!("{tool}: invalid arguments: {msg}"))
+    })
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

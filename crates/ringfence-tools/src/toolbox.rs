@@ -1,0 +1,146 @@
+//! The registry of tools, with enable/disable and export to the formats clients use.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::tool::Tool;
+
+/// Export formats for tool definitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefinitionFormat {
+    /// MCP `tools/list` entries.
+    Mcp,
+    /// OpenAI function-calling `tools` entries.
+    OpenAi,
+    /// Anthropic Messages API `tools` entries.
+    Anthropic,
+}
+
+/// The tools a server offers. Disabled tools are neither listed nor callable.
+#[derive(Clone, Default)]
+pub struct Toolbox {
+    tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for Toolbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.keys()).finish()
+    }
+}
+
+impl Toolbox {
+    pub fn new() -> Toolbox {
+        Toolbox::default()
+    }
+
+    /// Every tool ringfence has, enabled.
+    pub fn full() -> Toolbox {
+        let mut tb = Toolbox::new();
+        for tool in crate::files::all() {
+            tb.register(tool);
+        }
+        tb
+    }
+
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> &mut Self {
+        self.tools.insert(tool.name(), tool);
+        self
+    }
+
+    /// Keeps only the named tools or families; an unknown name is an error naming it.
+    pub fn retain_enabled(&mut self, names: &[String]) -> Result<(), String> {
+        self.check_names(names)?;
+        self.tools
+            .retain(|name, tool| names.iter().any(|n| n == name || n == tool.family()));
+        Ok(())
+    }
+
+    /// Removes the named tools or families; an unknown name is an error naming it.
+    pub fn disable(&mut self, names: &[String]) -> Result<(), String> {
+        self.check_names(names)?;
+        self.tools
+            .retain(|name, tool| !names.iter().any(|n| n == name || n == tool.family()));
+        Ok(())
+    }
+
+    fn check_names(&self, names: &[String]) -> Result<(), String> {
+        for n in names {
+            let known = self
+                .tools
+                .iter()
+                .any(|(name, t)| *name == n || t.family() == n);
+            if !known {
+                let all: Vec<&str> = self.tools.keys().copied().collect();
+                return Err(format!(
+                    "unknown tool or family `{n}`; known tools: {} (family: files)",
+                    all.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Tools in name order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The definitions in `format`, as a JSON array.
+    pub fn definitions(&self, format: DefinitionFormat) -> Value {
+        Value::Array(
+            self.iter()
+                .map(|t| definition(t.as_ref(), format))
+                .collect(),
+        )
+    }
+}
+
+/// One tool's definition in `format`.
+pub fn definition(tool: &dyn Tool, format: DefinitionFormat) -> Value {
+    let schema = Value::Object(tool.input_schema());
+    match format {
+        DefinitionFormat::Mcp => {
+            let a = tool.annotations();
+            json!({
+                "name": tool.name(),
+                "title": a.title,
+                "description": tool.description(),
+                "inputSchema": schema,
+                "annotations": {
+                    "title": a.title,
+                    "readOnlyHint": a.read_only,
+                    "destructiveHint": a.destructive,
+                    "idempotentHint": a.idempotent,
+                    "openWorldHint": a.open_world,
+                }
+            })
+        }
+        DefinitionFormat::OpenAi => json!({
+            "type": "function",
+            "function": {
+                "name": tool.name(),
+                "description": tool.description(),
+                "parameters": schema,
+            }
+        }),
+        DefinitionFormat::Anthropic => json!({
+            "name": tool.name(),
+            "description": tool.description(),
+            "input_schema": schema,
+        }),
+    }
+}
