@@ -162,6 +162,7 @@ pub fn schema_of<T: schemars::JsonSchema>() -> Map<String, Value> {
     };
     map.remove("$schema");
     map.remove("title");
+    simplify_schema(&mut map);
     map.entry("type")
         .or_insert_with(|| Value::String("object".into()));
     map
@@ -196,5 +197,52 @@ fn type_name(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// Makes a generated schema plain enough for every client: an omitted `Option<T>` is `T`
+/// (not `T | null`), unit enums are `enum` lists (not `oneOf` of consts), no Rust-specific
+/// integer formats, and descriptions unwrapped from doc-comment line breaks.
+fn simplify_schema(map: &mut Map<String, Value>) {
+    if map.get("default") == Some(&Value::Null) {
+        map.remove("default");
+    }
+    if let Some(Value::Array(types)) = map.get("type") {
+        let non_null: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        if non_null.len() == 1 {
+            map.insert("type".into(), non_null[0].clone());
+        }
+    }
+    if matches!(map.get("format").and_then(Value::as_str), Some(f) if f.starts_with("uint") || f.starts_with("int"))
+    {
+        map.remove("format");
+    }
+    if let Some(Value::Array(variants)) = map.get("oneOf") {
+        let consts: Option<Vec<Value>> = variants.iter().map(|v| v.get("const").cloned()).collect();
+        if let Some(consts) = consts {
+            map.remove("oneOf");
+            map.insert("type".into(), Value::String("string".into()));
+            map.insert("enum".into(), Value::Array(consts));
+        }
+    }
+    for (key, value) in map.iter_mut() {
+        match value {
+            Value::String(s) if key == "description" => {
+                *s = s
+                    .split("\n\n")
+                    .map(|p| p.split('\n').map(str::trim).collect::<Vec<_>>().join(" "))
+                    .collect::<Vec<_>>()
+                    .join("\n\n");
+            }
+            Value::Object(inner) => simplify_schema(inner),
+            Value::Array(items) => {
+                for item in items {
+                    if let Value::Object(inner) = item {
+                        simplify_schema(inner);
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 }

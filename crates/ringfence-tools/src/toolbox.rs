@@ -1,6 +1,5 @@
 //! The registry of tools, with enable/disable and export to the formats clients use.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -21,12 +20,15 @@ pub enum DefinitionFormat {
 /// The tools a server offers. Disabled tools are neither listed nor callable.
 #[derive(Clone, Default)]
 pub struct Toolbox {
-    tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+    /// In registration order (the order clients list them in).
+    tools: Vec<Arc<dyn Tool>>,
 }
 
 impl std::fmt::Debug for Toolbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.tools.keys()).finish()
+        f.debug_list()
+            .entries(self.tools.iter().map(|t| t.name()))
+            .finish()
     }
 }
 
@@ -45,7 +47,8 @@ impl Toolbox {
     }
 
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> &mut Self {
-        self.tools.insert(tool.name(), tool);
+        self.tools.retain(|t| t.name() != tool.name());
+        self.tools.push(tool);
         self
     }
 
@@ -53,7 +56,7 @@ impl Toolbox {
     pub fn retain_enabled(&mut self, names: &[String]) -> Result<(), String> {
         self.check_names(names)?;
         self.tools
-            .retain(|name, tool| names.iter().any(|n| n == name || n == tool.family()));
+            .retain(|tool| names.iter().any(|n| n == tool.name() || n == tool.family()));
         Ok(())
     }
 
@@ -61,18 +64,15 @@ impl Toolbox {
     pub fn disable(&mut self, names: &[String]) -> Result<(), String> {
         self.check_names(names)?;
         self.tools
-            .retain(|name, tool| !names.iter().any(|n| n == name || n == tool.family()));
+            .retain(|tool| !names.iter().any(|n| n == tool.name() || n == tool.family()));
         Ok(())
     }
 
     fn check_names(&self, names: &[String]) -> Result<(), String> {
         for n in names {
-            let known = self
-                .tools
-                .iter()
-                .any(|(name, t)| *name == n || t.family() == n);
+            let known = self.tools.iter().any(|t| t.name() == n || t.family() == n);
             if !known {
-                let all: Vec<&str> = self.tools.keys().copied().collect();
+                let all: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
                 return Err(format!(
                     "unknown tool or family `{n}`; known tools: {} (family: files)",
                     all.join(", ")
@@ -83,12 +83,12 @@ impl Toolbox {
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name)
+        self.tools.iter().find(|t| t.name() == name)
     }
 
     /// Tools in name order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
-        self.tools.values()
+        self.tools.iter()
     }
 
     pub fn len(&self) -> usize {

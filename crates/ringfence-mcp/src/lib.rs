@@ -1,0 +1,210 @@
+//! The MCP adapter: serves a [`Toolbox`] over the Model Context Protocol with rmcp.
+//!
+//! This crate knows tools only through the `Tool` trait — names, schemas, annotations,
+//! `call` — and nothing of files or roots. Tool failures become `isError: true` results the
+//! model can act on; an unknown tool is a protocol error (`-32602`). Cancellation
+//! (`notifications/cancelled`) reaches the tool as its context's token; a tool's progress
+//! reports become `notifications/progress` when the client sent a progress token.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+use ringfence_tools::{Limits, Progress, Session, SpillStore, Tool, ToolContext, Toolbox};
+
+/// Identity and instructions the server announces at `initialize`.
+#[derive(Debug, Clone)]
+pub struct ServerIdentity {
+    pub name: String,
+    pub version: String,
+    pub instructions: String,
+}
+
+/// Everything a served session needs. Cheap to clone.
+#[derive(Clone)]
+pub struct McpServer {
+    toolbox: Arc<Toolbox>,
+    tools: Arc<Vec<McpTool>>,
+    session: Arc<Session>,
+    limits: Arc<Limits>,
+    spill: Arc<SpillStore>,
+    identity: Arc<ServerIdentity>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("tools", &self.toolbox)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The MCP form of one tool definition.
+pub fn mcp_tool(tool: &dyn Tool) -> McpTool {
+    let a = tool.annotations();
+    let schema: JsonObject = tool.input_schema();
+    McpTool::new(tool.name(), tool.description(), schema)
+        .with_title(a.title)
+        .with_annotations(
+            ToolAnnotations::new()
+                .read_only(a.read_only)
+                .destructive(a.destructive)
+                .idempotent(a.idempotent)
+                .open_world(a.open_world),
+        )
+}
+
+impl McpServer {
+    pub fn new(
+        toolbox: Toolbox,
+        session: Arc<Session>,
+        limits: Arc<Limits>,
+        spill: Arc<SpillStore>,
+        identity: ServerIdentity,
+    ) -> McpServer {
+        let tools = toolbox.iter().map(|t| mcp_tool(t.as_ref())).collect();
+        McpServer {
+            toolbox: Arc::new(toolbox),
+            tools: Arc::new(tools),
+            session,
+            limits,
+            spill,
+            identity: Arc::new(identity),
+        }
+    }
+
+    /// Serves MCP over this process's stdin/stdout until the client closes the stream.
+    pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let running = self.serve(rmcp::transport::stdio()).await?;
+        let reason = running.waiting().await?;
+        tracing::info!(?reason, "stdio session ended");
+        Ok(())
+    }
+
+    /// Serves MCP over any async byte stream pair (used by in-process tests).
+    pub async fn serve_io<R, W>(
+        self,
+        read: R,
+        write: W,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let running = self.serve((read, write)).await?;
+        running.waiting().await?;
+        Ok(())
+    }
+}
+
+/// Forwards a tool's progress reports, in order, as `notifications/progress`.
+fn progress_for(ctx: &RequestContext<RoleServer>) -> Progress {
+    let Some(token) = ctx.meta.get_progress_token() else {
+        return Progress::none();
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ringfence_tools::ProgressUpdate>();
+    let peer = ctx.peer.clone();
+    let cancel = ctx.ct.clone();
+    tokio::spawn(async move {
+        while let Some(update) = rx.recv().await {
+            if cancel.is_cancelled() {
+                break;
+            }
+            let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
+            if let Some(total) = update.total {
+                param = param.with_total(total);
+            }
+            if let Some(message) = update.message {
+                param = param.with_message(message);
+            }
+            if peer.notify_progress(param).await.is_err() {
+                break;
+            }
+        }
+    });
+    Progress::new(move |update| {
+        let _ = tx.send(update);
+    })
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                self.identity.name.clone(),
+                self.identity.version.clone(),
+            ))
+            .with_instructions(self.identity.instructions.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<McpTool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name: Cow<'_, str> = request.name.clone();
+        let Some(tool) = self.toolbox.get(&name).cloned() else {
+            let known: Vec<&str> = self.toolbox.iter().map(|t| t.name()).collect();
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool `{name}`; available tools: {}",
+                    known.join(", ")
+                ),
+                Some(json!({ "name": name })),
+            ));
+        };
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let tool_ctx = ToolContext {
+            session: self.session.clone(),
+            limits: self.limits.clone(),
+            spill: self.spill.clone(),
+            cancel: ctx.ct.clone(),
+            progress: progress_for(&ctx),
+        };
+        let started = Instant::now();
+        let result = tool.call(tool_ctx, args).await;
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let response = match result {
+            Ok(output) => {
+                tracing::info!(tool = %name, elapsed_ms, "tool call ok");
+                let mut r = CallToolResult::success(vec![ContentBlock::text(output.text)]);
+                if let Some(structured) = output.structured {
+                    r.structured_content = Some(structured);
+                }
+                r
+            }
+            Err(err) => {
+                tracing::info!(tool = %name, elapsed_ms, kind = err.kind.as_str(), "tool call failed");
+                let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
+                    "Error: {}",
+                    err.message
+                ))]);
+                r.structured_content =
+                    Some(json!({ "error": err.kind.as_str(), "message": err.message }));
+                r
+            }
+        };
+        Ok(response.into())
+    }
+}

@@ -1,0 +1,112 @@
+//! Turns a [`Config`] into the pieces a server or a one-off call needs.
+
+use std::sync::Arc;
+
+use ringfence_fs::{Access, Denylist, Root, RootOrigin, RootSpec, Workspace};
+use ringfence_mcp::{McpServer, ServerIdentity};
+use ringfence_tools::{Limits, Session, SpillStore, Toolbox};
+
+use crate::config::Config;
+
+/// What the instructions at `initialize` teach the model.
+pub const INSTRUCTIONS: &str = "ringfence gives you file tools confined to the directories the user allowed (the workspace).\n\
+\n\
+Paths: give paths relative to the workspace (`notes/todo.md`). `~` is the workspace root and `~/x` a path in it (not the user's home). Absolute paths work only inside the workspace. `..` may move within the workspace, never out of it; symbolic links that lead outside are refused, and some paths may be blocked by the user's denylist.\n\
+\n\
+Read first: write_file may create a new file at once, but overwriting an existing file or changing it with edit_file requires that you read it with read_file in this session first, and that it has not changed since. If it changed, read it again.\n\
+\n\
+Large output: read_file returns at most 500 lines or 30,000 characters, grep at most 100 matches, glob at most 100 paths. When a cap cuts the output, a notice says what was shown and gives the path of a file holding the full output: read it with read_file using offset and limit, or search it with grep. Page through big files with read_file offset/limit, and through many matches with grep head_limit/offset.";
+
+/// Everything built from the configuration.
+pub struct App {
+    pub toolbox: Toolbox,
+    pub limits: Arc<Limits>,
+    pub spill: Arc<SpillStore>,
+    roots: Vec<Arc<Root>>,
+}
+
+impl App {
+    pub fn build(config: &Config) -> Result<App, String> {
+        let denylist =
+            Arc::new(Denylist::new(&config.denylist).map_err(|e| format!("denylist: {e}"))?);
+        let specs: Vec<RootSpec> = if config.roots.is_empty() {
+            vec![RootSpec {
+                path: config.data_dir.join("workspace"),
+                access: Access::ReadWrite,
+                origin: RootOrigin::Default,
+                label: "workspace".into(),
+            }]
+        } else {
+            config.roots.clone()
+        };
+        let roots = specs
+            .into_iter()
+            .map(|s| {
+                Root::new(s, denylist.clone())
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let spill_root = Arc::new(
+            Root::new(
+                RootSpec {
+                    path: config.data_dir.join("tool-output"),
+                    access: Access::ReadOnly,
+                    origin: RootOrigin::Internal,
+                    label: "tool-output".into(),
+                },
+                Arc::new(Denylist::empty()),
+            )
+            .map_err(|e| e.to_string())?,
+        );
+        let mut toolbox = Toolbox::full();
+        if let Some(enable) = &config.enable {
+            toolbox
+                .retain_enabled(enable)
+                .map_err(|e| format!("tools.enable: {e}"))?;
+        }
+        toolbox
+            .disable(&config.disable)
+            .map_err(|e| format!("tools.disable: {e}"))?;
+        if toolbox.is_empty() {
+            return Err("tools: every tool is disabled; enable at least one".into());
+        }
+        Ok(App {
+            toolbox,
+            limits: Arc::new(config.limits.clone()),
+            spill: Arc::new(SpillStore::new(spill_root)),
+            roots,
+        })
+    }
+
+    /// A fresh session over the configured roots (plus the read-only spill root).
+    pub fn session(&self) -> Result<Arc<Session>, String> {
+        let ws = Workspace::new(self.roots.clone())
+            .map_err(|e| e.to_string())?
+            .with_internal_root(self.spill.root().clone());
+        Ok(Arc::new(Session::new(ws)))
+    }
+
+    pub fn server(&self) -> Result<McpServer, String> {
+        Ok(McpServer::new(
+            self.toolbox.clone(),
+            self.session()?,
+            self.limits.clone(),
+            self.spill.clone(),
+            ServerIdentity {
+                name: "ringfence".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                instructions: INSTRUCTIONS.into(),
+            },
+        ))
+    }
+
+    /// Warns (once, at start) about configured roots that do not exist yet.
+    pub fn check_roots(&self) {
+        for root in &self.roots {
+            if let Err(err) = root.dir() {
+                tracing::warn!(root = root.label(), error = %err.message(), "root is not usable yet; calls will fail until it exists");
+            }
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! Command-line interface: `serve`, `call`, `tools`.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde_json::Value;
+
+use ringfence_tools::{DefinitionFormat, Progress, ToolContext};
+
+use crate::app::App;
+use crate::config::{Config, Overrides, ProcessEnv};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ringfence",
+    version,
+    about = "A contained tool runtime for AI assistants, served over MCP"
+)]
+struct Cli {
+    /// Configuration file (TOML). Default: $XDG_CONFIG_HOME/ringfence/config.toml if it exists.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Data directory (default workspace, saved tool output).
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Denylist pattern (gitignore syntax); repeatable; adds to the configured denylist.
+    #[arg(long = "deny", global = true, value_name = "PATTERN")]
+    deny: Vec<String>,
+    /// Offer only these tools or families (comma-separated).
+    #[arg(long, global = true, value_delimiter = ',', value_name = "TOOLS")]
+    tools: Vec<String>,
+    /// Remove these tools or families (comma-separated).
+    #[arg(long, global = true, value_delimiter = ',', value_name = "TOOLS")]
+    disable_tools: Vec<String>,
+    /// Log filter for stderr (error, warn, info, debug, trace).
+    #[arg(long, global = true, value_name = "FILTER")]
+    log: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve MCP over stdio (how desktop clients launch servers).
+    Serve {
+        /// Directories the tools may reach, each `PATH` or `PATH:ro` (read-only). Default: the
+        /// configured roots, else `<data dir>/workspace`.
+        roots: Vec<String>,
+    },
+    /// Run one tool call and print its result.
+    Call {
+        /// Tool name, e.g. read_file.
+        tool: String,
+        /// Arguments as a JSON object, or `-` to read them from stdin.
+        json: String,
+        /// Roots for this call (`PATH` or `PATH:ro`); repeatable.
+        #[arg(long = "root", value_name = "ROOT")]
+        roots: Vec<String>,
+    },
+    /// Print the tool definitions.
+    Tools {
+        #[arg(long, value_enum, default_value_t = Format::Mcp)]
+        format: Format,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    Mcp,
+    Openai,
+    Anthropic,
+}
+
+fn init_logging(filter: &str) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .map_err(|e| format!("log filter `{filter}` is not valid: {e}"))?;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    Ok(())
+}
+
+/// Lets big searches open many directories at once.
+fn raise_fd_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let lim = getrlimit(Resource::Nofile);
+    if let (Some(cur), Some(max)) = (lim.current, lim.maximum) {
+        if cur < max {
+            let mut new = lim;
+            new.current = Some(max.min(65_536).max(cur));
+            let _ = setrlimit(Resource::Nofile, new);
+        }
+    }
+}
+
+#[allow(clippy::print_stderr)] // before logging exists, stderr is the only place to say why
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("ringfence: {msg}");
+    ExitCode::from(2)
+}
+
+pub fn run_main() -> ExitCode {
+    let cli = Cli::parse();
+    let roots = match &cli.command {
+        Command::Serve { roots } | Command::Call { roots, .. } => roots.clone(),
+        Command::Tools { .. } => Vec::new(),
+    };
+    let over = Overrides {
+        config: cli.config.clone(),
+        data_dir: cli.data_dir.clone(),
+        roots,
+        deny: cli.deny.clone(),
+        log: cli.log.clone(),
+        enable: cli.tools.clone(),
+        disable: cli.disable_tools.clone(),
+    };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let config = match Config::load(&over, &ProcessEnv, &cwd) {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("configuration error: {e}")),
+    };
+    if let Err(e) = init_logging(&config.log) {
+        return fail(&e);
+    }
+    if let Some(file) = &config.config_file {
+        tracing::debug!(file = %file.display(), "configuration file loaded");
+    }
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("RINGFENCE_") && !crate::env_vars::ALL.contains(&key.as_ref()) {
+            tracing::warn!(variable = %key, "unknown RINGFENCE_ variable ignored (typo?)");
+        }
+    }
+    let app = match App::build(&config) {
+        Ok(a) => a,
+        Err(e) => return fail(&format!("configuration error: {e}")),
+    };
+    match cli.command {
+        Command::Serve { .. } => serve(app),
+        Command::Call { tool, json, .. } => call(app, &tool, &json),
+        Command::Tools { format } => tools(&app, format),
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn serve(app: App) -> ExitCode {
+    raise_fd_limit();
+    app.check_roots();
+    let server = match app.server() {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        tools = app.toolbox.len(),
+        "serving MCP on stdio"
+    );
+    match runtime().block_on(server.serve_stdio()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&format!("MCP session failed: {e}")),
+    }
+}
+
+/// Writes a command's output; a closed pipe (`| head`) is not an error.
+fn print_out(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}
+
+fn call(app: App, tool_name: &str, json: &str) -> ExitCode {
+    raise_fd_limit();
+    let Some(tool) = app.toolbox.get(tool_name).cloned() else {
+        let names: Vec<&str> = app.toolbox.iter().map(|t| t.name()).collect();
+        return fail(&format!(
+            "unknown tool `{tool_name}`; available: {}",
+            names.join(", ")
+        ));
+    };
+    let text = if json == "-" {
+        let mut s = String::new();
+        if let Err(e) = std::io::stdin().read_to_string(&mut s) {
+            return fail(&format!("cannot read arguments from stdin: {e}"));
+        }
+        s
+    } else {
+        json.to_owned()
+    };
+    let args: Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => return fail(&format!("arguments are not valid JSON: {e}")),
+    };
+    let session = match app.session() {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let ctx = ToolContext {
+        session,
+        limits: app.limits.clone(),
+        spill: app.spill.clone(),
+        cancel: tokio_util::sync::CancellationToken::new(),
+        progress: Progress::none(),
+    };
+    match runtime().block_on(tool.call(ctx, args)) {
+        Ok(out) => {
+            print_out(&out.text);
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            print_out(&format!("Error: {}", err.message));
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn tools(app: &App, format: Format) -> ExitCode {
+    let f = match format {
+        Format::Mcp => DefinitionFormat::Mcp,
+        Format::Openai => DefinitionFormat::OpenAi,
+        Format::Anthropic => DefinitionFormat::Anthropic,
+    };
+    let defs = app.toolbox.definitions(f);
+    print_out(&serde_json::to_string_pretty(&defs).unwrap_or_default());
+    ExitCode::SUCCESS
+}

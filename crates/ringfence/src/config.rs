@@ -1,0 +1,433 @@
+//! Configuration: defaults, then the TOML file, then `RINGFENCE_*` variables, then flags.
+//! Validated once at start; anything wrong is an error naming the key, and the server does
+//! not start (fail closed).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use ringfence_fs::{Access, RootSpec};
+use ringfence_tools::Limits;
+
+use crate::env_vars;
+
+/// The TOML file's shape. Every key is optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub data_dir: Option<PathBuf>,
+    pub roots: Option<Vec<RootEntry>>,
+    pub denylist: Option<Vec<String>>,
+    pub log: Option<String>,
+    pub limits: Option<Limits>,
+    pub tools: Option<ToolsConfig>,
+}
+
+/// A root in the file: `"/path"`, `"/path:ro"`, or `{ path = "/path", access = "read" }`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RootEntry {
+    Short(String),
+    Table(RootTable),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RootTable {
+    pub path: PathBuf,
+    /// `read` or `write` (default `write`).
+    #[serde(default)]
+    pub access: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// Tools or families to offer (default: all).
+    pub enable: Option<Vec<String>>,
+    /// Tools or families to remove.
+    pub disable: Option<Vec<String>>,
+}
+
+/// Values given on the command line (highest precedence).
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub config: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub roots: Vec<String>,
+    pub deny: Vec<String>,
+    pub log: Option<String>,
+    pub enable: Vec<String>,
+    pub disable: Vec<String>,
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    /// Empty means: the default workspace `<data_dir>/workspace`.
+    pub roots: Vec<RootSpec>,
+    pub denylist: Vec<String>,
+    pub log: String,
+    pub limits: Limits,
+    pub enable: Option<Vec<String>>,
+    pub disable: Vec<String>,
+    /// Which file was read, if any.
+    pub config_file: Option<PathBuf>,
+}
+
+/// Where environment values come from (a map in tests, the process environment otherwise).
+pub trait Env {
+    fn get(&self, key: &str) -> Option<String>;
+}
+
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn get(&self, key: &str) -> Option<String> {
+        std::env::var(key).ok()
+    }
+}
+
+impl Env for BTreeMap<String, String> {
+    fn get(&self, key: &str) -> Option<String> {
+        BTreeMap::get(self, key).cloned()
+    }
+}
+
+fn home(env: &dyn Env) -> Option<PathBuf> {
+    env.get(env_vars::HOME)
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `$XDG_DATA_HOME/ringfence`, else `~/.local/share/ringfence`.
+pub fn default_data_dir(env: &dyn Env) -> Result<PathBuf, String> {
+    if let Some(x) = env
+        .get(env_vars::XDG_DATA_HOME)
+        .filter(|x| Path::new(x).is_absolute())
+    {
+        return Ok(PathBuf::from(x).join("ringfence"));
+    }
+    home(env)
+        .map(|h| h.join(".local/share/ringfence"))
+        .ok_or_else(|| {
+            format!(
+                "cannot find a data directory: set {} or HOME",
+                env_vars::RINGFENCE_DATA_DIR
+            )
+        })
+}
+
+fn default_config_file(env: &dyn Env) -> Option<PathBuf> {
+    let base = env
+        .get(env_vars::XDG_CONFIG_HOME)
+        .filter(|x| Path::new(x).is_absolute())
+        .map(PathBuf::from)
+        .or_else(|| home(env).map(|h| h.join(".config")))?;
+    Some(base.join("ringfence/config.toml"))
+}
+
+fn list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Splits `RINGFENCE_ROOTS`: `:`-separated absolute paths, a `ro`/`rw` token after a path
+/// being its access suffix.
+fn split_roots_env(value: &str) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for token in value.split(':') {
+        if token.is_empty() {
+            continue;
+        }
+        if token == "ro" || token == "rw" {
+            match out.last_mut() {
+                Some(last) => {
+                    last.push(':');
+                    last.push_str(token);
+                }
+                None => {
+                    return Err(format!(
+                        "{}: `{token}` must follow a path",
+                        env_vars::RINGFENCE_ROOTS
+                    ));
+                }
+            }
+        } else {
+            out.push(token.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+fn parse_access(value: &str, key: &str) -> Result<Access, String> {
+    match value {
+        "read" | "ro" | "read-only" => Ok(Access::ReadOnly),
+        "write" | "rw" | "read-write" => Ok(Access::ReadWrite),
+        other => Err(format!(
+            "{key}: access `{other}` is not valid; use `read` or `write`"
+        )),
+    }
+}
+
+/// Makes a root spec absolute against `cwd`, with a clear error for empty input.
+fn root_spec(spec: &str, cwd: &Path, key: &str, allow_relative: bool) -> Result<RootSpec, String> {
+    let mut rs = RootSpec::parse_cli(spec).map_err(|e| format!("{key}: {e}"))?;
+    if !rs.path.is_absolute() {
+        if !allow_relative {
+            return Err(format!("{key}: root `{spec}` must be an absolute path"));
+        }
+        rs.path = cwd.join(&rs.path);
+        rs.label = ringfence_fs::normalize_lexically(&rs.path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "root".into());
+    }
+    rs.path = ringfence_fs::normalize_lexically(&rs.path);
+    Ok(rs)
+}
+
+impl Config {
+    /// Loads the configuration with the documented precedence.
+    pub fn load(over: &Overrides, env: &dyn Env, cwd: &Path) -> Result<Config, String> {
+        // 1. The file: --config, else RINGFENCE_CONFIG, else the default location if present.
+        let explicit = over.config.clone().or_else(|| {
+            env.get(env_vars::RINGFENCE_CONFIG)
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+        });
+        let (file, config_file) = match explicit {
+            Some(path) => {
+                let path = if path.is_absolute() {
+                    path
+                } else {
+                    cwd.join(path)
+                };
+                (read_file_config(&path)?, Some(path))
+            }
+            None => match default_config_file(env) {
+                Some(path) if file_exists(&path) => (read_file_config(&path)?, Some(path)),
+                _ => (FileConfig::default(), None),
+            },
+        };
+
+        // 2. Data directory.
+        let data_dir = if let Some(d) = &over.data_dir {
+            absolute(d, cwd, "--data-dir")?
+        } else if let Some(d) = env
+            .get(env_vars::RINGFENCE_DATA_DIR)
+            .filter(|s| !s.is_empty())
+        {
+            absolute(Path::new(&d), cwd, env_vars::RINGFENCE_DATA_DIR)?
+        } else if let Some(d) = &file.data_dir {
+            if !d.is_absolute() {
+                return Err(format!(
+                    "data_dir: `{}` must be an absolute path",
+                    d.display()
+                ));
+            }
+            d.clone()
+        } else {
+            default_data_dir(env)?
+        };
+
+        // 3. Roots.
+        let mut roots = Vec::new();
+        if !over.roots.is_empty() {
+            for r in &over.roots {
+                roots.push(root_spec(r, cwd, "ROOT", true)?);
+            }
+        } else if let Some(value) = env
+            .get(env_vars::RINGFENCE_ROOTS)
+            .filter(|s| !s.trim().is_empty())
+        {
+            for r in split_roots_env(&value)? {
+                roots.push(root_spec(&r, cwd, env_vars::RINGFENCE_ROOTS, false)?);
+            }
+        } else if let Some(entries) = &file.roots {
+            if entries.is_empty() {
+                return Err("roots: the list is empty; remove the key to use the default workspace, or list at least one directory".into());
+            }
+            for (i, entry) in entries.iter().enumerate() {
+                let key = format!("roots[{i}]");
+                let spec = match entry {
+                    RootEntry::Short(s) => root_spec(s, cwd, &key, false)?,
+                    RootEntry::Table(t) => {
+                        let access = match &t.access {
+                            Some(a) => parse_access(a, &format!("{key}.access"))?,
+                            None => Access::ReadWrite,
+                        };
+                        let s = t
+                            .path
+                            .to_str()
+                            .ok_or_else(|| format!("{key}.path: not valid UTF-8"))?;
+                        let mut spec = root_spec(s, cwd, &format!("{key}.path"), false)?;
+                        spec.access = access;
+                        spec
+                    }
+                };
+                roots.push(spec);
+            }
+        }
+        for (i, a) in roots.iter().enumerate() {
+            if roots[..i].iter().any(|b| b.path == a.path) {
+                return Err(format!("root `{}` is listed twice", a.path.display()));
+            }
+        }
+
+        // 4. Denylist: file, then env, then flags — they add up (a denylist only narrows).
+        let mut denylist = file.denylist.clone().unwrap_or_default();
+        if let Some(v) = env.get(env_vars::RINGFENCE_DENYLIST) {
+            denylist.extend(list(&v));
+        }
+        denylist.extend(over.deny.iter().cloned());
+        ringfence_fs::Denylist::new(&denylist).map_err(|e| format!("denylist: {e}"))?;
+
+        // 5. Log level.
+        let log = over
+            .log
+            .clone()
+            .or_else(|| env.get(env_vars::RINGFENCE_LOG).filter(|s| !s.is_empty()))
+            .or_else(|| file.log.clone())
+            .unwrap_or_else(|| "info".into());
+
+        // 6. Limits.
+        let limits = file.limits.clone().unwrap_or_default();
+        limits.validate()?;
+
+        // 7. Tools.
+        let file_tools = file.tools.unwrap_or_default();
+        let enable = if !over.enable.is_empty() {
+            Some(over.enable.clone())
+        } else if let Some(v) = env
+            .get(env_vars::RINGFENCE_TOOLS)
+            .filter(|s| !s.trim().is_empty())
+        {
+            Some(list(&v))
+        } else {
+            file_tools.enable
+        };
+        if enable.as_ref().is_some_and(|e| e.is_empty()) {
+            return Err("tools.enable: the list is empty; no tool would be offered".into());
+        }
+        let mut disable = file_tools.disable.unwrap_or_default();
+        if let Some(v) = env.get(env_vars::RINGFENCE_DISABLE_TOOLS) {
+            disable.extend(list(&v));
+        }
+        disable.extend(over.disable.iter().cloned());
+
+        Ok(Config {
+            data_dir,
+            roots,
+            denylist,
+            log,
+            limits,
+            enable,
+            disable,
+            config_file,
+        })
+    }
+}
+
+fn absolute(p: &Path, cwd: &Path, key: &str) -> Result<PathBuf, String> {
+    if p.as_os_str().is_empty() {
+        return Err(format!("{key}: empty path"));
+    }
+    Ok(ringfence_fs::normalize_lexically(&if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    }))
+}
+
+#[allow(clippy::disallowed_methods)] // the config file is the user's, read before any root exists
+fn file_exists(path: &Path) -> bool {
+    path.is_file()
+}
+
+#[allow(clippy::disallowed_methods)] // the config file is the user's, read before any root exists
+fn read_file_config(path: &Path) -> Result<FileConfig, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| format!("config file {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn default_data_dir_follows_xdg_then_home() {
+        let e = env(&[("XDG_DATA_HOME", "/x/data"), ("HOME", "/home/u")]);
+        assert_eq!(
+            default_data_dir(&e).unwrap(),
+            PathBuf::from("/x/data/ringfence")
+        );
+        let e = env(&[("HOME", "/home/u")]);
+        assert_eq!(
+            default_data_dir(&e).unwrap(),
+            PathBuf::from("/home/u/.local/share/ringfence")
+        );
+        assert!(default_data_dir(&env(&[])).is_err());
+    }
+
+    #[test]
+    fn flags_beat_env_beat_defaults() {
+        let e = env(&[
+            ("HOME", "/home/u"),
+            ("RINGFENCE_DATA_DIR", "/env/data"),
+            ("RINGFENCE_ROOTS", "/a:ro:/b"),
+        ]);
+        let cfg = Config::load(&Overrides::default(), &e, Path::new("/cwd")).unwrap();
+        assert_eq!(cfg.data_dir, PathBuf::from("/env/data"));
+        assert_eq!(cfg.roots.len(), 2);
+        assert_eq!(cfg.roots[0].access, Access::ReadOnly);
+        assert_eq!(cfg.roots[1].access, Access::ReadWrite);
+        let over = Overrides {
+            data_dir: Some("/flag/data".into()),
+            roots: vec!["rel:ro".into()],
+            ..Overrides::default()
+        };
+        let cfg = Config::load(&over, &e, Path::new("/cwd")).unwrap();
+        assert_eq!(cfg.data_dir, PathBuf::from("/flag/data"));
+        assert_eq!(cfg.roots.len(), 1);
+        assert_eq!(cfg.roots[0].path, PathBuf::from("/cwd/rel"));
+        assert_eq!(cfg.roots[0].access, Access::ReadOnly);
+    }
+
+    #[test]
+    fn env_roots_must_be_absolute_and_unique() {
+        let e = env(&[("HOME", "/h"), ("RINGFENCE_ROOTS", "relative")]);
+        assert!(
+            Config::load(&Overrides::default(), &e, Path::new("/cwd"))
+                .unwrap_err()
+                .contains("absolute")
+        );
+        let e = env(&[("HOME", "/h"), ("RINGFENCE_ROOTS", "/a:/a/")]);
+        assert!(
+            Config::load(&Overrides::default(), &e, Path::new("/cwd"))
+                .unwrap_err()
+                .contains("twice")
+        );
+    }
+
+    #[test]
+    fn bad_denylist_pattern_fails_closed() {
+        let e = env(&[("HOME", "/h"), ("RINGFENCE_DENYLIST", "!keep")]);
+        let err = Config::load(&Overrides::default(), &e, Path::new("/cwd")).unwrap_err();
+        assert!(err.contains("negation"), "{err}");
+    }
+}

@@ -1,0 +1,10 @@
+//! The `ringfence` binary.
+
+mod app;
+mod cli;
+mod config;
+mod env_vars;
+
+fn main() -> std::process::ExitCode {
+    cli::run_main()
+}
