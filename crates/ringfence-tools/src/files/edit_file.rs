@@ -217,9 +217,15 @@ fn render_diff(path: &str, text: &str, positions: &[usize], old_len: usize, new:
         // line where the match ends.
         let first = line_index(pos);
         let end = pos + old_len;
-        let region_end = memchr::memchr(b'\n', &text.as_bytes()[end..])
-            .map(|i| end + i)
-            .unwrap_or(text.len());
+        // Whole lines, each with its newline: up to and including the line where the match
+        // ends (the match may itself end with that line's newline).
+        let region_end = if text.as_bytes()[end - 1] == b'\n' {
+            end
+        } else {
+            memchr::memchr(b'\n', &text.as_bytes()[end..])
+                .map(|i| end + i + 1)
+                .unwrap_or(text.len())
+        };
         let region_start = starts[first];
         let old_region = &text[region_start..region_end];
         let new_region = format!(
@@ -228,11 +234,7 @@ fn render_diff(path: &str, text: &str, positions: &[usize], old_len: usize, new:
             new,
             &text[end..region_end]
         );
-        let last = line_index(
-            region_end
-                .min(text.len().saturating_sub(1))
-                .max(region_start),
-        );
+        let last = line_index(region_end - 1);
         let ctx_start = first.saturating_sub(CONTEXT);
         let ctx_end = (last + CONTEXT).min(starts.len().saturating_sub(1));
         let diff = similar::TextDiff::from_lines(old_region, &new_region);
