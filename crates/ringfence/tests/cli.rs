@@ -1,0 +1,309 @@
+//! The `ringfence` command line: `call`, `tools`, configuration precedence and failing
+//! closed, root creation rules.
+#![allow(clippy::disallowed_methods)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn ringfence(home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringfence"));
+    // A private HOME/XDG so no user configuration leaks in.
+    cmd.env_clear()
+        .env("HOME", home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .args(["--log", "warn"]);
+    cmd
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn call_runs_one_tool_and_prints_the_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("hello.txt"), "hi\n").unwrap();
+    let o = ringfence(tmp.path())
+        .args(["call", "read_file", r#"{"path":"hello.txt"}"#, "--root"])
+        .arg(&ws)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(out, "     1\thi\n");
+    // A tool error is printed and the exit code is 1.
+    let o = ringfence(tmp.path())
+        .args(["call", "read_file", r#"{"path":"../x"}"#, "--root"])
+        .arg(&ws)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).0.starts_with("Error: ../x:"));
+    // Bad JSON and unknown tools fail with exit code 2 and a reason.
+    let o = ringfence(tmp.path())
+        .args(["call", "read_file", "{nope"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("not valid JSON"));
+    let o = ringfence(tmp.path())
+        .args(["call", "rm", "{}"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("unknown tool `rm`"));
+}
+
+#[test]
+fn tools_prints_definitions_in_three_formats() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (format, name_ptr, schema_ptr) in [
+        ("mcp", "/name", "/inputSchema/type"),
+        ("openai", "/function/name", "/function/parameters/type"),
+        ("anthropic", "/name", "/input_schema/type"),
+    ] {
+        let o = ringfence(tmp.path())
+            .args(["tools", "--format", format])
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let names: Vec<&str> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.pointer(name_ptr).unwrap().as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["read_file", "write_file", "edit_file", "grep", "glob"],
+            "{format}"
+        );
+        for t in v.as_array().unwrap() {
+            assert_eq!(t.pointer(schema_ptr).unwrap(), "object", "{format}");
+        }
+    }
+    let o = ringfence(tmp.path())
+        .args(["--tools", "read_file,grep", "tools"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2);
+    let o = ringfence(tmp.path())
+        .args(["--disable-tools", "files", "tools"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("every tool is disabled"));
+    let o = ringfence(tmp.path())
+        .args(["--tools", "shell", "tools"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("unknown tool or family `shell`"));
+}
+
+#[test]
+fn default_root_is_created_on_first_use_under_the_data_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = ringfence(tmp.path())
+        .args(["call", "write_file", r#"{"path":"first.md","content":"x"}"#])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{:?}", text(&o));
+    // $HOME/.local/share/ringfence/workspace, the Linux convention.
+    let made = tmp.path().join(".local/share/ringfence/workspace/first.md");
+    assert_eq!(std::fs::read_to_string(made).unwrap(), "x");
+    // XDG_DATA_HOME wins over HOME, RINGFENCE_DATA_DIR over both, --data-dir over all.
+    let xdg = tmp.path().join("xdg");
+    let o = ringfence(tmp.path())
+        .env("XDG_DATA_HOME", &xdg)
+        .args(["call", "write_file", r#"{"path":"a.md","content":"x"}"#])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(xdg.join("ringfence/workspace/a.md").exists());
+    let envd = tmp.path().join("envd");
+    let flagd = tmp.path().join("flagd");
+    let o = ringfence(tmp.path())
+        .env("XDG_DATA_HOME", &xdg)
+        .env("RINGFENCE_DATA_DIR", &envd)
+        .args(["call", "write_file", r#"{"path":"b.md","content":"x"}"#])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(envd.join("workspace/b.md").exists());
+    let o = ringfence(tmp.path())
+        .env("RINGFENCE_DATA_DIR", &envd)
+        .arg("--data-dir")
+        .arg(&flagd)
+        .args(["call", "write_file", r#"{"path":"c.md","content":"x"}"#])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(flagd.join("workspace/c.md").exists());
+}
+
+#[test]
+fn a_configured_root_that_does_not_exist_is_never_created() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("not-yet");
+    for _ in 0..2 {
+        let o = ringfence(tmp.path())
+            .args([
+                "call",
+                "write_file",
+                r#"{"path":"a.md","content":"x"}"#,
+                "--root",
+            ])
+            .arg(&missing)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        let (out, _) = text(&o);
+        assert!(
+            out.contains("does not exist; it is never created automatically"),
+            "{out}"
+        );
+        assert!(
+            !out.contains(&tmp.path().display().to_string()),
+            "absolute root leaked: {out}"
+        );
+        assert!(!missing.exists());
+    }
+    // Once the user creates it, calls work — no restart needed in a long-running server.
+    std::fs::create_dir(&missing).unwrap();
+    let o = ringfence(tmp.path())
+        .args([
+            "call",
+            "write_file",
+            r#"{"path":"a.md","content":"x"}"#,
+            "--root",
+        ])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+}
+
+#[test]
+fn config_file_env_and_flags_layer_and_bad_config_fails_closed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("app.env"), "SECRET=1\n").unwrap();
+    std::fs::write(ws.join("readme.md"), "hello\n").unwrap();
+    let cfg = tmp.path().join("ringfence.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "roots = [{{ path = \"{}\", access = \"read\" }}]\ndenylist = [\"*.env\"]\n[limits]\nmax_read_lines = 1\n",
+            ws.display()
+        ),
+    )
+    .unwrap();
+    // Denylist from the file applies.
+    let o = ringfence(tmp.path())
+        .arg("--config")
+        .arg(&cfg)
+        .args(["call", "read_file", r#"{"path":"app.env"}"#])
+        .output()
+        .unwrap();
+    assert!(
+        text(&o).0.contains("blocked by the denylist"),
+        "{:?}",
+        text(&o)
+    );
+    // The root is read-only as configured.
+    let o = ringfence(tmp.path())
+        .env("RINGFENCE_CONFIG", &cfg)
+        .args(["call", "write_file", r#"{"path":"n.md","content":"x"}"#])
+        .output()
+        .unwrap();
+    assert!(text(&o).0.contains("read-only"), "{:?}", text(&o));
+    // Flags add to the denylist.
+    let o = ringfence(tmp.path())
+        .arg("--config")
+        .arg(&cfg)
+        .args([
+            "--deny",
+            "*.md",
+            "call",
+            "read_file",
+            r#"{"path":"readme.md"}"#,
+        ])
+        .output()
+        .unwrap();
+    assert!(text(&o).0.contains("blocked by the denylist"));
+
+    // Broken configuration: the error names the key, and nothing starts.
+    for (body, needle) in [
+        ("rootz = []\n", "rootz"),
+        ("roots = []\n", "roots: the list is empty"),
+        ("roots = [\"relative/dir\"]\n", "must be an absolute path"),
+        ("[limits]\nmax_read_lines = 0\n", "limits.max_read_lines"),
+        ("[limits]\nmax_read_linez = 5\n", "max_read_linez"),
+        ("denylist = [\"!x\"]\n", "negation"),
+        (
+            "roots = [{ path = \"/tmp\", access = \"admin\" }]\n",
+            "access `admin`",
+        ),
+        ("this is not toml", "config file"),
+    ] {
+        std::fs::write(&cfg, body).unwrap();
+        let o = ringfence(tmp.path())
+            .arg("--config")
+            .arg(&cfg)
+            .arg("tools")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{body}");
+        let err = text(&o).1;
+        assert!(err.contains(needle), "{body}: {err}");
+        assert!(o.stdout.is_empty());
+    }
+    let o = ringfence(tmp.path())
+        .args(["--config", "/nonexistent/r.toml", "tools"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = ringfence(tmp.path())
+        .env("RINGFENCE_ROOTS", "relative")
+        .arg("tools")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("RINGFENCE_ROOTS"));
+    let o = ringfence(tmp.path())
+        .args(["--log", "loud[", "tools"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn serve_accepts_read_only_roots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let spec = format!("{}:ro", ws.display());
+    let o = ringfence(tmp.path())
+        .args([
+            "call",
+            "write_file",
+            r#"{"path":"n.md","content":"x"}"#,
+            "--root",
+            &spec,
+        ])
+        .output()
+        .unwrap();
+    assert!(text(&o).0.contains("read-only"));
+    assert!(!ws.join("n.md").exists());
+}

@@ -1,0 +1,347 @@
+//! End-to-end: spawn the built `ringfence serve DIR` and speak MCP to it over stdio with the
+//! rmcp client, as a desktop client would.
+#![allow(clippy::disallowed_methods)] // fixtures are built by ambient path on purpose
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+    ClientRequest, Implementation, ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use serde_json::{Value, json};
+
+#[derive(Clone, Default)]
+struct Client {
+    progress: Arc<Mutex<Vec<f64>>>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("ringfence-e2e", "0"),
+        )
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params.progress);
+    }
+}
+
+struct Server {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    stderr_log: PathBuf,
+    client: RunningService<RoleClient, Client>,
+    handler: Client,
+}
+
+async fn start(setup: impl FnOnce(&Path)) -> Server {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    setup(&root);
+    let stderr_log = tmp.path().join("stderr.log");
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ringfence"));
+    cmd.arg("--data-dir")
+        .arg(tmp.path().join("data"))
+        .arg("--log")
+        .arg("info")
+        .arg("serve")
+        .arg(&root)
+        .env_remove("RINGFENCE_ROOTS")
+        .env_remove("RINGFENCE_CONFIG");
+    let log = std::fs::File::create(&stderr_log).unwrap();
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::from(log))
+        .spawn()
+        .unwrap();
+    let handler = Client::default();
+    let client = handler.clone().serve(transport).await.expect("initialize");
+    Server {
+        _tmp: tmp,
+        root,
+        stderr_log,
+        client,
+        handler,
+    }
+}
+
+fn args(v: Value) -> serde_json::Map<String, Value> {
+    v.as_object().cloned().unwrap()
+}
+
+impl Server {
+    async fn call(&self, tool: &str, a: Value) -> CallToolResult {
+        self.client
+            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args(a)))
+            .await
+            .expect("tools/call")
+    }
+
+    async fn text(&self, tool: &str, a: Value) -> String {
+        let r = self.call(tool, a.clone()).await;
+        let text = first_text(&r);
+        assert_ne!(r.is_error, Some(true), "{tool} {a} failed: {text}");
+        text
+    }
+
+    async fn error(&self, tool: &str, a: Value) -> (String, Value) {
+        let r = self.call(tool, a.clone()).await;
+        assert_eq!(r.is_error, Some(true), "{tool} {a} should fail");
+        (
+            first_text(&r),
+            r.structured_content.clone().unwrap_or(Value::Null),
+        )
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_log).unwrap_or_default()
+    }
+}
+
+fn first_text(r: &CallToolResult) -> String {
+    r.content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn initialize_announces_identity_and_instructions() {
+    let s = start(|_| {}).await;
+    let info = s.client.peer_info().expect("server info");
+    let imp = info.server_info.clone().expect("server_info");
+    assert_eq!(imp.name, "ringfence");
+    assert_eq!(imp.version, env!("CARGO_PKG_VERSION"));
+    let instructions = info.instructions.clone().unwrap_or_default();
+    for needle in ["~", "read_file", "offset", "outside"] {
+        assert!(instructions.contains(needle), "instructions lack {needle}");
+    }
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn tools_list_matches_the_golden_schemas() {
+    let s = start(|_| {}).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    let listed: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "title": t.title,
+                "inputSchema": Value::Object((*t.input_schema).clone()),
+                "annotations": serde_json::to_value(&t.annotations).unwrap(),
+                "description": t.description,
+            })
+        })
+        .collect();
+    insta::assert_json_snapshot!("tools_list", listed);
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn seed_000_workflow_verbatim() {
+    let s = start(|_| {}).await;
+    let out = s
+        .text(
+            "write_file",
+            json!({"path": "notes/todo.md", "content": "- milk\n- eggs\n"}),
+        )
+        .await;
+    assert_eq!(out, "Created notes/todo.md (14 bytes).");
+    let out = s.text("read_file", json!({"path": "notes/todo.md"})).await;
+    assert_eq!(out, "     1\t- milk\n     2\t- eggs\n");
+    let out = s
+        .text(
+            "edit_file",
+            json!({"path": "notes/todo.md", "old_string": "- eggs", "new_string": "- bread"}),
+        )
+        .await;
+    assert!(
+        out.starts_with("Edited notes/todo.md: 1 replacement."),
+        "{out}"
+    );
+    let out = s
+        .text(
+            "grep",
+            json!({"pattern": "bread", "output_mode": "content"}),
+        )
+        .await;
+    assert_eq!(out, "notes/todo.md:2: - bread");
+    let out = s.text("glob", json!({"pattern": "**/*.md"})).await;
+    assert_eq!(out, "notes/todo.md");
+    assert_eq!(
+        std::fs::read_to_string(s.root.join("notes/todo.md")).unwrap(),
+        "- milk\n- bread\n"
+    );
+    // write_file and edit_file report structured content too.
+    let r = s
+        .call("write_file", json!({"path": "n2.md", "content": "x"}))
+        .await;
+    assert_eq!(r.structured_content.unwrap()["bytes_written"], 1);
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn model_mistakes_are_is_error_results_and_the_server_stays_up() {
+    let s = start(|root| {
+        std::fs::write(root.join("a.txt"), "hello\n").unwrap();
+    })
+    .await;
+    let cases = [
+        (
+            "read_file",
+            json!({"path": "../../etc/passwd"}),
+            "outside_workspace",
+        ),
+        (
+            "read_file",
+            json!({"path": "/etc/passwd"}),
+            "outside_workspace",
+        ),
+        ("read_file", json!({"path": "a\u{0}b"}), "invalid_argument"),
+        ("read_file", json!({"path": ""}), "invalid_argument"),
+        ("read_file", json!({}), "invalid_argument"),
+        ("read_file", json!({"path": "nope.txt"}), "not_found"),
+        (
+            "write_file",
+            json!({"path": "a.txt", "content": "x"}),
+            "not_read_first",
+        ),
+        (
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "hello", "new_string": "hello"}),
+            "invalid_argument",
+        ),
+        ("grep", json!({"pattern": "("}), "invalid_argument"),
+        (
+            "grep",
+            json!({"pattern": "x", "output_mode": "lines"}),
+            "invalid_argument",
+        ),
+        ("glob", json!({"pattern": "../*"}), "outside_workspace"),
+    ];
+    for (tool, a, kind) in cases {
+        let (text, structured) = s.error(tool, a.clone()).await;
+        assert!(text.starts_with("Error: "), "{tool} {a}: {text}");
+        assert_eq!(structured["error"], kind, "{tool} {a}: {text}");
+    }
+    // Still answering, and nothing was changed.
+    assert_eq!(
+        s.text("read_file", json!({"path": "a.txt"})).await,
+        "     1\thello\n"
+    );
+    // Rejections are logged with the input and reason, never with the root's absolute path.
+    let log = s.stderr();
+    assert!(log.contains("path rejected"), "{log}");
+    assert!(log.contains("../../etc/passwd"), "{log}");
+    assert!(
+        !log.contains(&s.root.display().to_string()),
+        "root path leaked into the log:\n{log}"
+    );
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn unknown_tool_is_a_protocol_error() {
+    let s = start(|_| {}).await;
+    match s
+        .client
+        .call_tool(CallToolRequestParams::new("rm_rf"))
+        .await
+    {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code.0, -32602);
+            assert!(e.message.contains("read_file"), "{}", e.message);
+        }
+        other => panic!("expected a protocol error, got {other:?}"),
+    }
+    s.client.cancel().await.unwrap();
+}
+
+fn big_tree(root: &Path) {
+    for d in 0..40 {
+        let dir = root.join(format!("d{d}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..100 {
+            std::fs::write(
+                dir.join(format!("f{f}.txt")),
+                "some text here\n".repeat(300),
+            )
+            .unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn progress_notifications_for_long_searches() {
+    let s = start(big_tree).await;
+    let mut rounds = 0;
+    while s.handler.progress.lock().unwrap().is_empty() && rounds < 20 {
+        let out = s
+            .text("grep", json!({"pattern": "text", "output_mode": "count"}))
+            .await;
+        assert!(out.contains("Showing 100 of 4,000 matches."), "{out}");
+        rounds += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let seen = s.handler.progress.lock().unwrap().clone();
+    assert!(
+        !seen.is_empty(),
+        "no progress notification after {rounds} searches"
+    );
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn cancellation_reaches_the_search_and_the_server_keeps_serving() {
+    let s = start(big_tree).await;
+    let handle = s
+        .client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(
+                CallToolRequestParams::new("grep")
+                    .with_arguments(args(json!({"pattern": "t.x.", "output_mode": "content"}))),
+            )),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    handle
+        .cancel(Some("user pressed stop".into()))
+        .await
+        .unwrap();
+    // The next call is answered.
+    std::fs::write(s.root.join("x.txt"), "x\n").unwrap();
+    assert_eq!(
+        s.text("read_file", json!({"path": "x.txt"})).await,
+        "     1\tx\n"
+    );
+    // The server saw the cancellation: the search ended as cancelled, not completed.
+    let mut log = String::new();
+    for _ in 0..50 {
+        log = s.stderr();
+        if log.contains("kind=\"cancelled\"") || log.contains("kind=cancelled") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        log.contains("kind=\"cancelled\"") || log.contains("kind=cancelled"),
+        "the search did not end as cancelled:\n{log}"
+    );
+    s.client.cancel().await.unwrap();
+}
