@@ -88,12 +88,12 @@ fn init_logging(filter: &str) -> Result<(), String> {
 fn raise_fd_limit() {
     use rustix::process::{Resource, getrlimit, setrlimit};
     let lim = getrlimit(Resource::Nofile);
-    if let (Some(cur), Some(max)) = (lim.current, lim.maximum) {
-        if cur < max {
-            let mut new = lim;
-            new.current = Some(max.min(65_536).max(cur));
-            let _ = setrlimit(Resource::Nofile, new);
-        }
+    if let (Some(cur), Some(max)) = (lim.current, lim.maximum)
+        && cur < max
+    {
+        let mut new = lim;
+        new.current = Some(max.min(65_536).max(cur));
+        let _ = setrlimit(Resource::Nofile, new);
     }
 }
 

@@ -144,13 +144,7 @@ fn edit_file(ctx: &ToolContext, args: EditFileArgs) -> ToolResult<ToolOutput> {
             .reads()
             .record(&target, record_for(out.as_bytes(), &meta));
     }
-    let diff = render_diff(
-        &target.display().to_string(),
-        &text,
-        &positions,
-        old.len(),
-        &new,
-    );
+    let diff = render_diff(target.display(), &text, &positions, old.len(), &new);
     let count = positions.len();
     let mut msg = format!(
         "Edited {}: {} replacement{}.",
@@ -180,7 +174,7 @@ fn line_of(text: &str, pos: usize) -> usize {
 fn line_starts(text: &str) -> Vec<usize> {
     let mut starts = vec![0];
     starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
-    if starts.last() == Some(&text.len()) && text.len() > 0 {
+    if starts.last() == Some(&text.len()) && !text.is_empty() {
         starts.pop();
     }
     starts

@@ -227,21 +227,22 @@ impl FileFilter {
     }
 
     pub(crate) fn accepts(&self, rel: &str, rel_to_base: &str) -> bool {
-        if let Some(set) = &self.by_path {
-            if !set.is_match(rel) && !set.is_match(rel_to_base) {
-                return false;
-            }
+        if let Some(set) = &self.by_path
+            && !set.is_match(rel)
+            && !set.is_match(rel_to_base)
+        {
+            return false;
         }
         let name = rel.rsplit('/').next().unwrap_or(rel);
-        if let Some(set) = &self.by_name {
-            if !set.is_match(name) {
-                return false;
-            }
+        if let Some(set) = &self.by_name
+            && !set.is_match(name)
+        {
+            return false;
         }
-        if let Some(types) = &self.types {
-            if !types.matched(name, false).is_whitelist() {
-                return false;
-            }
+        if let Some(types) = &self.types
+            && !types.matched(name, false).is_whitelist()
+        {
+            return false;
         }
         true
     }
@@ -291,15 +292,15 @@ struct Throttle {
 impl Throttle {
     fn tick(&self, ctx: &ToolContext) {
         let n = self.files.fetch_add(1, Ordering::Relaxed) + 1;
-        if !ctx.progress.is_enabled() || n % 64 != 0 {
+        if !ctx.progress.is_enabled() || !n.is_multiple_of(64) {
             return;
         }
-        if let Ok(mut last) = self.last.try_lock() {
-            if last.elapsed() >= Duration::from_millis(250) {
-                *last = Instant::now();
-                ctx.progress
-                    .report(n as f64, None, format!("searched {} files", thousands(n)));
-            }
+        if let Ok(mut last) = self.last.try_lock()
+            && last.elapsed() >= Duration::from_millis(250)
+        {
+            *last = Instant::now();
+            ctx.progress
+                .report(n as f64, None, format!("searched {} files", thousands(n)));
         }
     }
 }
@@ -393,7 +394,7 @@ fn grep(ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
     ctx.check_cancelled()?;
     let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     results.sort_by(|a, b| a.rel.cmp(&b.rel));
-    render(ctx, &args, &start.display().to_string(), results)
+    render(ctx, &args, start.display(), results)
 }
 
 /// One output line and whether it counts as a match against the cap.

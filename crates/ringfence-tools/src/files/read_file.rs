@@ -88,7 +88,7 @@ impl Window<'_> {
             let prefix = format!("{line_no:>6}\t");
             let line_chars = line.chars().count();
             let fits_lines = self.shown_raw.len() < self.max_lines;
-            let fits_chars = self.rendered_chars + prefix.len() + line_chars + 1 <= self.max_chars;
+            let fits_chars = self.rendered_chars + prefix.len() + line_chars < self.max_chars;
             if fits_lines && fits_chars {
                 self.rendered.push_str(&prefix);
                 self.rendered.push_str(&line);
@@ -198,7 +198,7 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
         size += n as u64;
         last_byte = chunk.last().copied();
         checked += 1;
-        if checked % 64 == 0 {
+        if checked.is_multiple_of(64) {
             ctx.check_cancelled()?;
         }
         if line_no >= end {

@@ -106,12 +106,12 @@ fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> 
         },
     )?;
     // Our own write refreshes the record: the model knows this content.
-    if let Ok(written) = ctx.session.workspace.resolve(&args.path) {
-        if let Ok(meta) = written.metadata() {
-            ctx.session
-                .reads()
-                .record(&written, record_for(&data, &meta));
-        }
+    if let Ok(written) = ctx.session.workspace.resolve(&args.path)
+        && let Ok(meta) = written.metadata()
+    {
+        ctx.session
+            .reads()
+            .record(&written, record_for(&data, &meta));
     }
     let verb = if created { "Created" } else { "Wrote" };
     let mut text = format!(
