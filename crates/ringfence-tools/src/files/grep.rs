@@ -150,12 +150,10 @@ impl Sink for Collect {
                 Ok(true)
             }
             OutputMode::Content => {
-                let mut n = m.line_number().unwrap_or(0);
-                for line in m.lines() {
+                for (n, line) in (m.line_number().unwrap_or(0)..).zip(m.lines()) {
                     self.count += 1;
                     self.lines
                         .push(Line::Match(n, line_text(line, self.max_line)));
-                    n += 1;
                 }
                 Ok(true)
             }
@@ -283,22 +281,30 @@ fn build_matcher(args: &GrepArgs) -> ToolResult<RegexMatcher> {
     })
 }
 
-/// Reports progress at most every 250 ms from any worker thread.
+/// Reports progress after the first 64 files, then at most every 250 ms, from any worker.
 struct Throttle {
     files: AtomicU64,
-    last: Mutex<Instant>,
+    last: Mutex<Option<Instant>>,
 }
 
 impl Throttle {
+    fn new() -> Throttle {
+        Throttle {
+            files: AtomicU64::new(0),
+            last: Mutex::new(None),
+        }
+    }
+
     fn tick(&self, ctx: &ToolContext) {
         let n = self.files.fetch_add(1, Ordering::Relaxed) + 1;
         if !ctx.progress.is_enabled() || !n.is_multiple_of(64) {
             return;
         }
-        if let Ok(mut last) = self.last.try_lock()
-            && last.elapsed() >= Duration::from_millis(250)
-        {
-            *last = Instant::now();
+        let Ok(mut last) = self.last.try_lock() else {
+            return;
+        };
+        if last.is_none_or(|t| t.elapsed() >= Duration::from_millis(250)) {
+            *last = Some(Instant::now());
             ctx.progress
                 .report(n as f64, None, format!("searched {} files", thousands(n)));
         }
@@ -330,10 +336,7 @@ fn grep(ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
         (0, 0)
     };
     let results: Mutex<Vec<FileHits>> = Mutex::new(Vec::new());
-    let throttle = Throttle {
-        files: AtomicU64::new(0),
-        last: Mutex::new(Instant::now()),
-    };
+    let throttle = Throttle::new();
     let max_line = ctx.limits.max_grep_line_chars.max(2000);
     walk(&start, &WalkOptions::default(), || {
         let mut searcher = SearcherBuilder::new()
