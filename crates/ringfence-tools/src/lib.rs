@@ -18,5 +18,8 @@ pub use error::{ToolError, ToolErrorKind, ToolResult};
 pub use limits::Limits;
 pub use session::{ReadRecord, ReadTracker, Session};
 pub use spill::SpillStore;
-pub use tool::{Annotations, BoxFuture, Progress, ProgressUpdate, Tool, ToolContext, ToolOutput};
+pub use tool::{
+    Annotations, Blocking, BlockingTool, BoxFuture, Progress, ProgressUpdate, Tool, ToolContext,
+    ToolOutput,
+};
 pub use toolbox::{DefinitionFormat, Toolbox, definition};

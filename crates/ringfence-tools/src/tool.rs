@@ -150,6 +150,46 @@ pub trait Tool: Send + Sync + 'static {
     fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>>;
 }
 
+/// A tool whose work is blocking (file-system) work on typed arguments. Wrap it in
+/// [`Blocking`] to get a [`Tool`]: arguments are parsed into `Args` (unknown fields are
+/// errors), the schema comes from `Args`, and `run` executes off the async runtime.
+pub trait BlockingTool: Send + Sync + 'static {
+    type Args: DeserializeOwned + schemars::JsonSchema + Send + 'static;
+    const NAME: &'static str;
+    const FAMILY: &'static str;
+    const DESCRIPTION: &'static str;
+    const ANNOTATIONS: Annotations;
+    fn run(ctx: &ToolContext, args: Self::Args) -> ToolResult<ToolOutput>;
+}
+
+/// Adapts a [`BlockingTool`] to [`Tool`].
+#[derive(Debug, Default)]
+pub struct Blocking<T>(pub T);
+
+impl<T: BlockingTool> Tool for Blocking<T> {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+    fn family(&self) -> &'static str {
+        T::FAMILY
+    }
+    fn description(&self) -> &'static str {
+        T::DESCRIPTION
+    }
+    fn input_schema(&self) -> Map<String, Value> {
+        schema_of::<T::Args>()
+    }
+    fn annotations(&self) -> Annotations {
+        T::ANNOTATIONS
+    }
+    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>> {
+        Box::pin(async move {
+            let args: T::Args = parse_args(T::NAME, args)?;
+            ctx.blocking(move |ctx| T::run(&ctx, args)).await
+        })
+    }
+}
+
 /// The JSON Schema of an argument type, as an object schema without `$schema`/`title`.
 pub fn schema_of<T: schemars::JsonSchema>() -> Map<String, Value> {
     let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {

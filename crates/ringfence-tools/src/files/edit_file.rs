@@ -2,14 +2,14 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use ringfence_fs::{EntryKind, TargetState, WriteOptions};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::text::{TextStyle, cut_line, thousands};
 use crate::files::{binary_error, check_read_first, read_whole, record_for};
-use crate::tool::{Annotations, BoxFuture, Tool, ToolContext, ToolOutput, parse_args, schema_of};
+use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -36,33 +36,20 @@ const MAX_DIFF_LINES: usize = 80;
 /// Replacements shown in the diff at most.
 const MAX_DIFF_HUNKS: usize = 5;
 
-impl Tool for EditFile {
-    fn name(&self) -> &'static str {
-        "edit_file"
-    }
-    fn family(&self) -> &'static str {
-        "files"
-    }
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-    fn input_schema(&self) -> Map<String, Value> {
-        schema_of::<EditFileArgs>()
-    }
-    fn annotations(&self) -> Annotations {
-        Annotations {
-            title: "Edit file",
-            read_only: false,
-            destructive: true,
-            idempotent: false,
-            open_world: false,
-        }
-    }
-    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>> {
-        Box::pin(async move {
-            let args: EditFileArgs = parse_args("edit_file", args)?;
-            ctx.blocking(move |ctx| edit_file(&ctx, args)).await
-        })
+impl BlockingTool for EditFile {
+    type Args = EditFileArgs;
+    const NAME: &'static str = "edit_file";
+    const FAMILY: &'static str = "files";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const ANNOTATIONS: Annotations = Annotations {
+        title: "Edit file",
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        open_world: false,
+    };
+    fn run(ctx: &ToolContext, args: EditFileArgs) -> ToolResult<ToolOutput> {
+        edit_file(ctx, args)
     }
 }
 

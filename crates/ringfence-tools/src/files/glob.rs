@@ -4,7 +4,6 @@ use std::sync::Mutex;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value};
 
 use ringfence_fs::{WalkOptions, WalkState, walk};
 
@@ -12,7 +11,7 @@ use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::grep::build_globset;
 use crate::files::text::thousands;
 use crate::spill::saved_notice;
-use crate::tool::{Annotations, BoxFuture, Tool, ToolContext, ToolOutput, parse_args, schema_of};
+use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -33,33 +32,20 @@ pub struct Glob;
 
 const DESCRIPTION: &str = "List files matching a glob pattern within the workspace. Use to discover files by name, extension, or directory structure. Returns a lexicographically sorted list of matching workspace-relative paths.\n\nSupports `**` (any depth), `*` and `?` (within one directory), braces `{a,b}` and classes `[abc]`. Files ignored by .gitignore/.ignore are skipped unless include_ignored is true; .git is never listed. At most 100 paths are returned; when cut, a notice gives the total and where the full list was saved.";
 
-impl Tool for Glob {
-    fn name(&self) -> &'static str {
-        "glob"
-    }
-    fn family(&self) -> &'static str {
-        "files"
-    }
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-    fn input_schema(&self) -> Map<String, Value> {
-        schema_of::<GlobArgs>()
-    }
-    fn annotations(&self) -> Annotations {
-        Annotations {
-            title: "Find files by pattern",
-            read_only: true,
-            destructive: false,
-            idempotent: true,
-            open_world: false,
-        }
-    }
-    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>> {
-        Box::pin(async move {
-            let args: GlobArgs = parse_args("glob", args)?;
-            ctx.blocking(move |ctx| glob(&ctx, args)).await
-        })
+impl BlockingTool for Glob {
+    type Args = GlobArgs;
+    const NAME: &'static str = "glob";
+    const FAMILY: &'static str = "files";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const ANNOTATIONS: Annotations = Annotations {
+        title: "Find files by pattern",
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+    fn run(ctx: &ToolContext, args: GlobArgs) -> ToolResult<ToolOutput> {
+        glob(ctx, args)
     }
 }
 

@@ -10,14 +10,14 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use ringfence_fs::{WalkOptions, WalkState, walk};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::text::{cut_line, thousands};
 use crate::spill::saved_notice;
-use crate::tool::{Annotations, BoxFuture, Tool, ToolContext, ToolOutput, parse_args, schema_of};
+use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -78,33 +78,20 @@ pub struct Grep;
 
 const DESCRIPTION: &str = "Search file contents using a regular expression pattern within the workspace. Supports three output modes (`files_with_matches` default, `content` as `path:line: text`, `count` per file) and optional scoping by subdirectory, glob or file type.\n\nRespects .gitignore and .ignore files, skips .git and binary files, searches hidden files. Results are sorted by path and capped at 100 matches; when cut, a notice says how many there were and where the full output was saved. Page with head_limit and offset. Context lines (before_context/after_context/context), case_insensitive and multiline are available.";
 
-impl Tool for Grep {
-    fn name(&self) -> &'static str {
-        "grep"
-    }
-    fn family(&self) -> &'static str {
-        "files"
-    }
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-    fn input_schema(&self) -> Map<String, Value> {
-        schema_of::<GrepArgs>()
-    }
-    fn annotations(&self) -> Annotations {
-        Annotations {
-            title: "Search file contents",
-            read_only: true,
-            destructive: false,
-            idempotent: true,
-            open_world: false,
-        }
-    }
-    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>> {
-        Box::pin(async move {
-            let args: GrepArgs = parse_args("grep", args)?;
-            ctx.blocking(move |ctx| grep(&ctx, args)).await
-        })
+impl BlockingTool for Grep {
+    type Args = GrepArgs;
+    const NAME: &'static str = "grep";
+    const FAMILY: &'static str = "files";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const ANNOTATIONS: Annotations = Annotations {
+        title: "Search file contents",
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+    fn run(ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
+        grep(ctx, args)
     }
 }
 

@@ -7,7 +7,7 @@ use ringfence_fs::{File, Metadata, Target};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::session::{ReadRecord, Session};
-use crate::tool::Tool;
+use crate::tool::{Blocking, Tool};
 
 pub mod edit_file;
 pub mod glob;
@@ -19,11 +19,11 @@ pub mod write_file;
 /// Every file tool.
 pub fn all() -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(read_file::ReadFile),
-        Arc::new(write_file::WriteFile),
-        Arc::new(edit_file::EditFile),
-        Arc::new(grep::Grep),
-        Arc::new(glob::Glob),
+        Arc::new(Blocking(read_file::ReadFile)),
+        Arc::new(Blocking(write_file::WriteFile)),
+        Arc::new(Blocking(edit_file::EditFile)),
+        Arc::new(Blocking(grep::Grep)),
+        Arc::new(Blocking(glob::Glob)),
     ]
 }
 

@@ -4,14 +4,13 @@ use std::io::Read;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value};
 
 use crate::error::{ToolError, ToolResult};
 use crate::files::text::{cut_line, thousands};
 use crate::files::{SAMPLE_BYTES, binary_error, is_text_sample};
 use crate::session::ReadRecord;
 use crate::spill::{SpillWriter, saved_notice};
-use crate::tool::{Annotations, BoxFuture, Tool, ToolContext, ToolOutput, parse_args, schema_of};
+use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -33,33 +32,20 @@ pub struct ReadFile;
 
 const DESCRIPTION: &str = "Read the contents of a file within the workspace. Returns the file content with 1-based line numbers in cat -n style (`     1\\tline content`). Registers the path as \"read\" in the session, which is required before write_file can overwrite an existing file or edit_file can modify a file.\n\nFiles larger than 1 MB need `offset`/`limit`. Output is capped at 500 lines or 30,000 characters; when cut, a notice says which lines were shown and where the full output was saved. Page through large files with offset and limit. Only UTF-8 text files can be read.";
 
-impl Tool for ReadFile {
-    fn name(&self) -> &'static str {
-        "read_file"
-    }
-    fn family(&self) -> &'static str {
-        "files"
-    }
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-    fn input_schema(&self) -> Map<String, Value> {
-        schema_of::<ReadFileArgs>()
-    }
-    fn annotations(&self) -> Annotations {
-        Annotations {
-            title: "Read file",
-            read_only: true,
-            destructive: false,
-            idempotent: true,
-            open_world: false,
-        }
-    }
-    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>> {
-        Box::pin(async move {
-            let args: ReadFileArgs = parse_args("read_file", args)?;
-            ctx.blocking(move |ctx| read_file(&ctx, args)).await
-        })
+impl BlockingTool for ReadFile {
+    type Args = ReadFileArgs;
+    const NAME: &'static str = "read_file";
+    const FAMILY: &'static str = "files";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const ANNOTATIONS: Annotations = Annotations {
+        title: "Read file",
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+    fn run(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
+        read_file(ctx, args)
     }
 }
 

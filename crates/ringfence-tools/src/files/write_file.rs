@@ -2,14 +2,14 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use ringfence_fs::{EntryKind, TargetState, WriteOptions};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::text::{TextStyle, thousands};
 use crate::files::{check_read_first, is_text_sample, read_whole, record_for};
-use crate::tool::{Annotations, BoxFuture, Tool, ToolContext, ToolOutput, parse_args, schema_of};
+use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -24,33 +24,20 @@ pub struct WriteFile;
 
 const DESCRIPTION: &str = "Write content to a file within the workspace. Creates the file and any intermediate directories if they do not exist. When writing to an existing file, the file must have been read in the current session via read_file first (read-first gate), and must not have changed since.\n\nThe write is atomic: readers see the old file or the new one, never a mix. An existing file keeps its permissions, line endings (CRLF stays CRLF), byte-order mark and final-newline state.";
 
-impl Tool for WriteFile {
-    fn name(&self) -> &'static str {
-        "write_file"
-    }
-    fn family(&self) -> &'static str {
-        "files"
-    }
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-    fn input_schema(&self) -> Map<String, Value> {
-        schema_of::<WriteFileArgs>()
-    }
-    fn annotations(&self) -> Annotations {
-        Annotations {
-            title: "Write file",
-            read_only: false,
-            destructive: true,
-            idempotent: true,
-            open_world: false,
-        }
-    }
-    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>> {
-        Box::pin(async move {
-            let args: WriteFileArgs = parse_args("write_file", args)?;
-            ctx.blocking(move |ctx| write_file(&ctx, args)).await
-        })
+impl BlockingTool for WriteFile {
+    type Args = WriteFileArgs;
+    const NAME: &'static str = "write_file";
+    const FAMILY: &'static str = "files";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const ANNOTATIONS: Annotations = Annotations {
+        title: "Write file",
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        open_world: false,
+    };
+    fn run(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> {
+        write_file(ctx, args)
     }
 }
 
