@@ -188,10 +188,10 @@ impl Root {
                 ),
             )
         };
-        if self.spec.origin != RootOrigin::Configured {
-            if let Err(err) = std::fs::create_dir_all(&self.absolute) {
-                return Err(FsError::from_io(&self.spec.label, err));
-            }
+        if self.spec.origin != RootOrigin::Configured
+            && let Err(err) = std::fs::create_dir_all(&self.absolute)
+        {
+            return Err(FsError::from_io(&self.spec.label, err));
         }
         let dir = match Dir::open_ambient_dir(&self.absolute, ambient_authority()) {
             Ok(dir) => dir,

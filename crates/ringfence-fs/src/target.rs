@@ -52,6 +52,8 @@ pub struct Target {
     state: TargetState,
     /// Directories between `parent` and `name` that do not exist yet.
     missing_dirs: Vec<String>,
+    /// Refuse writes even if the root is read-write (reached through an internal root).
+    read_only: bool,
 }
 
 impl std::fmt::Debug for Target {
@@ -91,7 +93,13 @@ impl Target {
             name,
             state,
             missing_dirs,
+            read_only: false,
         }
+    }
+
+    /// Makes every write through this target fail with [`FsErrorKind::ReadOnly`].
+    pub(crate) fn set_read_only(&mut self) {
+        self.read_only = true;
     }
 
     pub fn root(&self) -> &Arc<Root> {
@@ -216,6 +224,16 @@ impl Target {
 
     /// Fails unless the root allows writes.
     pub fn require_writable(&self) -> FsResult<()> {
+        if self.read_only {
+            return Err(self.err(
+                FsErrorKind::ReadOnly,
+                format!(
+                    "{}: `{}` is ringfence's internal storage; it can be read but not written",
+                    self.input,
+                    self.root.label()
+                ),
+            ));
+        }
         match self.root.access() {
             Access::ReadWrite => Ok(()),
             Access::ReadOnly => Err(self.err(
@@ -309,7 +327,7 @@ impl Target {
             file.sync_all()?;
             drop(file);
             dir.rename(&tmp_name, &dir, &self.name)?;
-            rustix::fs::fsync(&*dir)?;
+            fsync_dir(&dir)?;
             Ok(())
         })();
         if let Err(err) = result {
@@ -343,7 +361,7 @@ impl Target {
                     self.io(e)
                 }
             })?;
-            rustix::fs::fsync(&*dir).map_err(|e| self.io(e.into()))?;
+            fsync_dir(&dir).map_err(|e| self.io(e))?;
             dir = Arc::new(next);
         }
         Ok(dir)
@@ -361,6 +379,24 @@ fn temp_name(name: &OsString) -> String {
         ".{short}.{}.rftmp",
         &uuid::Uuid::new_v4().simple().to_string()[..12]
     )
+}
+
+/// Flushes a directory's entries (a rename, a new subdirectory) to disk.
+///
+/// cap-std holds directories as `O_PATH` descriptors on Linux, and `fsync` on an `O_PATH`
+/// descriptor fails with `EBADF` — which made every write report an error *after* the rename
+/// had already replaced the file, and never flushed the directory. So open `.` beneath the
+/// handle for reading (no ambient path involved) and fsync that.
+fn fsync_dir(dir: &Dir) -> io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+    )?;
+    rustix::fs::fsync(&fd)?;
+    Ok(())
 }
 
 fn fchmod(file: &File, mode: u32) -> io::Result<()> {

@@ -158,15 +158,13 @@ fn load_ignores(
             matchers.push(m);
         }
     }
-    if let Ok(git) = dir.open_dir_nofollow(".git") {
-        if let Ok(info) = git.open_dir_nofollow("info") {
-            if let Some(m) = read_small(&info, "exclude")
-                .as_deref()
-                .and_then(build_matcher)
-            {
-                matchers.push(m);
-            }
-        }
+    if let Ok(git) = dir.open_dir_nofollow(".git")
+        && let Ok(info) = git.open_dir_nofollow("info")
+        && let Some(m) = read_small(&info, "exclude")
+            .as_deref()
+            .and_then(build_matcher)
+    {
+        matchers.push(m);
     }
     if matchers.is_empty() {
         return parent;
@@ -361,10 +359,10 @@ where
         if denylist.is_denied_entry(&rel, is_dir) {
             continue;
         }
-        if let Some(ig) = &ignores {
-            if ig.is_ignored(&rel, is_dir) {
-                continue;
-            }
+        if let Some(ig) = &ignores
+            && ig.is_ignored(&rel, is_dir)
+        {
+            continue;
         }
         let walk_entry = WalkEntry {
             rel,

@@ -17,6 +17,8 @@ use crate::target::{EntryKind, Target, TargetState};
 pub const MAX_PATH_BYTES: usize = 4096;
 /// Symbolic links followed in one resolution before giving up (Linux's limit).
 pub const MAX_SYMLINKS: usize = 40;
+/// Longest single path component (Linux `NAME_MAX`, in bytes).
+const MAX_NAME_BYTES: usize = 255;
 
 /// The roots a session may reach and which one relative paths are resolved against.
 ///
@@ -42,6 +44,9 @@ impl Clone for Workspace {
 /// A path split into where it starts and the components to walk.
 enum Anchor<'r> {
     Root(&'r Arc<Root>),
+    /// An internal root, reached by an absolute path: readable, never writable by tools,
+    /// whatever the root's own access level (ringfence itself writes there).
+    Internal(&'r Arc<Root>),
 }
 
 impl Workspace {
@@ -92,23 +97,32 @@ impl Workspace {
     /// everything else. Every rejection is logged with the input and the reason.
     pub fn resolve(&self, input: &str) -> FsResult<Target> {
         let result = self.resolve_inner(input);
-        if let Err(err) = &result {
-            if matches!(
+        if let Err(err) = &result
+            && matches!(
                 err.kind(),
                 FsErrorKind::OutsideRoot
                     | FsErrorKind::Denied
                     | FsErrorKind::InvalidPath
                     | FsErrorKind::SymlinkLoop
-            ) {
-                tracing::warn!(input = %input.escape_debug(), reason = %err.message(), "path rejected");
-            }
+            )
+        {
+            tracing::warn!(input = %input.escape_debug(), reason = %err.message(), "path rejected");
         }
         result
     }
 
     fn resolve_inner(&self, input: &str) -> FsResult<Target> {
-        let (Anchor::Root(root), components) = self.anchor(input)?;
-        let target = resolve_beneath(root, input, components)?;
+        let (anchor, components) = self.anchor(input)?;
+        let (root, internal) = match anchor {
+            Anchor::Root(root) => (root, false),
+            Anchor::Internal(root) => (root, true),
+        };
+        let mut target = resolve_beneath(root, input, components)?;
+        if internal {
+            // The documented contract of `with_internal_root`: tools may read spilled output
+            // but never write there, even though the root itself is read-write.
+            target.set_read_only();
+        }
         let is_dir = matches!(target.state(), TargetState::Exists(EntryKind::Dir));
         if root.denylist().is_denied(target.rel(), is_dir) {
             return Err(FsError::new(
@@ -154,11 +168,19 @@ impl Workspace {
         }
         if input.starts_with('/') {
             let path = Path::new(input);
-            for root in self.roots.iter().chain(self.internal.iter()) {
+            let internal = self.internal.iter().map(|r| (r, true));
+            for (root, is_internal) in self.roots.iter().map(|r| (r, false)).chain(internal) {
                 // A root that cannot be opened cannot contain the path; keep looking, and
                 // report a missing root only when nothing else matches.
                 match root.relative_components(path) {
-                    Ok(Some(comps)) => return Ok((Anchor::Root(root), comps.into())),
+                    Ok(Some(comps)) => {
+                        let anchor = if is_internal {
+                            Anchor::Internal(root)
+                        } else {
+                            Anchor::Root(root)
+                        };
+                        return Ok((anchor, comps.into()));
+                    }
                     Ok(None) => {}
                     Err(err) if err.kind() == FsErrorKind::RootMissing => {}
                     Err(err) => return Err(err),
@@ -249,9 +271,23 @@ fn resolve_beneath(
                     format!("{input}: too many levels of symbolic links (a symlink loop?)"),
                 ));
             }
-            let target = cur
-                .read_link_contents(&comp)
-                .map_err(|e| FsError::from_io(input, e))?;
+            let target = match cur.read_link_contents(&comp) {
+                Ok(target) => target,
+                // Replaced between lstat and readlink (EINVAL: no longer a symlink; ENOENT:
+                // gone). Look again, like a failed directory open below; the symlink budget
+                // bounds the retries. Anything else is a real error.
+                Err(err)
+                    if matches!(
+                        err.raw_os_error(),
+                        Some(code) if code == rustix::io::Errno::INVAL.raw_os_error()
+                            || code == rustix::io::Errno::NOENT.raw_os_error()
+                    ) =>
+                {
+                    pending.push_front(comp);
+                    continue;
+                }
+                Err(err) => return Err(FsError::from_io(input, err)),
+            };
             let target_str = target.to_string_lossy().into_owned();
             let mut spliced: VecDeque<String> = if target.is_absolute() {
                 match root.relative_components(&target)? {
@@ -383,6 +419,19 @@ fn missing_tail(
     if tail.is_empty() {
         let prefix: VecDeque<String> = names.iter().cloned().collect();
         return resolve_beneath(root, input, prefix);
+    }
+    // The kernel never sees these names during resolution (they do not exist yet), so check
+    // their length here. Otherwise an over-long name is only refused by the final rename,
+    // after `create_parents` has already created the directories before it.
+    if let Some(long) = tail.iter().find(|c| c.len() > MAX_NAME_BYTES) {
+        return Err(FsError::new(
+            FsErrorKind::InvalidPath,
+            input,
+            format!(
+                "{input}: a path component is {} bytes long; names are limited to {MAX_NAME_BYTES} bytes",
+                long.len()
+            ),
+        ));
     }
     let name = tail.pop().expect("non-empty tail");
     let mut rel_parts = names.clone();
