@@ -149,7 +149,7 @@ impl Target {
     }
 
     /// Parent directory handle and final name; `None` for the root itself.
-    pub fn parent_and_name(&self) -> Option<(&Arc<Dir>, &OsString)> {
+    pub(crate) fn parent_and_name(&self) -> Option<(&Arc<Dir>, &OsString)> {
         self.parent.as_ref().map(|p| (p, &self.name))
     }
 

@@ -347,6 +347,10 @@ where
         }
         let name = entry.file_name();
         let name_str = name.to_string_lossy();
+        // In-flight (or, after a crash, abandoned) temporary files of atomic writes.
+        if is_write_temp(&name_str) {
+            continue;
+        }
         let is_dir = file_type.is_dir();
         if is_dir && opts.skip_vcs_dirs && name_str == ".git" {
             continue;
@@ -390,4 +394,9 @@ where
     // Visit in name order within a directory when popped (stack is LIFO).
     children.reverse();
     children
+}
+
+/// Whether `name` is a temporary file of [`Target::write_atomic`](crate::Target::write_atomic).
+pub(crate) fn is_write_temp(name: &str) -> bool {
+    name.starts_with('.') && name.ends_with(".rftmp")
 }

@@ -169,22 +169,31 @@ impl Workspace {
         if input.starts_with('/') {
             let path = Path::new(input);
             let internal = self.internal.iter().map(|r| (r, true));
+            // With nested roots the most specific one decides (its access level, its
+            // denylist): the match that leaves the fewest components below its root.
+            let mut best: Option<(Anchor<'a>, Vec<String>)> = None;
             for (root, is_internal) in self.roots.iter().map(|r| (r, false)).chain(internal) {
                 // A root that cannot be opened cannot contain the path; keep looking, and
                 // report a missing root only when nothing else matches.
                 match root.relative_components(path) {
                     Ok(Some(comps)) => {
+                        if best.as_ref().is_some_and(|(_, b)| b.len() <= comps.len()) {
+                            continue;
+                        }
                         let anchor = if is_internal {
                             Anchor::Internal(root)
                         } else {
                             Anchor::Root(root)
                         };
-                        return Ok((anchor, comps.into()));
+                        best = Some((anchor, comps));
                     }
                     Ok(None) => {}
                     Err(err) if err.kind() == FsErrorKind::RootMissing => {}
                     Err(err) => return Err(err),
                 }
+            }
+            if let Some((anchor, comps)) = best {
+                return Ok((anchor, comps.into()));
             }
             // If the current root is missing, say so: that is the actionable problem.
             current
@@ -288,7 +297,16 @@ fn resolve_beneath(
                 }
                 Err(err) => return Err(FsError::from_io(input, err)),
             };
-            let target_str = target.to_string_lossy().into_owned();
+            // A lossy conversion could name a different file: refuse instead.
+            let Some(target_str) = target.to_str().map(str::to_owned) else {
+                return Err(FsError::new(
+                    FsErrorKind::InvalidPath,
+                    input,
+                    format!(
+                        "{input}: a symbolic link on this path has a target that is not valid UTF-8"
+                    ),
+                ));
+            };
             let mut spliced: VecDeque<String> = if target.is_absolute() {
                 match root.relative_components(&target)? {
                     Some(comps) => {

@@ -1524,3 +1524,61 @@ fn configured_root_that_is_a_file_or_dangling_link() {
     assert!(std::fs::symlink_metadata(fx.base.join("nowhere")).is_err());
     assert_eq!(std::fs::read_to_string(&as_file).unwrap(), "not a dir");
 }
+
+/// With nested roots, an absolute path belongs to the most specific root: its access level
+/// decides, whatever the configuration order.
+#[test]
+fn nested_roots_the_most_specific_root_decides() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outer = tmp.path().join("outer");
+    let inner = outer.join("inner");
+    std::fs::create_dir_all(&inner).unwrap();
+    let deny = std::sync::Arc::new(ringfence_fs::Denylist::empty());
+    let outer_root = std::sync::Arc::new(
+        ringfence_fs::Root::new(
+            ringfence_fs::RootSpec::configured(outer.clone(), ringfence_fs::Access::ReadWrite),
+            deny.clone(),
+        )
+        .unwrap(),
+    );
+    let inner_root = std::sync::Arc::new(
+        ringfence_fs::Root::new(
+            ringfence_fs::RootSpec::configured(inner.clone(), ringfence_fs::Access::ReadOnly),
+            deny,
+        )
+        .unwrap(),
+    );
+    let ws = ringfence_fs::Workspace::new(vec![outer_root, inner_root]).unwrap();
+    let t = ws.resolve(&format!("{}/x.txt", inner.display())).unwrap();
+    assert_eq!(t.rel(), "x.txt");
+    let err = t
+        .write_atomic(b"x", &ringfence_fs::WriteOptions::default())
+        .unwrap_err();
+    assert_eq!(err.kind(), ringfence_fs::FsErrorKind::ReadOnly);
+    assert!(!inner.join("x.txt").exists());
+}
+
+/// A symlink whose target is not UTF-8 is refused rather than converted lossily (which
+/// could name a different file).
+#[test]
+fn non_utf8_symlink_target_is_refused() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::os::unix::fs::symlink(
+        std::ffi::OsStr::from_bytes(b"caf\xe9.txt"),
+        root.join("link"),
+    )
+    .unwrap();
+    let ws = ringfence_fs::Workspace::new(vec![std::sync::Arc::new(
+        ringfence_fs::Root::new(
+            ringfence_fs::RootSpec::configured(root.clone(), ringfence_fs::Access::ReadWrite),
+            std::sync::Arc::new(ringfence_fs::Denylist::empty()),
+        )
+        .unwrap(),
+    )])
+    .unwrap();
+    let err = ws.resolve("link").unwrap_err();
+    assert_eq!(err.kind(), ringfence_fs::FsErrorKind::InvalidPath);
+}

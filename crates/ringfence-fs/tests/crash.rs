@@ -6,9 +6,9 @@
 //!
 //! After every kill the file is wholly one complete version (header + full body, body all
 //! one byte matching the header), never torn, never empty, never missing once it first
-//! existed, and its sequence number never goes backwards. The only other entries a walk
-//! of the root ever reports are hidden `.data.bin.<12 hex>.rftmp` temp files abandoned by
-//! a killed write (at most one per kill): ringfence does not clean these up.
+//! existed, and its sequence number never goes backwards. The only other entries on disk
+//! are hidden `.data.bin.<12 hex>.rftmp` temp files abandoned by a killed write (at most one
+//! per kill); walks (grep, glob) never list them.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -217,8 +217,17 @@ fn sigkill_mid_write_never_tears_the_file() {
             Err(e) => panic!("{ctx}: {e}"),
         }
 
-        // What a walk sees: the file, plus only abandoned temp files of killed writes.
-        let names = walk_names(&ws);
+        // What a walk sees: the file alone (temp files of writes are never listed).
+        let walked = walk_names(&ws);
+        assert!(
+            walked.iter().all(|n| n.as_str() == FILE),
+            "{ctx}: a walk listed {walked:?}"
+        );
+        // What is on disk: the file, plus only abandoned temp files of killed writes.
+        let names: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         let temps: Vec<&String> = names.iter().filter(|n| is_temp_of_data(n)).collect();
         let others: Vec<&String> = names
             .iter()
