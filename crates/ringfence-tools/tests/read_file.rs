@@ -55,16 +55,16 @@ async fn default_caps_500_lines_with_seed_notice_and_readable_spill() {
     Showing lines 1-500 of 3,000. Use the offset and limit parameters to read specific sections.
     Full output saved to [DATA]/tool-output/[UUID]. Use read_file with offset/limit to access specific sections.
     ");
-    // The full output (the default 2,000-line window) is in the spill file, readable by the
-    // printed absolute path through read_file itself.
+    // The full file is in the spill file (seed: "the full file content is always written"),
+    // readable by the printed absolute path through read_file itself.
     let spill = spill_path(&out);
     let again = fx
         .ok(
             "read_file",
-            json!({"path": spill, "offset": 1999, "limit": 5}),
+            json!({"path": spill, "offset": 2999, "limit": 5}),
         )
         .await;
-    assert_eq!(again, "  1999\tline 1999\n  2000\tline 2000\n");
+    assert_eq!(again, "  2999\tline 2999\n  3000\tline 3000\n");
 }
 
 #[tokio::test]
@@ -216,9 +216,25 @@ async fn custom_limits_apply() {
     fx.write("a.txt", lines(10));
     let out = fx.ok("read_file", json!({"path": "a.txt"})).await;
     assert!(out.contains("Showing lines 1-3 of 10."), "{out}");
-    // The spill holds the whole requested window (default limit 5 lines).
+    // Without offset/limit the spill holds the whole file.
     let spill = spill_path(&out);
-    assert_eq!(std::fs::read_to_string(spill).unwrap(), lines(5));
+    assert_eq!(std::fs::read_to_string(spill).unwrap(), lines(10));
+    // With them, the requested window, and the notice says which lines those are.
+    let out = fx
+        .ok(
+            "read_file",
+            json!({"path": "a.txt", "offset": 2, "limit": 4}),
+        )
+        .await;
+    assert!(out.contains("Showing lines 2-4 of 10."), "{out}");
+    assert!(
+        out.contains("(The saved file holds lines 2-5 of the original.)"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(spill_path(&out)).unwrap(),
+        "line 2\nline 3\nline 4\nline 5\n"
+    );
 }
 
 #[tokio::test]

@@ -158,7 +158,7 @@ async fn no_matches_is_a_friendly_result_not_an_error() {
     tree(&fx);
     let out = fx.ok("grep", json!({"pattern": "zebra"})).await;
     assert!(
-        out.starts_with("No matches found for pattern `zebra` in ."),
+        out.starts_with("No matches found for pattern `zebra` in the workspace."),
         "{out}"
     );
 }

@@ -294,7 +294,7 @@ async fn progress_notifications_for_long_searches() {
         let out = s
             .text("grep", json!({"pattern": "text", "output_mode": "count"}))
             .await;
-        assert!(out.contains("Showing 100 of 4,000 matches."), "{out}");
+        assert!(out.contains("Showing 100 of 4,000 files."), "{out}");
         rounds += 1;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -10,7 +10,6 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use ringfence_fs::{WalkOptions, WalkState, walk};
 
@@ -292,6 +291,8 @@ impl Throttle {
         };
         if last.is_none_or(|t| t.elapsed() >= Duration::from_millis(250)) {
             *last = Some(Instant::now());
+            // Read the counter again under the lock: reports never go backwards.
+            let n = self.files.load(Ordering::Relaxed);
             ctx.progress
                 .report(n as f64, None, format!("searched {} files", thousands(n)));
         }
@@ -443,8 +444,8 @@ fn render(
     let mode = args.output_mode;
     let all = entries(mode, &results);
     let total_matches = all.iter().filter(|e| e.is_match).count();
-    let total_files = results.len();
     if total_matches == 0 {
+        let scope = if scope == "." { "the workspace" } else { scope };
         let text = format!(
             "No matches found for pattern `{}` in {scope}. (Files ignored by .gitignore/.ignore and binary files are not searched.)",
             args.pattern
@@ -480,14 +481,13 @@ fn render(
         shown.pop();
     }
     let mut text = shown.join("\n");
-    let matches_before = all.iter().take(skip).filter(|e| e.is_match).count();
-    let mut spill_path = None;
     if cap_hit {
         let full: Vec<&str> = all.iter().map(|e| e.text.as_str()).collect();
         let path = ctx.spill.save(&(full.join("\n") + "\n"))?;
+        // Seed 000 counts matches; in the file-listing modes each entry is a file.
         let what = match mode {
             OutputMode::Content => "matches",
-            _ => "matches",
+            OutputMode::FilesWithMatches | OutputMode::Count => "files",
         };
         text.push_str(&format!(
             "\n\nShowing {} of {} {what}. Use a more specific pattern or path to narrow results.\n{}",
@@ -495,7 +495,6 @@ fn render(
             thousands(total_matches as u64),
             saved_notice(&path)
         ));
-        spill_path = Some(path.display().to_string());
     } else if skip + shown.len() < all.len() {
         text.push_str(&format!(
             "\n\n(Entries {}-{} of {}. Call grep again with offset={} to see more.)",
@@ -505,21 +504,5 @@ fn render(
             skip + shown.len()
         ));
     }
-    let _ = matches_before;
-    Ok(ToolOutput::text(text).with_structured(json!({
-        "mode": mode_name(mode),
-        "total": total_matches,
-        "files": total_files,
-        "shown": shown_matches,
-        "truncated": cap_hit,
-        "spill_path": spill_path,
-    })))
-}
-
-fn mode_name(mode: OutputMode) -> &'static str {
-    match mode {
-        OutputMode::FilesWithMatches => "files_with_matches",
-        OutputMode::Content => "content",
-        OutputMode::Count => "count",
-    }
+    Ok(ToolOutput::text(text))
 }

@@ -80,7 +80,7 @@ pub(crate) fn check_read_first(
         return Err(ToolError::new(
             ToolErrorKind::NotReadFirst,
             format!(
-                "{}: the file exists and has not been read in this session. Read it with read_file first, then retry",
+                "{}: the file exists and has not been read in this session. Read it with read_file first, then retry.",
                 target.input()
             ),
         ));
@@ -89,7 +89,7 @@ pub(crate) fn check_read_first(
         return Err(ToolError::new(
             ToolErrorKind::Stale,
             format!(
-                "{}: the file changed since it was last read ({} bytes then, {} now). Read it again with read_file, then retry",
+                "{}: the file changed since it was last read ({} bytes then, {} now). Read it again with read_file, then retry.",
                 target.input(),
                 text::thousands(record.size),
                 text::thousands(current.size)

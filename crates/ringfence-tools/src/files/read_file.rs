@@ -18,8 +18,8 @@ pub struct ReadFileArgs {
     /// Workspace-relative path to the file (e.g. `notes/todo.md`). `~/notes/todo.md` and
     /// absolute paths inside the workspace work too.
     pub path: String,
-    /// 1-based line number to start reading from. Bypasses the max-bytes threshold when
-    /// provided.
+    /// 1-based line number to start reading from (0 is read as 1). Bypasses the max-bytes
+    /// threshold when provided.
     #[serde(default)]
     pub offset: Option<u64>,
     /// Maximum number of lines to return (default: 2000). Bypasses the max-bytes threshold
@@ -53,6 +53,8 @@ impl BlockingTool for ReadFile {
 /// streaming everything (from the first cut on) to a spill file.
 struct Window<'a> {
     ctx: &'a ToolContext,
+    /// First line number past the displayed window (offset + limit).
+    display_end: u64,
     max_lines: usize,
     max_chars: usize,
     rendered: String,
@@ -69,6 +71,14 @@ impl Window<'_> {
     fn push(&mut self, line_no: u64, raw: &[u8]) -> ToolResult<()> {
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let line = String::from_utf8_lossy(raw);
+        if line_no >= self.display_end {
+            // Past the requested window: only the spill (the full file) wants it.
+            if let Some(spill) = self.spill.as_mut() {
+                spill.write(line.as_bytes())?;
+                spill.write(b"\n")?;
+            }
+            return Ok(());
+        }
         self.lines_in_window += 1;
         if !self.cut {
             let prefix = format!("{line_no:>6}\t");
@@ -135,13 +145,18 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
     // Offsets are 1-based; 0 is read as 1 (a common off-by-one from callers).
     let start = args.offset.unwrap_or(1).max(1);
     let limit = args.limit.unwrap_or(limits.default_read_limit as u64);
-    let end = start.saturating_add(limit); // exclusive
+    let display_end = start.saturating_add(limit); // exclusive
+    // Without offset/limit the spill holds the whole file (seed 000: "the full file content
+    // is always written"); with them, the requested window.
+    let explicit = args.offset.is_some() || args.limit.is_some();
+    let end = if explicit { display_end } else { u64::MAX };
 
     let mut reader = file.into_std();
     let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; 256 * 1024];
     let mut window = Window {
         ctx,
+        display_end,
         max_lines: limits.max_read_lines,
         max_chars: limits.max_read_chars,
         rendered: String::new(),
@@ -248,7 +263,7 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
             thousands(total_lines)
         )));
     }
-    let window_last = (end - 1).min(total_lines);
+    let window_last = (display_end - 1).min(total_lines);
     let mut text = window.rendered;
     let mut spill_path = None;
     if let Some(spill) = window.spill.take() {
@@ -260,10 +275,11 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
             thousands(total_lines),
             saved_notice(&path)
         ));
-        if start > 1 {
+        if explicit {
             text.push_str(&format!(
-                " (The saved file starts at line {} of the original.)",
-                thousands(start)
+                " (The saved file holds lines {}-{} of the original.)",
+                thousands(start),
+                thousands(window_last)
             ));
         }
         spill_path = Some(path.display().to_string());

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The project's single test command: `bash scripts/test.sh`.
+#
+#   1. cargo build --workspace --all-targets            (debug)
+#   2. Rust tests: cargo nextest run --workspace --no-fail-fast (cargo test --workspace
+#      without nextest); scripts/nextest.toml ends a test hung for 5 minutes
+#   3. Python venv at .venv with tests/python/requirements.txt (pinned mcp + pytest)
+#   4. pytest tests/python: the official MCP Python SDK client drives `ringfence serve`
+#
+# Exits non-zero if any step fails. Both test suites run even if the other one fails;
+# a build failure stops the run. Environment:
+#   PYTHON            interpreter used to create .venv (default: python3; needs >= 3.10)
+#   RINGFENCE_BIN     binary the Python tests start (default: <target dir>/debug/ringfence)
+#   CARGO_TARGET_DIR  honoured as usual
+#   PYTEST_ARGS       extra pytest arguments (word-split), e.g. PYTEST_ARGS="-k grep -x"
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+START=$(date +%s)
+declare -a RESULTS=()
+FAILED=0
+
+elapsed() { echo "$(($(date +%s) - START))s"; }
+section() { printf '\n==> %s\n' "$*"; }
+
+summary() {
+    local rc=$?
+    set +e
+    printf '\n==> summary\n'
+    local r
+    for r in "${RESULTS[@]}"; do printf '    %s\n' "$r"; done
+    if [[ $rc -eq 0 && $FAILED -eq 0 ]]; then
+        printf 'scripts/test.sh: PASS (%s)\n' "$(elapsed)"
+    else
+        printf 'scripts/test.sh: FAIL (%s)\n' "$(elapsed)"
+        [[ $rc -eq 0 ]] && rc=1
+    fi
+    exit "$rc"
+}
+trap summary EXIT
+
+# run_step NAME CMD...: runs CMD, records the outcome, never aborts the script.
+run_step() {
+    local name=$1
+    shift
+    local t0 rc=0
+    t0=$(date +%s)
+    "$@" || rc=$?
+    if [[ $rc -eq 0 ]]; then
+        RESULTS+=("ok    $name ($(($(date +%s) - t0))s)")
+    else
+        RESULTS+=("FAIL  $name (exit $rc, $(($(date +%s) - t0))s)")
+        FAILED=1
+    fi
+    return "$rc"
+}
+
+# --- 1. build -------------------------------------------------------------------------
+section "cargo build --workspace --all-targets"
+if ! run_step "cargo build" cargo build --workspace --all-targets; then
+    exit 1
+fi
+
+# --- 2. Rust tests --------------------------------------------------------------------
+if cargo nextest --version >/dev/null 2>&1; then
+    section "cargo nextest run --workspace"
+    # scripts/nextest.toml: per-test timeout, layered under any repo .config/nextest.toml.
+    run_step "rust tests (nextest)" cargo nextest run --workspace --no-fail-fast \
+        --tool-config-file "ringfence-test-sh:$ROOT/scripts/nextest.toml" || true
+else
+    section "cargo test --workspace (cargo-nextest not installed)"
+    run_step "rust tests (cargo test)" cargo test --workspace --no-fail-fast || true
+fi
+
+# --- 3. Python environment ------------------------------------------------------------
+VENV="$ROOT/.venv"
+REQS="$ROOT/tests/python/requirements.txt"
+STAMP="$VENV/.ringfence-requirements"
+PYTHON="${PYTHON:-python3}"
+
+# Runs as a run_step command, where bash ignores `set -e`: every command checks its status.
+setup_venv() {
+    if [[ ! -x "$VENV/bin/python" ]] || ! "$VENV/bin/python" -c 'import sys' 2>/dev/null; then
+        "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 10), sys.version' || {
+            echo "error: $PYTHON is older than Python 3.10 (mcp needs >= 3.10)" >&2
+            return 1
+        }
+        rm -rf "$VENV" || return 1
+        "$PYTHON" -m venv "$VENV" || return 1
+    fi
+    # Reinstall only when the requirements changed since the last successful install.
+    local want have=""
+    want="$("$VENV/bin/python" -c 'import sys; print(sys.version.split()[0])')" || return 1
+    want="$want $(sha256sum "$REQS" | cut -d' ' -f1)" || return 1
+    [[ -f "$STAMP" ]] && have="$(cat "$STAMP")"
+    if [[ "$want" != "$have" ]]; then
+        rm -f "$STAMP"
+        "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQS" || return 1
+        echo "$want" >"$STAMP" || return 1
+    else
+        echo "requirements unchanged; reusing $VENV"
+    fi
+    "$VENV/bin/python" -c 'import importlib.metadata as m; print("mcp", m.version("mcp"), "| pytest", m.version("pytest"), "| anyio", m.version("anyio"))'
+}
+
+section "python venv (.venv) with tests/python/requirements.txt"
+if ! run_step "python venv + pip install" setup_venv; then
+    exit 1
+fi
+
+# --- 4. Python tests ------------------------------------------------------------------
+if [[ -z "${RINGFENCE_BIN:-}" ]]; then
+    RINGFENCE_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/ringfence"
+    [[ "$RINGFENCE_BIN" = /* ]] || RINGFENCE_BIN="$ROOT/$RINGFENCE_BIN"
+fi
+export RINGFENCE_BIN
+
+section "pytest tests/python (RINGFENCE_BIN=$RINGFENCE_BIN)"
+# shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose
+run_step "python tests (pytest)" \
+    "$VENV/bin/python" -m pytest tests/python -p no:cacheprovider ${PYTEST_ARGS:-} || true
+
+[[ $FAILED -eq 0 ]]
