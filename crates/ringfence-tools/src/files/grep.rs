@@ -1,6 +1,7 @@
 //! `grep`: regex search over the workspace with ripgrep's searcher, through a contained
 //! parallel walk.
 
+use std::borrow::Cow;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -94,35 +95,45 @@ impl BlockingTool for Grep {
     }
 }
 
-/// One line of content output.
-#[derive(Debug, Clone)]
-enum Line {
-    Match(u64, String),
-    Context(u64, String),
-    Break,
+/// One output line and whether it counts as a match against the cap. Content lines are
+/// formatted once, by the worker that found them.
+#[derive(Debug)]
+struct Entry {
+    text: String,
+    is_match: bool,
 }
 
 #[derive(Debug)]
 struct FileHits {
     rel: String,
     count: u64,
-    lines: Vec<Line>,
+    /// Content mode only: the file's formatted lines, `--` between non-adjacent groups.
+    lines: Vec<Entry>,
 }
 
-struct Collect {
+struct Collect<'a> {
     mode: OutputMode,
+    rel: &'a str,
     count: u64,
-    lines: Vec<Line>,
+    lines: Vec<Entry>,
     max_line: usize,
 }
 
-fn line_text(bytes: &[u8], max: usize) -> String {
-    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-    cut_line(&String::from_utf8_lossy(bytes), max).into_owned()
+impl Collect<'_> {
+    fn push(&mut self, n: u64, bytes: &[u8], is_match: bool) {
+        let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        let text = String::from_utf8_lossy(bytes);
+        let text = cut_line(&text, self.max_line);
+        let sep = if is_match { ':' } else { '-' };
+        self.lines.push(Entry {
+            text: format!("{}{sep}{n}{sep} {text}", self.rel),
+            is_match,
+        });
+    }
 }
 
-impl Sink for Collect {
+impl Sink for Collect<'_> {
     type Error = std::io::Error;
 
     fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
@@ -138,8 +149,7 @@ impl Sink for Collect {
             OutputMode::Content => {
                 for (n, line) in (m.line_number().unwrap_or(0)..).zip(m.lines()) {
                     self.count += 1;
-                    self.lines
-                        .push(Line::Match(n, line_text(line, self.max_line)));
+                    self.push(n, line, true);
                 }
                 Ok(true)
             }
@@ -148,16 +158,17 @@ impl Sink for Collect {
 
     fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
         if self.mode == OutputMode::Content {
-            let n = c.line_number().unwrap_or(0);
-            self.lines
-                .push(Line::Context(n, line_text(c.bytes(), self.max_line)));
+            self.push(c.line_number().unwrap_or(0), c.bytes(), false);
         }
         Ok(true)
     }
 
     fn context_break(&mut self, _: &Searcher) -> Result<bool, Self::Error> {
         if self.mode == OutputMode::Content {
-            self.lines.push(Line::Break);
+            self.lines.push(Entry {
+                text: "--".into(),
+                is_match: false,
+            });
         }
         Ok(true)
     }
@@ -361,6 +372,7 @@ fn grep(ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
             };
             let mut sink = Collect {
                 mode,
+                rel: &entry.rel,
                 count: 0,
                 lines: Vec::new(),
                 max_line,
@@ -388,47 +400,22 @@ fn grep(ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
     render(ctx, &args, start.display(), results)
 }
 
-/// One output line and whether it counts as a match against the cap.
-struct Entry {
-    text: String,
-    is_match: bool,
-}
-
-fn entries(mode: OutputMode, results: &[FileHits]) -> Vec<Entry> {
+/// Every output line in order, borrowed where the workers already formatted it.
+fn entries(mode: OutputMode, results: &[FileHits], context: bool) -> Vec<(Cow<'_, str>, bool)> {
     let mut out = Vec::new();
     for hit in results {
         match mode {
-            OutputMode::FilesWithMatches => out.push(Entry {
-                text: hit.rel.clone(),
-                is_match: true,
-            }),
-            OutputMode::Count => out.push(Entry {
-                text: format!("{}:{}", hit.rel, hit.count),
-                is_match: true,
-            }),
+            OutputMode::FilesWithMatches => out.push((Cow::Borrowed(hit.rel.as_str()), true)),
+            OutputMode::Count => out.push((Cow::Owned(format!("{}:{}", hit.rel, hit.count)), true)),
             OutputMode::Content => {
-                if !out.is_empty() && hit.lines.iter().any(|l| matches!(l, Line::Context(..))) {
-                    out.push(Entry {
-                        text: "--".into(),
-                        is_match: false,
-                    });
+                if context && !out.is_empty() {
+                    out.push((Cow::Borrowed("--"), false));
                 }
-                for line in &hit.lines {
-                    out.push(match line {
-                        Line::Match(n, t) => Entry {
-                            text: format!("{}:{n}: {t}", hit.rel),
-                            is_match: true,
-                        },
-                        Line::Context(n, t) => Entry {
-                            text: format!("{}-{n}- {t}", hit.rel),
-                            is_match: false,
-                        },
-                        Line::Break => Entry {
-                            text: "--".into(),
-                            is_match: false,
-                        },
-                    });
-                }
+                out.extend(
+                    hit.lines
+                        .iter()
+                        .map(|e| (Cow::Borrowed(e.text.as_str()), e.is_match)),
+                );
             }
         }
     }
@@ -442,8 +429,14 @@ fn render(
     results: Vec<FileHits>,
 ) -> ToolResult<ToolOutput> {
     let mode = args.output_mode;
-    let all = entries(mode, &results);
-    let total_matches = all.iter().filter(|e| e.is_match).count();
+    let context = args
+        .before_context
+        .or(args.after_context)
+        .or(args.context)
+        .unwrap_or(0)
+        > 0;
+    let all = entries(mode, &results, context);
+    let total_matches = all.iter().filter(|e| e.1).count();
     if total_matches == 0 {
         let scope = if scope == "." { "the workspace" } else { scope };
         let text = format!(
@@ -464,26 +457,30 @@ fn render(
     let mut shown = Vec::new();
     let mut shown_matches = 0usize;
     let mut cap_hit = false;
-    for e in all.iter().skip(skip) {
+    for (text, is_match) in all.iter().skip(skip) {
         if shown.len() >= head {
             break;
         }
-        if e.is_match && shown_matches >= cap {
+        if *is_match && shown_matches >= cap {
             cap_hit = true;
             break;
         }
-        if e.is_match {
+        if *is_match {
             shown_matches += 1;
         }
-        shown.push(e.text.as_str());
+        shown.push(text.as_ref());
     }
     while shown.last() == Some(&"--") {
         shown.pop();
     }
     let mut text = shown.join("\n");
     if cap_hit {
-        let full: Vec<&str> = all.iter().map(|e| e.text.as_str()).collect();
-        let path = ctx.spill.save(&(full.join("\n") + "\n"))?;
+        let mut spill = ctx.spill.create()?;
+        for (text, _) in &all {
+            spill.write(text.as_bytes())?;
+            spill.write(b"\n")?;
+        }
+        let path = spill.finish()?;
         // Seed 000 counts matches; in the file-listing modes each entry is a file.
         let what = match mode {
             OutputMode::Content => "matches",
