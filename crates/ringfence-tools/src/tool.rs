@@ -118,21 +118,38 @@ impl ToolContext {
         }
     }
 
-    /// Runs blocking file-system work off the async runtime.
+    /// Runs blocking file-system work without stalling the async runtime. On a
+    /// multi-threaded runtime the work runs in place (`block_in_place`: no hand-off to
+    /// another thread, which is most of a small call's cost); elsewhere on the blocking pool.
+    /// A panic in the work becomes an error result instead of taking the request down.
     pub async fn blocking<T, F>(&self, f: F) -> ToolResult<T>
     where
         F: FnOnce(ToolContext) -> ToolResult<T> + Send + 'static,
         T: Send + 'static,
     {
+        use tokio::runtime::{Handle, RuntimeFlavor};
         let ctx = self.clone();
-        match tokio::task::spawn_blocking(move || f(ctx)).await {
-            Ok(result) => result,
-            Err(err) => Err(ToolError::new(
-                ToolErrorKind::Io,
-                format!("the tool failed unexpectedly: {err}"),
-            )),
+        let run = move || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || f(ctx)))
+                .unwrap_or_else(|_| Err(internal_failure()))
+        };
+        let multi =
+            Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+        if multi {
+            tokio::task::block_in_place(run)
+        } else {
+            tokio::task::spawn_blocking(run)
+                .await
+                .unwrap_or_else(|_| Err(internal_failure()))
         }
     }
+}
+
+fn internal_failure() -> ToolError {
+    ToolError::new(
+        ToolErrorKind::Io,
+        "the tool failed unexpectedly (an internal error; the server logged it). Retry, or report it if it happens again",
+    )
 }
 
 /// A tool the model can call. Implementations live one per file under a family module.
