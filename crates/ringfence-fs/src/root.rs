@@ -218,19 +218,27 @@ impl Root {
 
     /// Maps an absolute path to components relative to this root, if it lies inside it.
     ///
-    /// Accepts the root by its configured spelling and by its canonical spelling, and — for
-    /// paths that reach the root through an alias — judges the part of the path above the root
-    /// after resolving it. Returns `None` when the path is not inside this root. The part
-    /// below the root is returned unresolved: the caller resolves it beneath the capability.
+    /// [`Lookup::Spelling`] accepts the root by its configured and its canonical spelling
+    /// (string work only). [`Lookup::Alias`] also judges paths that reach the root through
+    /// an alias (a symlinked parent, `..` above the root) by resolving the part of the path
+    /// *above* the root — one `canonicalize` per prefix, so callers try every root by
+    /// spelling first. Returns `None` when the path is not inside this root. The part below
+    /// the root is returned unresolved: the caller resolves it beneath the capability.
     #[allow(clippy::disallowed_methods)] // resolves only the part of the path *above* the root
-    pub(crate) fn relative_components(&self, path: &Path) -> FsResult<Option<Vec<String>>> {
+    pub(crate) fn relative_components(
+        &self,
+        path: &Path,
+        lookup: Lookup,
+    ) -> FsResult<Option<Vec<String>>> {
         let opened = self.opened()?;
         for base in [&self.absolute, &opened.canonical] {
             if let Ok(rest) = path.strip_prefix(base) {
                 return Ok(Some(components_of(rest)));
             }
         }
-        // Slow path: an alias of the root (a symlinked parent, `..` above the root).
+        if lookup == Lookup::Spelling {
+            return Ok(None);
+        }
         let mut prefix = PathBuf::new();
         let mut comps = path.components();
         while let Some(c) = comps.next() {
@@ -248,6 +256,15 @@ impl Root {
         }
         Ok(None)
     }
+}
+
+/// How hard [`Root::relative_components`] looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    /// The configured or canonical spelling of the root, as a path prefix.
+    Spelling,
+    /// Also aliases: the part above the root resolved on disk.
+    Alias,
 }
 
 fn components_of(rest: &Path) -> Vec<String> {

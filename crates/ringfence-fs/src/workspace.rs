@@ -10,7 +10,7 @@ use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 
 use crate::error::{FsError, FsErrorKind, FsResult};
-use crate::root::Root;
+use crate::root::{Lookup, Root};
 use crate::target::{EntryKind, Target, TargetState};
 
 /// Longest path string accepted (Linux `PATH_MAX`).
@@ -172,24 +172,35 @@ impl Workspace {
             // With nested roots the most specific one decides (its access level, its
             // denylist): the match that leaves the fewest components below its root.
             let mut best: Option<(Anchor<'a>, Vec<String>)> = None;
-            for (root, is_internal) in self.roots.iter().map(|r| (r, false)).chain(internal) {
-                // A root that cannot be opened cannot contain the path; keep looking, and
-                // report a missing root only when nothing else matches.
-                match root.relative_components(path) {
-                    Ok(Some(comps)) => {
-                        if best.as_ref().is_some_and(|(_, b)| b.len() <= comps.len()) {
-                            continue;
+            // By spelling first; resolving aliases costs syscalls and is rarely needed.
+            for lookup in [Lookup::Spelling, Lookup::Alias] {
+                for (root, is_internal) in self
+                    .roots
+                    .iter()
+                    .map(|r| (r, false))
+                    .chain(internal.clone())
+                {
+                    // A root that cannot be opened cannot contain the path; keep looking, and
+                    // report a missing root only when nothing else matches.
+                    match root.relative_components(path, lookup) {
+                        Ok(Some(comps)) => {
+                            if best.as_ref().is_some_and(|(_, b)| b.len() <= comps.len()) {
+                                continue;
+                            }
+                            let anchor = if is_internal {
+                                Anchor::Internal(root)
+                            } else {
+                                Anchor::Root(root)
+                            };
+                            best = Some((anchor, comps));
                         }
-                        let anchor = if is_internal {
-                            Anchor::Internal(root)
-                        } else {
-                            Anchor::Root(root)
-                        };
-                        best = Some((anchor, comps));
+                        Ok(None) => {}
+                        Err(err) if err.kind() == FsErrorKind::RootMissing => {}
+                        Err(err) => return Err(err),
                     }
-                    Ok(None) => {}
-                    Err(err) if err.kind() == FsErrorKind::RootMissing => {}
-                    Err(err) => return Err(err),
+                }
+                if best.is_some() {
+                    break;
                 }
             }
             if let Some((anchor, comps)) = best {
@@ -308,7 +319,11 @@ fn resolve_beneath(
                 ));
             };
             let mut spliced: VecDeque<String> = if target.is_absolute() {
-                match root.relative_components(&target)? {
+                let comps = match root.relative_components(&target, Lookup::Spelling)? {
+                    Some(c) => Some(c),
+                    None => root.relative_components(&target, Lookup::Alias)?,
+                };
+                match comps {
                     Some(comps) => {
                         dirs.truncate(1);
                         names.clear();

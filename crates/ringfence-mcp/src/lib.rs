@@ -187,7 +187,7 @@ impl ServerHandler for McpServer {
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let response = match result {
             Ok(output) => {
-                tracing::info!(tool = %name, elapsed_ms, "tool call ok");
+                tracing::debug!(tool = %name, elapsed_ms, "tool call ok");
                 let mut r = CallToolResult::success(vec![ContentBlock::text(output.text)]);
                 if let Some(structured) = output.structured {
                     r.structured_content = Some(structured);

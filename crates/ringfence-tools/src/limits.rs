@@ -22,6 +22,9 @@ pub struct Limits {
     pub max_grep_line_chars: usize,
     /// Largest file edit_file and write_file rewrite (default 256 MiB).
     pub max_edit_bytes: u64,
+    /// Days a spill file (saved full output) is kept; older ones are deleted at start-up
+    /// (default 7).
+    pub spill_retention_days: u64,
 }
 
 impl Default for Limits {
@@ -35,6 +38,7 @@ impl Default for Limits {
             max_glob_results: 100,
             max_grep_line_chars: 500,
             max_edit_bytes: 256 * 1024 * 1024,
+            spill_retention_days: 7,
         }
     }
 }
@@ -51,6 +55,7 @@ impl Limits {
             ("max_glob_results", self.max_glob_results as u64),
             ("max_grep_line_chars", self.max_grep_line_chars as u64),
             ("max_edit_bytes", self.max_edit_bytes),
+            ("spill_retention_days", self.spill_retention_days),
         ];
         for (key, value) in checks {
             if value == 0 {

@@ -42,6 +42,32 @@ impl SpillStore {
         })
     }
 
+    /// Deletes spill files last modified more than `max_age` ago; returns how many. Called at
+    /// start-up, so saved outputs outlive the session that made them but do not pile up.
+    pub fn prune(&self, max_age: std::time::Duration) -> usize {
+        let Ok(dir) = self.root.dir() else {
+            return 0;
+        };
+        let Ok(entries) = dir.entries() else {
+            return 0;
+        };
+        let now = std::time::SystemTime::now();
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let old = entry
+                .metadata()
+                .ok()
+                .filter(|m| m.is_file())
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| now.duration_since(t.into_std()).ok())
+                .is_some_and(|age| age > max_age);
+            if old && entry.remove_file().is_ok() {
+                removed += 1;
+            }
+        }
+        removed
+    }
+
     /// Saves `text` whole and returns the absolute path to print.
     pub fn save(&self, text: &str) -> ToolResult<PathBuf> {
         let mut w = self.create()?;

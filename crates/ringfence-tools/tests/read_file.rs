@@ -254,3 +254,40 @@ async fn denylisted_files_cannot_be_read() {
     }
     fx.ok("read_file", json!({"path": "ok.txt"})).await;
 }
+
+#[tokio::test]
+async fn old_spill_files_are_pruned_and_new_ones_kept() {
+    let fx = Fx::new();
+    fx.write("big.txt", lines(600));
+    let out = fx.ok("read_file", json!({"path": "big.txt"})).await;
+    let fresh = spill_path(&out);
+    let old = fx.data.join("tool-output/old-output");
+    std::fs::write(&old, "x").unwrap();
+    let f = std::fs::File::options().write(true).open(&old).unwrap();
+    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(8 * 86_400))
+        .unwrap();
+    drop(f);
+    let removed = fx
+        .ctx
+        .spill
+        .prune(std::time::Duration::from_secs(7 * 86_400));
+    assert_eq!(removed, 1);
+    assert!(!old.exists());
+    assert!(std::path::Path::new(&fresh).exists());
+}
+
+#[tokio::test]
+async fn files_too_large_to_rewrite_are_read_but_not_tracked() {
+    let limits = Limits {
+        max_edit_bytes: 10,
+        ..Limits::default()
+    };
+    let fx = Fx::with(limits, &[], ringfence_fs::Access::ReadWrite);
+    fx.write("big.txt", lines(5));
+    fx.ok("read_file", json!({"path": "big.txt"})).await;
+    assert!(fx.ctx.session.reads().is_empty());
+    let err = fx
+        .err("write_file", json!({"path": "big.txt", "content": "x"}))
+        .await;
+    assert_eq!(err.kind, ToolErrorKind::TooLarge);
+}

@@ -101,6 +101,17 @@ impl App {
         ))
     }
 
+    /// Deletes saved outputs older than the retention period.
+    pub fn prune_spill(&self) {
+        let days = self.limits.spill_retention_days;
+        let removed = self
+            .spill
+            .prune(std::time::Duration::from_secs(days.saturating_mul(86_400)));
+        if removed > 0 {
+            tracing::info!(removed, days, "deleted old saved tool outputs");
+        }
+    }
+
     /// Warns (once, at start) about configured roots that do not exist yet.
     pub fn check_roots(&self) {
         for root in &self.roots {

@@ -156,6 +156,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn serve(app: App) -> ExitCode {
     raise_fd_limit();
     app.check_roots();
+    app.prune_spill();
     let server = match app.server() {
         Ok(s) => s,
         Err(e) => return fail(&e),

@@ -336,7 +336,7 @@ fn grep(ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
     };
     let results: Mutex<Vec<FileHits>> = Mutex::new(Vec::new());
     let throttle = Throttle::new();
-    let max_line = ctx.limits.max_grep_line_chars.max(2000);
+    let max_line = ctx.limits.max_grep_line_chars;
     walk(&start, &WalkOptions::default(), || {
         let mut searcher = SearcherBuilder::new()
             .line_number(true)

@@ -153,7 +153,15 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
 
     let mut reader = file.into_std();
     let mut hasher = blake3::Hasher::new();
-    let mut buf = vec![0u8; 256 * 1024];
+    // Sized to the file (small reads are the common case), at most 256 KiB.
+    let mut buf = vec![
+        0u8;
+        (meta.len() as usize)
+            .saturating_add(1)
+            .clamp(SAMPLE_BYTES, 256 * 1024)
+    ];
+    // Files too large to rewrite never pass the read-first gate, so hashing them is wasted.
+    let track = meta.len() <= limits.max_edit_bytes;
     let mut window = Window {
         ctx,
         display_end,
@@ -195,7 +203,9 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
             }
             sampled = true;
         }
-        hasher.update(chunk);
+        if track {
+            hasher.update(chunk);
+        }
         size += n as u64;
         last_byte = chunk.last().copied();
         checked += 1;
@@ -240,14 +250,16 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
         }
         line_no
     };
-    ctx.session.reads().record(
-        &target,
-        ReadRecord {
-            hash: *hasher.finalize().as_bytes(),
-            size,
-            mtime: meta.modified().ok().map(|t| t.into_std()),
-        },
-    );
+    if track {
+        ctx.session.reads().record(
+            &target,
+            ReadRecord {
+                hash: *hasher.finalize().as_bytes(),
+                size,
+                mtime: meta.modified().ok().map(|t| t.into_std()),
+            },
+        );
+    }
     if total_lines == 0 {
         return Ok(ToolOutput::text(format!(
             "{}: the file is empty (0 lines).",
