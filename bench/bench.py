@@ -767,7 +767,9 @@ def main() -> None:
         },
         "params": {"runs": a.runs, "warmup": a.warmup, "lat_calls": a.lat_calls,
                    "starts": a.starts, "rg_semantics_flags": RG_SEMANTICS},
-        "corpus": {"path": a.corpus, "files": corpus_files, "bytes": corpus_bytes},
+        # Relative to the repository: results never carry this machine's paths.
+        "corpus": {"path": os.path.relpath(a.corpus, Path(__file__).resolve().parent.parent),
+                   "files": corpus_files, "bytes": corpus_bytes},
         "servers": srv.names(),
         "loadavg_start": loadavg(),
         "idle_at_start": round(idle, 3),
