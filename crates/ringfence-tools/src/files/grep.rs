@@ -95,41 +95,43 @@ impl BlockingTool for Grep {
     }
 }
 
-/// One output line and whether it counts as a match against the cap. Content lines are
-/// formatted once, by the worker that found them.
-#[derive(Debug)]
-struct Entry {
-    text: String,
-    is_match: bool,
-}
-
 #[derive(Debug)]
 struct FileHits {
     rel: String,
     count: u64,
-    /// Content mode only: the file's formatted lines, `--` between non-adjacent groups.
-    lines: Vec<Entry>,
+    /// Content mode only: the file's formatted output lines, one after another, with `--`
+    /// between non-adjacent groups; formatted once, by the worker that found them.
+    text: String,
+    /// Byte range of each line in `text`, and whether it is a match (or context/separator).
+    lines: Vec<(usize, usize, bool)>,
 }
 
 struct Collect<'a> {
     mode: OutputMode,
     rel: &'a str,
     count: u64,
-    lines: Vec<Entry>,
+    text: String,
+    lines: Vec<(usize, usize, bool)>,
     max_line: usize,
 }
 
 impl Collect<'_> {
     fn push(&mut self, n: u64, bytes: &[u8], is_match: bool) {
+        use std::fmt::Write;
         let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
         let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-        let text = String::from_utf8_lossy(bytes);
-        let text = cut_line(&text, self.max_line);
+        let line = String::from_utf8_lossy(bytes);
+        let line = cut_line(&line, self.max_line);
         let sep = if is_match { ':' } else { '-' };
-        self.lines.push(Entry {
-            text: format!("{}{sep}{n}{sep} {text}", self.rel),
-            is_match,
-        });
+        let start = self.text.len();
+        let _ = write!(self.text, "{}{sep}{n}{sep} {line}", self.rel);
+        self.lines.push((start, self.text.len(), is_match));
+    }
+
+    fn separator(&mut self) {
+        let start = self.text.len();
+        self.text.push_str("--");
+        self.lines.push((start, self.text.len(), false));
     }
 }
 
@@ -165,10 +167,7 @@ impl Sink for Collect<'_> {
 
     fn context_break(&mut self, _: &Searcher) -> Result<bool, Self::Error> {
         if self.mode == OutputMode::Content {
-            self.lines.push(Entry {
-                text: "--".into(),
-                is_match: false,
-            });
+            self.separator();
         }
         Ok(true)
     }
@@ -374,6 +373,7 @@ fn grep(ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
                 mode,
                 rel: &entry.rel,
                 count: 0,
+                text: String::new(),
                 lines: Vec::new(),
                 max_line,
             };
@@ -388,6 +388,7 @@ fn grep(ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
                     .push(FileHits {
                         rel: entry.rel.clone(),
                         count: sink.count,
+                        text: sink.text,
                         lines: sink.lines,
                     });
             }
@@ -414,7 +415,7 @@ fn entries(mode: OutputMode, results: &[FileHits], context: bool) -> Vec<(Cow<'_
                 out.extend(
                     hit.lines
                         .iter()
-                        .map(|e| (Cow::Borrowed(e.text.as_str()), e.is_match)),
+                        .map(|&(s, e, m)| (Cow::Borrowed(&hit.text[s..e]), m)),
                 );
             }
         }

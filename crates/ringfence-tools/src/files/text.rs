@@ -95,6 +95,10 @@ impl TextStyle {
 
 /// Cuts `s` to at most `max` characters, marking the cut.
 pub fn cut_line(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    // A string of at most `max` bytes has at most `max` characters: no need to count.
+    if s.len() <= max {
+        return std::borrow::Cow::Borrowed(s);
+    }
     match s.char_indices().nth(max) {
         None => std::borrow::Cow::Borrowed(s),
         Some((at, _)) => {
