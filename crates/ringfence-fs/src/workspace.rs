@@ -277,7 +277,10 @@ fn resolve_beneath(
         let meta = match cur.symlink_metadata(&comp) {
             Ok(meta) => meta,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                return missing_tail(root, input, dirs, names, comp, pending);
+                match missing_tail(root, input, &mut dirs, &names, comp, &mut pending)? {
+                    Some(target) => return Ok(target),
+                    None => continue,
+                }
             }
             Err(err) => return Err(FsError::from_io(input, err)),
         };
@@ -417,41 +420,29 @@ fn resolve_beneath(
 }
 
 /// The rest of the path does not exist yet: normalise it lexically (nothing there can be a
-/// symlink), letting `..` climb back into existing directories but never above the root.
+/// symlink). Returns the missing target, or `None` when a `..` climbs back out of the missing
+/// part: the caller then goes on resolving `pending` from the directory on top of its stack
+/// (the remainder may name symlinks again). No recursion: one loop, one symlink budget.
 fn missing_tail(
     root: &Arc<Root>,
     input: &str,
-    mut dirs: Vec<Arc<Dir>>,
-    mut names: Vec<String>,
+    dirs: &mut Vec<Arc<Dir>>,
+    names: &[String],
     first: String,
-    rest: VecDeque<String>,
-) -> FsResult<Target> {
+    pending: &mut VecDeque<String>,
+) -> FsResult<Option<Target>> {
     let mut tail: Vec<String> = vec![first];
-    let mut rest = rest;
-    while let Some(comp) = rest.pop_front() {
+    while let Some(comp) = pending.pop_front() {
         match comp.as_str() {
             "." => {}
             ".." => {
-                if tail.pop().is_none() {
-                    if names.pop().is_none() {
-                        return Err(outside(input, "`..` leads above the root"));
-                    }
-                    dirs.pop();
-                }
-                if tail.is_empty() && !rest.is_empty() {
-                    // Back in existing territory: resolve the remainder properly (it may
-                    // name symlinks again).
-                    let mut prefix: VecDeque<String> = names.iter().cloned().collect();
-                    prefix.extend(rest.drain(..));
-                    return resolve_beneath(root, input, prefix);
+                tail.pop();
+                if tail.is_empty() {
+                    return Ok(None);
                 }
             }
             _ => tail.push(comp),
         }
-    }
-    if tail.is_empty() {
-        let prefix: VecDeque<String> = names.iter().cloned().collect();
-        return resolve_beneath(root, input, prefix);
     }
     // The kernel never sees these names during resolution (they do not exist yet), so check
     // their length here. Otherwise an over-long name is only refused by the final rename,
@@ -467,11 +458,11 @@ fn missing_tail(
         ));
     }
     let name = tail.pop().expect("non-empty tail");
-    let mut rel_parts = names.clone();
+    let mut rel_parts = names.to_vec();
     rel_parts.extend(tail.iter().cloned());
     let rel = join(&rel_parts, Some(&name));
     let parent = dirs.pop().expect("root always on the stack");
-    Ok(Target::new(
+    Ok(Some(Target::new(
         root.clone(),
         input,
         rel,
@@ -479,7 +470,7 @@ fn missing_tail(
         OsString::from(name),
         TargetState::Missing,
         tail,
-    ))
+    )))
 }
 
 fn join(names: &[String], last: Option<&str>) -> String {

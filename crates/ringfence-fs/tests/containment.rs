@@ -1582,3 +1582,40 @@ fn non_utf8_symlink_target_is_refused() {
     let err = ws.resolve("link").unwrap_err();
     assert_eq!(err.kind(), ringfence_fs::FsErrorKind::InvalidPath);
 }
+
+/// Regression: a symlink whose target climbs out of a missing directory back to itself
+/// (`loop -> nope/../loop`) used to recurse without bound and overflow the stack, killing the
+/// server. It is a symlink loop like any other; `..` out of a missing part still works.
+#[test]
+fn symlink_loop_through_a_missing_directory_is_a_loop_not_a_crash() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("file.txt"), "x").unwrap();
+    std::os::unix::fs::symlink("nope/../loop", root.join("loop")).unwrap();
+    std::os::unix::fs::symlink("nope/../../outside", root.join("out")).unwrap();
+    let ws = ringfence_fs::Workspace::new(vec![std::sync::Arc::new(
+        ringfence_fs::Root::new(
+            ringfence_fs::RootSpec::configured(root.clone(), ringfence_fs::Access::ReadWrite),
+            std::sync::Arc::new(ringfence_fs::Denylist::empty()),
+        )
+        .unwrap(),
+    )])
+    .unwrap();
+    assert_eq!(
+        ws.resolve("loop").unwrap_err().kind(),
+        ringfence_fs::FsErrorKind::SymlinkLoop
+    );
+    assert_eq!(
+        ws.resolve("out").unwrap_err().kind(),
+        ringfence_fs::FsErrorKind::OutsideRoot
+    );
+    assert_eq!(ws.resolve("missing/../file.txt").unwrap().rel(), "file.txt");
+    assert_eq!(ws.resolve("a/b/../../file.txt").unwrap().rel(), "file.txt");
+    assert_eq!(ws.resolve("a/b/../c").unwrap().rel(), "a/c");
+    assert_eq!(ws.resolve("a/..").unwrap().rel(), "");
+    assert_eq!(
+        ws.resolve("a/../../x").unwrap_err().kind(),
+        ringfence_fs::FsErrorKind::OutsideRoot
+    );
+}
