@@ -236,7 +236,9 @@ impl Root {
                 return Ok(Some(components_of(rest)));
             }
         }
-        if lookup == Lookup::Spelling {
+        // `..` in the part above the root would make the answer depend on whether directories
+        // outside the root exist: an existence probe. Aliases are judged without it.
+        if lookup == Lookup::Spelling || path.components().any(|c| c == Component::ParentDir) {
             return Ok(None);
         }
         let mut prefix = PathBuf::new();

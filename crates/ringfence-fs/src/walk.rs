@@ -102,6 +102,20 @@ struct IgnoreNode {
     matchers: Vec<Gitignore>,
 }
 
+impl Drop for IgnoreNode {
+    /// Drops the chain of ancestors iteratively: a tree thousands of directories deep, each
+    /// with a .gitignore, would otherwise overflow the stack with nested drops.
+    fn drop(&mut self) {
+        let mut next = self.parent.take();
+        while let Some(node) = next {
+            next = match Arc::try_unwrap(node) {
+                Ok(mut node) => node.parent.take(),
+                Err(_) => None,
+            };
+        }
+    }
+}
+
 impl IgnoreNode {
     fn is_ignored(self: &Arc<Self>, rel: &str, is_dir: bool) -> bool {
         let mut node = Some(self);

@@ -600,13 +600,19 @@ fn cases() -> Vec<Case> {
             Read,
             err(OutsideRoot),
         ),
-        // The part above the root is judged after resolving it (design §2): this path names
-        // a file inside the root.
+        // `..` above the root is not resolved: the answer would depend on whether directories
+        // outside the root exist (an existence probe). Aliases without `..` still work below.
         c(
-            "abs_above_root_resolved",
+            "abs_dotdot_above_root_refused",
             "{outside}/../root/file.txt",
             Read,
-            ok("file.txt"),
+            err(OutsideRoot),
+        ),
+        c(
+            "abs_dotdot_through_missing_outside_dir_refused",
+            "{outside}/nodir/../../root/file.txt",
+            Read,
+            err(OutsideRoot),
         ),
         // --- roots reached through aliases -----------------------------------------------
         c(

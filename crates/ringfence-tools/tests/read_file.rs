@@ -291,3 +291,26 @@ async fn files_too_large_to_rewrite_are_read_but_not_tracked() {
         .await;
     assert_eq!(err.kind, ToolErrorKind::TooLarge);
 }
+
+#[tokio::test]
+async fn a_gigantic_line_is_cut_not_held_in_memory() {
+    let fx = Fx::new();
+    // 3 MiB on one line, read with offset/limit (which bypasses the 1 MB threshold).
+    let mut body = "x".repeat(3 << 20);
+    body.push_str("\nnext\n");
+    fx.write("one-line.min.js", &body);
+    let out = fx
+        .ok(
+            "read_file",
+            json!({"path": "one-line.min.js", "offset": 1, "limit": 2}),
+        )
+        .await;
+    assert!(
+        out.contains("more characters]"),
+        "{}",
+        &out[out.len().saturating_sub(300)..]
+    );
+    // The spill holds the line cut at 1 MiB, then the next line.
+    let spill = std::fs::read_to_string(spill_path(&out)).unwrap();
+    assert_eq!(spill.len(), (1 << 20) + "\nnext\n".len());
+}

@@ -408,3 +408,37 @@ async fn edit_refuses_binary_files() {
         .await;
     assert_eq!(err.kind, ToolErrorKind::NotReadFirst);
 }
+
+#[tokio::test]
+async fn replace_all_that_would_blow_up_the_file_is_refused_before_allocating() {
+    let limits = Limits {
+        max_edit_bytes: 1_000_000,
+        ..Limits::default()
+    };
+    let fx = Fx::with(limits, &[], Access::ReadWrite);
+    fx.write("a.txt", "a".repeat(200_000));
+    fx.ok("read_file", json!({"path": "a.txt"})).await;
+    let err = fx
+        .err("edit_file", json!({"path": "a.txt", "old_string": "a", "new_string": "b".repeat(20_000), "replace_all": true}))
+        .await;
+    assert_eq!(err.kind, ToolErrorKind::TooLarge);
+    assert!(
+        err.message.contains("4,000,000,000 bytes"),
+        "{}",
+        err.message
+    );
+    assert_eq!(fx.read("a.txt").len(), 200_000);
+}
+
+#[tokio::test]
+async fn crlf_edit_keeps_stray_carriage_returns_on_other_lines() {
+    let fx = Fx::new();
+    fx.write("f.txt", "keep\r\r\nline2\r\nline3\r\n");
+    fx.ok("read_file", json!({"path": "f.txt"})).await;
+    fx.ok(
+        "edit_file",
+        json!({"path": "f.txt", "old_string": "line3", "new_string": "LINE3"}),
+    )
+    .await;
+    assert_eq!(fx.read_str("f.txt"), "keep\r\r\nline2\r\nLINE3\r\n");
+}

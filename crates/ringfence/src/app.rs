@@ -39,6 +39,7 @@ impl App {
         } else {
             config.roots.clone()
         };
+        let specs_for_key = specs.clone();
         let roots = specs
             .into_iter()
             .map(|s| {
@@ -50,7 +51,10 @@ impl App {
         let spill_root = Arc::new(
             Root::new(
                 RootSpec {
-                    path: config.data_dir.join("tool-output"),
+                    path: config
+                        .data_dir
+                        .join("tool-output")
+                        .join(spill_key(&specs_for_key, &config.denylist)),
                     access: Access::ReadOnly,
                     origin: RootOrigin::Internal,
                     label: "tool-output".into(),
@@ -120,4 +124,22 @@ impl App {
             }
         }
     }
+}
+
+/// The spill directory's name for this configuration. Saved outputs are readable through the
+/// spill root, so two servers with different roots or denylists sharing a data directory must
+/// not see each other's: each configuration gets its own directory.
+fn spill_key(roots: &[RootSpec], denylist: &[String]) -> String {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: stable across runs of the same build.
+    #[allow(deprecated)]
+    let mut h = std::hash::SipHasher::new();
+    for r in roots {
+        r.path.hash(&mut h);
+        r.access.as_str().hash(&mut h);
+    }
+    for d in denylist {
+        d.hash(&mut h);
+    }
+    format!("{:016x}", h.finish())
 }

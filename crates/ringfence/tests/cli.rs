@@ -307,3 +307,58 @@ fn serve_accepts_read_only_roots() {
     assert!(text(&o).0.contains("read-only"));
     assert!(!ws.join("n.md").exists());
 }
+
+#[test]
+fn servers_with_different_roots_do_not_see_each_others_saved_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::write(a.join("secret.txt"), "TOPSECRET\n".repeat(150)).unwrap();
+    let data = tmp.path().join("data");
+    let o = ringfence(tmp.path())
+        .arg("--data-dir")
+        .arg(&data)
+        .args([
+            "call",
+            "grep",
+            r#"{"pattern":"TOPSECRET","output_mode":"content"}"#,
+            "--root",
+        ])
+        .arg(&a)
+        .output()
+        .unwrap();
+    let out = text(&o).0;
+    assert!(out.contains("Showing 100 of 150 matches."), "{out}");
+    // Another configuration sharing the data directory cannot list or search it.
+    for args in [
+        format!(
+            r#"{{"pattern":"*","path":"{}"}}"#,
+            data.join("tool-output").display()
+        ),
+        format!(
+            r#"{{"pattern":"TOPSECRET","path":"{}"}}"#,
+            data.join("tool-output").display()
+        ),
+    ] {
+        let tool = if args.contains("TOPSECRET") {
+            "grep"
+        } else {
+            "glob"
+        };
+        let o = ringfence(tmp.path())
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["call", tool, &args, "--root"])
+            .arg(&b)
+            .output()
+            .unwrap();
+        let (out, _) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{tool}: {out}");
+        assert!(
+            out.contains("accepted only inside the workspace"),
+            "{tool}: {out}"
+        );
+    }
+}

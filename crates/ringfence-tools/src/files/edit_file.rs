@@ -118,6 +118,21 @@ fn edit_file(ctx: &ToolContext, args: EditFileArgs) -> ToolResult<ToolOutput> {
             ),
         ));
     }
+    // Refuse before allocating: replace_all with a long new_string can multiply the size.
+    let count = if args.replace_all { positions.len() } else { 1 };
+    let new_len = (text.len() as u128 - (count as u128) * (old.len() as u128))
+        + (count as u128) * (new.len() as u128);
+    if new_len > u128::from(ctx.limits.max_edit_bytes) {
+        return Err(ToolError::new(
+            ToolErrorKind::TooLarge,
+            format!(
+                "{}: the edited file would be {} bytes, above the {}-byte limit; replace fewer occurrences or a shorter string",
+                args.path,
+                thousands(new_len.min(u128::from(u64::MAX)) as u64),
+                thousands(ctx.limits.max_edit_bytes)
+            ),
+        ));
+    }
     ctx.check_cancelled()?;
     let replaced = if args.replace_all {
         text.replace(&old, &new)

@@ -340,6 +340,9 @@ fn grep(ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
         let mut searcher = SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::quit(0))
+            // A file with a gigantic line (or multiline mode on a huge file) is skipped
+            // rather than buffered whole.
+            .heap_limit(Some(64 * 1024 * 1024))
             .multi_line(args.multiline)
             .before_context(before)
             .after_context(after)

@@ -222,7 +222,7 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
                 if partial.is_empty() {
                     window.push(line_no, &chunk[pos..nl])?;
                 } else {
-                    partial.extend_from_slice(&chunk[pos..nl]);
+                    extend_capped(&mut partial, &chunk[pos..nl]);
                     let line = std::mem::take(&mut partial);
                     window.push(line_no, &line)?;
                 }
@@ -236,7 +236,7 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
         if line_no >= end {
             line_no += memchr::memchr_iter(b'\n', &chunk[pos..]).count() as u64;
         } else if line_no >= start {
-            partial.extend_from_slice(&chunk[pos..]);
+            extend_capped(&mut partial, &chunk[pos..]);
         }
     }
     // The last line, if the file does not end with a newline.
@@ -306,4 +306,14 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
     }
     let _ = spill_path;
     Ok(ToolOutput::text(text))
+}
+
+/// Longest line kept whole (a line is otherwise bounded only by the file: a multi-gigabyte
+/// minified file or a sparse file of NULs would be held in memory). Longer lines are cut,
+/// in the output and in the spill file.
+const MAX_LINE_BYTES: usize = 1 << 20;
+
+fn extend_capped(partial: &mut Vec<u8>, bytes: &[u8]) {
+    let room = MAX_LINE_BYTES.saturating_sub(partial.len());
+    partial.extend_from_slice(&bytes[..bytes.len().min(room)]);
 }

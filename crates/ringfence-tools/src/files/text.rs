@@ -39,6 +39,7 @@ impl TextStyle {
     }
 
     /// Strips the BOM and, for CRLF files, turns `\r\n` into `\n` (the form edits match on).
+    /// [`apply`](Self::apply) is its exact inverse.
     pub fn normalize(self, text: &str) -> String {
         let body = text.strip_prefix(BOM).unwrap_or(text);
         if self.crlf {
@@ -61,8 +62,10 @@ impl TextStyle {
                 }
             }
         }
+        // `normalized` came through `normalize`: every `\n` stands for one `\r\n`. A lone
+        // `\r` before it is content and stays.
         let body = if self.crlf {
-            body.replace("\r\n", "\n").replace('\n', "\r\n")
+            body.replace('\n', "\r\n")
         } else {
             body
         };
@@ -132,6 +135,14 @@ mod tests {
         let norm = style.normalize(original);
         assert_eq!(norm, "a\nb\n");
         assert_eq!(style.apply("a\nc"), "\u{feff}a\r\nc\r\n");
+    }
+
+    #[test]
+    fn a_lone_carriage_return_before_crlf_survives_a_round_trip() {
+        let original = "keep\r\r\nline2\r\nline3\r\n";
+        let style = TextStyle::detect(original);
+        assert!(style.crlf);
+        assert_eq!(style.apply(&style.normalize(original)), original);
     }
 
     #[test]

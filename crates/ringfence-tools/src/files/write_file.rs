@@ -60,8 +60,17 @@ fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> 
                     final_newline: args.content.ends_with('\n'),
                 }
             };
-            let new_style = TextStyle::detect(&args.content);
-            let body = new_style.normalize(&args.content);
+            let body = args
+                .content
+                .strip_prefix(super::text::BOM)
+                .unwrap_or(&args.content);
+            // Into the file's convention: for a CRLF file every line break becomes `\r\n`,
+            // whichever form the content used.
+            let body = if style.crlf {
+                body.replace("\r\n", "\n")
+            } else {
+                body.to_owned()
+            };
             let out = style.apply(&body);
             (out.into_bytes(), style.describe_kept(), false)
         }
