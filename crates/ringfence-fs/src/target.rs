@@ -326,7 +326,20 @@ impl Target {
             }
             file.sync_all()?;
             drop(file);
-            dir.rename(&tmp_name, &dir, &self.name)?;
+            if self.state != TargetState::Missing {
+                dir.rename(&tmp_name, &dir, &self.name)?;
+            } else {
+                // A new file: never replace one that appeared since resolution (it would
+                // bypass the caller's read-first check).
+                rustix::fs::renameat_with(
+                    &*dir,
+                    tmp_name.as_str(),
+                    &*dir,
+                    self.name.as_os_str(),
+                    rustix::fs::RenameFlags::NOREPLACE,
+                )
+                .map_err(io::Error::from)?;
+            }
             fsync_dir(&dir)?;
             Ok(())
         })();

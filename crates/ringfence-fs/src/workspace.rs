@@ -285,6 +285,19 @@ fn resolve_beneath(
             Err(err) => return Err(FsError::from_io(input, err)),
         };
         let ft = meta.file_type();
+        // Every real entry the resolution passes through is checked against the denylist, not
+        // only the end point: otherwise `secrets/k.txt/../../x` would answer "is a file" and
+        // reveal what a denied directory holds.
+        if !ft.is_symlink() && !root.denylist().is_empty() {
+            let here = join(&names, Some(&comp));
+            if root.denylist().is_denied(&here, ft.is_dir()) {
+                return Err(FsError::new(
+                    FsErrorKind::Denied,
+                    input,
+                    format!("{input}: access to this path is blocked by the denylist"),
+                ));
+            }
+        }
         if ft.is_symlink() {
             links += 1;
             if links > MAX_SYMLINKS {
@@ -431,7 +444,27 @@ fn missing_tail(
     first: String,
     pending: &mut VecDeque<String>,
 ) -> FsResult<Option<Target>> {
+    let denylist = root.denylist();
+    // Missing names are checked against the denylist too (as file and as directory, since
+    // nothing says which they would be): `x.env/..` must answer like `.env/..`.
+    let check = |tail: &[String]| -> FsResult<()> {
+        if denylist.is_empty() {
+            return Ok(());
+        }
+        let mut parts = names.to_vec();
+        parts.extend(tail.iter().cloned());
+        let here = parts.join("/");
+        if denylist.is_denied(&here, false) || denylist.is_denied(&here, true) {
+            return Err(FsError::new(
+                FsErrorKind::Denied,
+                input,
+                format!("{input}: access to this path is blocked by the denylist"),
+            ));
+        }
+        Ok(())
+    };
     let mut tail: Vec<String> = vec![first];
+    check(&tail)?;
     while let Some(comp) = pending.pop_front() {
         match comp.as_str() {
             "." => {}
@@ -441,7 +474,10 @@ fn missing_tail(
                     return Ok(None);
                 }
             }
-            _ => tail.push(comp),
+            _ => {
+                tail.push(comp);
+                check(&tail)?;
+            }
         }
     }
     // The kernel never sees these names during resolution (they do not exist yet), so check

@@ -1625,3 +1625,73 @@ fn symlink_loop_through_a_missing_directory_is_a_loop_not_a_crash() {
         ringfence_fs::FsErrorKind::OutsideRoot
     );
 }
+
+fn one_root(root: &std::path::Path, deny: &[&str]) -> ringfence_fs::Workspace {
+    ringfence_fs::Workspace::new(vec![std::sync::Arc::new(
+        ringfence_fs::Root::new(
+            ringfence_fs::RootSpec::configured(root.to_path_buf(), ringfence_fs::Access::ReadWrite),
+            std::sync::Arc::new(ringfence_fs::Denylist::new(deny).unwrap()),
+        )
+        .unwrap(),
+    )])
+    .unwrap()
+}
+
+/// Passing through a denied entry is denied, so errors cannot reveal what a denied directory
+/// holds (`secrets/k.txt/..` used to answer "is a file, not a directory").
+#[test]
+fn paths_through_denied_entries_reveal_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(root.join("secrets/sub")).unwrap();
+    std::fs::create_dir_all(root.join("pub")).unwrap();
+    std::fs::write(root.join("secrets/k.txt"), "k").unwrap();
+    std::fs::write(root.join(".env"), "E").unwrap();
+    std::fs::write(root.join("pub/a.txt"), "a").unwrap();
+    let ws = one_root(&root, &["secrets/", "*.env"]);
+    for input in [
+        "secrets/k.txt/../../pub/a.txt",
+        "secrets/nope.txt/../../pub/a.txt",
+        "secrets/sub/../../pub/a.txt",
+        ".env/../pub/a.txt",
+    ] {
+        assert_eq!(
+            ws.resolve(input).unwrap_err().kind(),
+            ringfence_fs::FsErrorKind::Denied,
+            "{input}"
+        );
+    }
+    // A denied name that does not exist answers the same: existence is not revealed.
+    assert_eq!(
+        ws.resolve("x.env/../pub/a.txt").unwrap_err().kind(),
+        ringfence_fs::FsErrorKind::Denied
+    );
+    assert_eq!(
+        ws.resolve("new.env").unwrap_err().kind(),
+        ringfence_fs::FsErrorKind::Denied
+    );
+    assert_eq!(ws.resolve("pub/a.txt").unwrap().rel(), "pub/a.txt");
+}
+
+/// A write that creates a file never replaces one that appeared after resolution: that file
+/// was never read, so replacing it would bypass the read-first gate.
+#[test]
+fn creating_a_file_never_replaces_one_that_appeared_meanwhile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let ws = one_root(&root, &[]);
+    let target = ws.resolve("new.txt").unwrap();
+    assert!(!target.exists());
+    std::fs::write(root.join("new.txt"), "theirs").unwrap();
+    let err = target
+        .write_atomic(b"ours", &ringfence_fs::WriteOptions::default())
+        .unwrap_err();
+    assert_eq!(err.kind(), ringfence_fs::FsErrorKind::AlreadyExists);
+    assert_eq!(
+        std::fs::read_to_string(root.join("new.txt")).unwrap(),
+        "theirs"
+    );
+    // No temporary file is left behind.
+    assert_eq!(std::fs::read_dir(&root).unwrap().count(), 1);
+}
