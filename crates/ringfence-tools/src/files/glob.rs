@@ -9,6 +9,7 @@ use ringfence_fs::{WalkOptions, WalkState, walk};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::grep::build_globset;
+use crate::files::relative_to;
 use crate::files::text::thousands;
 use crate::spill::saved_notice;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
@@ -131,15 +132,7 @@ fn glob(ctx: &ToolContext, args: GlobArgs) -> ToolResult<ToolOutput> {
             if entry.is_dir() {
                 return WalkState::Continue;
             }
-            let rel_to_base = if base.is_empty() {
-                entry.rel.as_str()
-            } else {
-                entry
-                    .rel
-                    .strip_prefix(base.as_str())
-                    .map(|r| r.trim_start_matches('/'))
-                    .unwrap_or(&entry.rel)
-            };
+            let rel_to_base = relative_to(base, &entry.rel);
             if set.is_match(rel_to_base) || set.is_match(&entry.rel) {
                 found
                     .lock()

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use ringfence_fs::{WalkOptions, WalkState, walk};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::files::relative_to;
 use crate::files::text::{cut_line, thousands};
 use crate::spill::saved_notice;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
@@ -357,15 +358,7 @@ fn grep(ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
             if entry.is_dir() || !entry.file_type.is_file() {
                 return WalkState::Continue;
             }
-            let rel_to_base = if base.is_empty() {
-                entry.rel.as_str()
-            } else {
-                entry
-                    .rel
-                    .strip_prefix(base.as_str())
-                    .map(|r| r.trim_start_matches('/'))
-                    .unwrap_or(&entry.rel)
-            };
+            let rel_to_base = relative_to(base, &entry.rel);
             if !filter.accepts(&entry.rel, rel_to_base) {
                 return WalkState::Continue;
             }

@@ -27,6 +27,17 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
     ]
 }
 
+/// `rel` (root-relative) relative to the search base `base` (root-relative, empty for the
+/// root), for patterns the model wrote relative to the `path` it gave.
+pub(crate) fn relative_to<'a>(base: &str, rel: &'a str) -> &'a str {
+    if base.is_empty() {
+        return rel;
+    }
+    rel.strip_prefix(base)
+        .and_then(|r| r.strip_prefix('/'))
+        .unwrap_or(rel)
+}
+
 /// Bytes sampled to decide whether a file is text (seed 000: 8,192).
 pub const SAMPLE_BYTES: usize = 8192;
 
