@@ -17,6 +17,16 @@ fn ringfence(home: &Path) -> Command {
     cmd
 }
 
+/// Runs `cmd` and asserts the configuration failed closed: exit code 2, the reason on
+/// stderr, nothing on stdout.
+fn fails_closed(cmd: &mut Command, needle: &str) {
+    let o = cmd.output().unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{needle}: {err}");
+    assert!(err.contains(needle), "expected `{needle}` in: {err}");
+    assert!(out.is_empty(), "stdout: {out}");
+}
+
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -47,18 +57,14 @@ fn call_runs_one_tool_and_prints_the_result() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).0.starts_with("Error: ../x:"));
     // Bad JSON and unknown tools fail with exit code 2 and a reason.
-    let o = ringfence(tmp.path())
-        .args(["call", "read_file", "{nope"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).1.contains("not valid JSON"));
-    let o = ringfence(tmp.path())
-        .args(["call", "rm", "{}"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).1.contains("unknown tool `rm`"));
+    fails_closed(
+        ringfence(tmp.path()).args(["call", "read_file", "{nope"]),
+        "not valid JSON",
+    );
+    fails_closed(
+        ringfence(tmp.path()).args(["call", "rm", "{}"]),
+        "unknown tool `rm`",
+    );
 }
 
 #[test]
@@ -96,18 +102,14 @@ fn tools_prints_definitions_in_three_formats() {
         .unwrap();
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 2);
-    let o = ringfence(tmp.path())
-        .args(["--disable-tools", "files", "tools"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).1.contains("every tool is disabled"));
-    let o = ringfence(tmp.path())
-        .args(["--tools", "shell", "tools"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).1.contains("unknown tool or family `shell`"));
+    fails_closed(
+        ringfence(tmp.path()).args(["--disable-tools", "files", "tools"]),
+        "every tool is disabled",
+    );
+    fails_closed(
+        ringfence(tmp.path()).args(["--tools", "shell", "tools"]),
+        "unknown tool or family `shell`",
+    );
 }
 
 #[test]
@@ -258,34 +260,29 @@ fn config_file_env_and_flags_layer_and_bad_config_fails_closed() {
         ("this is not toml", "config file"),
     ] {
         std::fs::write(&cfg, body).unwrap();
-        let o = ringfence(tmp.path())
-            .arg("--config")
-            .arg(&cfg)
-            .arg("tools")
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{body}");
-        let err = text(&o).1;
-        assert!(err.contains(needle), "{body}: {err}");
-        assert!(o.stdout.is_empty());
+        fails_closed(
+            ringfence(tmp.path()).arg("--config").arg(&cfg).arg("tools"),
+            needle,
+        );
     }
-    let o = ringfence(tmp.path())
-        .args(["--config", "/nonexistent/r.toml", "tools"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    let o = ringfence(tmp.path())
-        .env("RINGFENCE_ROOTS", "relative")
-        .arg("tools")
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).1.contains("RINGFENCE_ROOTS"));
-    let o = ringfence(tmp.path())
-        .args(["--log", "loud[", "tools"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    fails_closed(
+        ringfence(tmp.path()).args(["--config", "/nonexistent/r.toml", "tools"]),
+        "cannot read config file",
+    );
+    fails_closed(
+        ringfence(tmp.path())
+            .env("RINGFENCE_ROOTS", "relative")
+            .arg("tools"),
+        "RINGFENCE_ROOTS",
+    );
+    // (`ringfence()` already passes --log, so the bad filter comes through the environment,
+    // whose value the flag would otherwise override: use a fresh command without the flag.)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringfence"));
+    cmd.env_clear()
+        .env("HOME", tmp.path())
+        .env("RINGFENCE_LOG", "loud[")
+        .arg("tools");
+    fails_closed(&mut cmd, "log filter `loud[` is not valid");
 }
 
 #[test]
