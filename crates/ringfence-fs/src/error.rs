@@ -30,6 +30,13 @@ pub enum FsErrorKind {
     SymlinkLoop,
     /// The target already exists where a fresh entry was required.
     AlreadyExists,
+    /// A directory that must be empty is not.
+    NotEmpty,
+    /// The operation makes no sense for this entry (deleting a root, moving a directory
+    /// into itself).
+    Refused,
+    /// Stopped on request (the caller cancelled).
+    Interrupted,
     /// The operating system refused the operation (permissions).
     PermissionDenied,
     /// Another I/O failure.
@@ -67,6 +74,7 @@ impl FsError {
             io::ErrorKind::PermissionDenied => FsErrorKind::PermissionDenied,
             io::ErrorKind::InvalidFilename => FsErrorKind::InvalidPath,
             io::ErrorKind::ReadOnlyFilesystem => FsErrorKind::ReadOnly,
+            io::ErrorKind::DirectoryNotEmpty => FsErrorKind::NotEmpty,
             _ => match err.raw_os_error() {
                 Some(code) if code == rustix::io::Errno::LOOP.raw_os_error() => {
                     FsErrorKind::SymlinkLoop
@@ -90,6 +98,7 @@ impl FsError {
             FsErrorKind::InvalidPath => format!("{input}: file name too long or invalid"),
             FsErrorKind::SymlinkLoop => format!("{input}: too many levels of symbolic links"),
             FsErrorKind::ReadOnly => format!("{input}: the file system is read-only"),
+            FsErrorKind::NotEmpty => format!("{input}: the directory is not empty"),
             _ => format!("{input}: {}", strip_os_suffix(&err)),
         };
         Self {

@@ -14,15 +14,17 @@
 
 mod denylist;
 mod error;
+mod ops;
 mod root;
 mod target;
 mod walk;
 mod workspace;
 
-pub use cap_std::fs::{Dir, File, FileType, Metadata};
+pub use cap_std::fs::{Dir, File, FileType, Metadata, MetadataExt, PermissionsExt};
 pub use denylist::Denylist;
 pub use error::{FsError, FsErrorKind, FsResult};
+pub use ops::{MoveMethod, TransferOptions, TreeCount};
 pub use root::{Access, Root, RootOrigin, RootSpec, normalize_lexically};
 pub use target::{EntryKind, Target, TargetState, WriteOptions};
-pub use walk::{WalkEntry, WalkOptions, WalkState, walk};
-pub use workspace::{MAX_PATH_BYTES, MAX_SYMLINKS, Workspace};
+pub use walk::{WalkEntry, WalkOptions, WalkState, walk, walk_sorted};
+pub use workspace::{CurrentDir, MAX_PATH_BYTES, MAX_SYMLINKS, Workspace};

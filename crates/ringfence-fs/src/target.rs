@@ -18,12 +18,18 @@ pub enum EntryKind {
     Dir,
     /// Device, socket, FIFO: never read or written by the tools.
     Other,
+    /// A symbolic link, as the entry itself (only from
+    /// [`Workspace::resolve_entry`](crate::Workspace::resolve_entry); resolution otherwise
+    /// follows links).
+    Symlink,
 }
 
 impl EntryKind {
     pub fn from_file_type(ft: FileType) -> EntryKind {
         if ft.is_file() {
             EntryKind::File
+        } else if ft.is_symlink() {
+            EntryKind::Symlink
         } else if ft.is_dir() {
             EntryKind::Dir
         } else {
@@ -106,6 +112,27 @@ impl Target {
         &self.root
     }
 
+    /// Whether writes are refused regardless of the root (reached through ringfence's
+    /// internal storage).
+    pub fn is_read_only_view(&self) -> bool {
+        self.read_only
+    }
+
+    /// The absolute path, spelled from the root as configured, for showing to the model.
+    pub fn absolute(&self) -> std::path::PathBuf {
+        Target::absolute_of(&self.root, &self.rel)
+    }
+
+    /// The absolute path of a root-relative path, spelled from the root as configured.
+    pub fn absolute_of(root: &Root, rel: &str) -> std::path::PathBuf {
+        crate::workspace::join_abs(root.absolute_path(), rel)
+    }
+
+    /// Directories between the parent handle and the name that do not exist yet.
+    pub(crate) fn missing_dirs(&self) -> &[String] {
+        &self.missing_dirs
+    }
+
     /// The path as the caller typed it.
     pub fn input(&self) -> &str {
         &self.input
@@ -133,11 +160,11 @@ impl Target {
         matches!(self.state, TargetState::Exists(EntryKind::Dir))
     }
 
-    fn err(&self, kind: FsErrorKind, msg: impl Into<String>) -> FsError {
+    pub(crate) fn err(&self, kind: FsErrorKind, msg: impl Into<String>) -> FsError {
         FsError::new(kind, self.input.clone(), msg)
     }
 
-    fn io(&self, err: io::Error) -> FsError {
+    pub(crate) fn io(&self, err: io::Error) -> FsError {
         FsError::from_io(&self.input, err)
     }
 
@@ -167,7 +194,9 @@ impl Target {
                     ),
                 ));
             }
-            TargetState::Exists(EntryKind::Other) => return Err(self.not_a_file()),
+            TargetState::Exists(EntryKind::Other | EntryKind::Symlink) => {
+                return Err(self.not_a_file());
+            }
             TargetState::Exists(EntryKind::File) => {}
         }
         let (parent, name) = self.parent_and_name().ok_or_else(|| self.not_found())?;
@@ -252,6 +281,16 @@ impl Target {
     /// An existing file keeps its mode (and, where permitted, its owner). Readers see the old
     /// content or the new one, never a mix, even if the process is killed mid-write.
     pub fn write_atomic(&self, data: &[u8], opts: &WriteOptions) -> FsResult<()> {
+        self.write_atomic_with(opts, &mut |file| file.write_all(data))
+    }
+
+    /// [`write_atomic`](Self::write_atomic) with the content produced by `fill`, which writes
+    /// into the temporary file (streaming a copy, for instance).
+    pub fn write_atomic_with(
+        &self,
+        opts: &WriteOptions,
+        fill: &mut dyn FnMut(&mut File) -> io::Result<()>,
+    ) -> FsResult<()> {
         self.require_writable()?;
         match self.state {
             TargetState::Exists(EntryKind::Dir) => {
@@ -260,7 +299,9 @@ impl Target {
                     format!("{}: is a directory; give a file path", self.input),
                 ));
             }
-            TargetState::Exists(EntryKind::Other) => return Err(self.not_a_file()),
+            TargetState::Exists(EntryKind::Other | EntryKind::Symlink) => {
+                return Err(self.not_a_file());
+            }
             _ => {}
         }
         let parent = self.parent.as_ref().ok_or_else(|| {
@@ -305,7 +346,7 @@ impl Target {
             .mode(0o600);
         let mut file = dir.open_with(&tmp_name, &open).map_err(|e| self.io(e))?;
         let result = (|| -> io::Result<()> {
-            file.write_all(data)?;
+            fill(&mut file)?;
             if let Some(mode) = mode {
                 fchmod(&file, mode)?;
             } else {
@@ -350,7 +391,7 @@ impl Target {
         Ok(())
     }
 
-    fn create_missing_dirs(&self, parent: &Arc<Dir>) -> FsResult<Arc<Dir>> {
+    pub(crate) fn create_missing_dirs(&self, parent: &Arc<Dir>) -> FsResult<Arc<Dir>> {
         let mut dir = parent.clone();
         for name in &self.missing_dirs {
             match dir.create_dir(name) {
@@ -382,7 +423,7 @@ impl Target {
 }
 
 /// A hidden temporary name next to the target, unique per write, within NAME_MAX.
-fn temp_name(name: &OsString) -> String {
+pub(crate) fn temp_name(name: &OsString) -> String {
     let base = name.to_string_lossy();
     let mut short: String = base.chars().take(40).collect();
     if short.is_empty() {
@@ -400,7 +441,7 @@ fn temp_name(name: &OsString) -> String {
 /// descriptor fails with `EBADF` — which made every write report an error *after* the rename
 /// had already replaced the file, and never flushed the directory. So open `.` beneath the
 /// handle for reading (no ambient path involved) and fsync that.
-fn fsync_dir(dir: &Dir) -> io::Result<()> {
+pub(crate) fn fsync_dir(dir: &Dir) -> io::Result<()> {
     use rustix::fs::{Mode, OFlags};
     let fd = rustix::fs::openat(
         dir,

@@ -32,6 +32,9 @@ pub struct WalkOptions {
     pub skip_vcs_dirs: bool,
     /// Worker threads (default: available parallelism, at least 1).
     pub threads: usize,
+    /// Pass symbolic links to the visitor as entries (default: false). They are never
+    /// followed either way.
+    pub report_symlinks: bool,
 }
 
 impl Default for WalkOptions {
@@ -42,6 +45,7 @@ impl Default for WalkOptions {
             threads: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
+            report_symlinks: false,
         }
     }
 }
@@ -64,6 +68,16 @@ impl WalkEntry {
 
     pub fn is_dir(&self) -> bool {
         self.file_type.is_dir()
+    }
+
+    /// The entry's own metadata (a symlink's, not its target's).
+    pub fn metadata(&self) -> std::io::Result<cap_std::fs::Metadata> {
+        self.parent.symlink_metadata(&self.name)
+    }
+
+    /// A symbolic link's text (an error for anything else).
+    pub fn read_link(&self) -> std::io::Result<std::path::PathBuf> {
+        self.parent.read_link_contents(&self.name)
     }
 
     pub fn name(&self) -> &OsString {
@@ -237,25 +251,7 @@ where
     }
     let start_dir = start.open_dir()?;
     // Rules of the ancestors between the root and the start directory.
-    let mut ignores = None;
-    if opts.respect_ignore_files && !start.rel().is_empty() {
-        let root_dir = root.dir()?;
-        let mut dir = root_dir;
-        let mut rel = String::new();
-        ignores = load_ignores(&dir, "", None, opts);
-        let comps: Vec<&str> = start.rel().split('/').collect();
-        for comp in &comps[..comps.len() - 1] {
-            match dir.open_dir_nofollow(comp) {
-                Ok(d) => dir = Arc::new(d),
-                Err(_) => break,
-            }
-            if !rel.is_empty() {
-                rel.push('/');
-            }
-            rel.push_str(comp);
-            ignores = load_ignores(&dir, &rel, ignores, opts);
-        }
-    }
+    let ignores = ancestor_ignores(start, opts)?;
     let queue = Mutex::new(Queue {
         items: vec![Work {
             dir: WorkDir::Open(start_dir),
@@ -328,66 +324,15 @@ fn list_dir<V>(
 where
     V: FnMut(&WalkEntry) -> WalkState,
 {
-    let dir = match work.dir {
-        WorkDir::Open(d) => d,
-        WorkDir::Child(parent, name) => match parent.open_dir_nofollow(&name) {
-            Ok(d) => Arc::new(d),
-            Err(err) => {
-                tracing::debug!(dir = %work.rel, error = %err, "skipping directory that could not be opened");
-                return Vec::new();
-            }
-        },
+    let Some(dir) = open_work_dir(work.dir, &work.rel) else {
+        return Vec::new();
     };
     let ignores = load_ignores(&dir, &work.rel, work.ignores, opts);
-    let entries = match dir.entries() {
-        Ok(e) => e,
-        Err(err) => {
-            tracing::debug!(dir = %work.rel, error = %err, "skipping unreadable directory");
-            return Vec::new();
-        }
-    };
-    let denylist = root.denylist();
     let mut children = Vec::new();
-    for entry in entries {
+    for walk_entry in read_entries(root, opts, &dir, &work.rel, &ignores) {
         if quit.load(Ordering::Relaxed) {
             break;
         }
-        let Ok(entry) = entry else { continue };
-        let Ok(file_type) = entry.file_type() else {
-            continue;
-        };
-        if file_type.is_symlink() {
-            continue;
-        }
-        let name = entry.file_name();
-        let name_str = name.to_string_lossy();
-        // In-flight (or, after a crash, abandoned) temporary files of atomic writes.
-        if is_write_temp(&name_str) {
-            continue;
-        }
-        let is_dir = file_type.is_dir();
-        if is_dir && opts.skip_vcs_dirs && name_str == ".git" {
-            continue;
-        }
-        let rel = if work.rel.is_empty() {
-            name_str.into_owned()
-        } else {
-            format!("{}/{}", work.rel, name_str)
-        };
-        if denylist.is_denied_entry(&rel, is_dir) {
-            continue;
-        }
-        if let Some(ig) = &ignores
-            && ig.is_ignored(&rel, is_dir)
-        {
-            continue;
-        }
-        let walk_entry = WalkEntry {
-            rel,
-            file_type,
-            parent: dir.clone(),
-            name,
-        };
         match visit(&walk_entry) {
             WalkState::Quit => {
                 quit.store(true, Ordering::Relaxed);
@@ -395,7 +340,7 @@ where
             }
             WalkState::Skip => {}
             WalkState::Continue => {
-                if is_dir {
+                if walk_entry.is_dir() {
                     children.push(Work {
                         dir: WorkDir::Child(walk_entry.parent, walk_entry.name),
                         rel: walk_entry.rel,
@@ -408,6 +353,152 @@ where
     // Visit in name order within a directory when popped (stack is LIFO).
     children.reverse();
     children
+}
+
+fn open_work_dir(dir: WorkDir, rel: &str) -> Option<Arc<Dir>> {
+    match dir {
+        WorkDir::Open(d) => Some(d),
+        WorkDir::Child(parent, name) => match parent.open_dir_nofollow(&name) {
+            Ok(d) => Some(Arc::new(d)),
+            Err(err) => {
+                tracing::debug!(dir = %rel, error = %err, "skipping directory that could not be opened");
+                None
+            }
+        },
+    }
+}
+
+/// The entries of `dir` a walk may show: not denied, not ignored, no `.git` (if so
+/// configured), no temporary files of atomic writes, symlinks only if asked for.
+fn read_entries(
+    root: &Arc<Root>,
+    opts: &WalkOptions,
+    dir: &Arc<Dir>,
+    rel: &str,
+    ignores: &Option<Arc<IgnoreNode>>,
+) -> Vec<WalkEntry> {
+    let entries = match dir.entries() {
+        Ok(e) => e,
+        Err(err) => {
+            tracing::debug!(dir = %rel, error = %err, "skipping unreadable directory");
+            return Vec::new();
+        }
+    };
+    let denylist = root.denylist();
+    let mut out = Vec::new();
+    for entry in entries {
+        let Ok(entry) = entry else { continue };
+        let Ok(file_type) = entry.file_type() else {
+            continue;
+        };
+        if file_type.is_symlink() && !opts.report_symlinks {
+            continue;
+        }
+        let name = entry.file_name();
+        let name_str = name.to_string_lossy();
+        // In-flight (or, after a crash, abandoned) temporary files of atomic writes.
+        if is_write_temp(&name_str) {
+            continue;
+        }
+        let is_dir = file_type.is_dir();
+        if is_dir && opts.skip_vcs_dirs && name_str == ".git" {
+            continue;
+        }
+        let child_rel = if rel.is_empty() {
+            name_str.into_owned()
+        } else {
+            format!("{rel}/{name_str}")
+        };
+        if denylist.is_denied_entry(&child_rel, is_dir) {
+            continue;
+        }
+        if let Some(ig) = ignores
+            && ig.is_ignored(&child_rel, is_dir)
+        {
+            continue;
+        }
+        out.push(WalkEntry {
+            rel: child_rel,
+            file_type,
+            parent: dir.clone(),
+            name,
+        });
+    }
+    out
+}
+
+/// Walks the directory `start` on this thread, depth first, each directory's entries in
+/// name order, a directory passed to `visit` right before its contents. `depth` is 1 for the
+/// entries of `start`; with `max_depth` nothing deeper is listed. The same filtering as
+/// [`walk`] applies. Memory is bounded by the entries still to visit along the current path.
+pub fn walk_sorted(
+    start: &Target,
+    opts: &WalkOptions,
+    max_depth: Option<usize>,
+    visit: &mut dyn FnMut(&WalkEntry, usize) -> WalkState,
+) -> FsResult<()> {
+    let root = start.root().clone();
+    let start_dir = start.open_dir()?;
+    let ignores = ancestor_ignores(start, opts)?;
+    let ignores = load_ignores(&start_dir, start.rel(), ignores, opts);
+    let sorted = |dir: &Arc<Dir>, rel: &str, ig: &Option<Arc<IgnoreNode>>| {
+        let mut entries = read_entries(&root, opts, dir, rel, ig);
+        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        entries.reverse(); // popped from the back
+        entries
+    };
+    let mut stack: Vec<(Vec<WalkEntry>, Option<Arc<IgnoreNode>>)> =
+        vec![(sorted(&start_dir, start.rel(), &ignores), ignores)];
+    loop {
+        let depth = stack.len();
+        let Some((entries, ig)) = stack.last_mut() else {
+            break;
+        };
+        let Some(entry) = entries.pop() else {
+            stack.pop();
+            continue;
+        };
+        match visit(&entry, depth) {
+            WalkState::Quit => return Ok(()),
+            WalkState::Skip => continue,
+            WalkState::Continue => {}
+        }
+        if entry.is_dir() && max_depth.is_none_or(|m| depth < m) {
+            let parent_ig = ig.clone();
+            if let Some(dir) = open_work_dir(
+                WorkDir::Child(entry.parent.clone(), entry.name.clone()),
+                &entry.rel,
+            ) {
+                let child_ig = load_ignores(&dir, &entry.rel, parent_ig, opts);
+                let children = sorted(&dir, &entry.rel, &child_ig);
+                stack.push((children, child_ig));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rules of the ancestors between the root and `start` (not `start`'s own).
+fn ancestor_ignores(start: &Target, opts: &WalkOptions) -> FsResult<Option<Arc<IgnoreNode>>> {
+    let mut ignores = None;
+    if opts.respect_ignore_files && !start.rel().is_empty() {
+        let mut dir = start.root().dir()?;
+        let mut rel = String::new();
+        ignores = load_ignores(&dir, "", None, opts);
+        let comps: Vec<&str> = start.rel().split('/').collect();
+        for comp in &comps[..comps.len() - 1] {
+            match dir.open_dir_nofollow(comp) {
+                Ok(d) => dir = Arc::new(d),
+                Err(_) => break,
+            }
+            if !rel.is_empty() {
+                rel.push('/');
+            }
+            rel.push_str(comp);
+            ignores = load_ignores(&dir, &rel, ignores, opts);
+        }
+    }
+    Ok(ignores)
 }
 
 /// Whether `name` is a temporary file of [`Target::write_atomic`](crate::Target::write_atomic).

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::RwLock;
 
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
@@ -20,33 +20,74 @@ pub const MAX_SYMLINKS: usize = 40;
 /// Longest single path component (Linux `NAME_MAX`, in bytes).
 const MAX_NAME_BYTES: usize = 255;
 
-/// The roots a session may reach and which one relative paths are resolved against.
+/// The roots a session may reach and which directory relative paths are resolved against.
 ///
-/// Cheap to clone per session: roots are shared, the current index is per workspace.
+/// Roots are shared between sessions; the current workspace (a root, or a directory inside
+/// one) is per workspace value.
 #[derive(Debug)]
 pub struct Workspace {
-    roots: Vec<Arc<Root>>,
+    state: RwLock<State>,
     /// Roots the agent may read but never sees listed as a workspace (spilled output).
     internal: Vec<Arc<Root>>,
-    current: AtomicUsize,
+}
+
+#[derive(Debug, Clone)]
+struct State {
+    roots: Arc<[Arc<Root>]>,
+    /// Index into `roots` of the root holding the current workspace.
+    current: usize,
+    /// The current workspace, relative to that root (resolved, `/`-separated; empty for the
+    /// root itself).
+    base: String,
 }
 
 impl Clone for Workspace {
     fn clone(&self) -> Self {
         Workspace {
-            roots: self.roots.clone(),
+            state: RwLock::new(self.state()),
             internal: self.internal.clone(),
-            current: AtomicUsize::new(self.current.load(Ordering::Relaxed)),
         }
     }
 }
 
+/// The current workspace: the root that holds it and the directory inside that root.
+#[derive(Debug, Clone)]
+pub struct CurrentDir {
+    pub root: Arc<Root>,
+    /// Root-relative, empty for the root itself.
+    pub rel: String,
+}
+
+impl CurrentDir {
+    /// The absolute path as the user spelled the root, for showing to the model.
+    pub fn absolute(&self) -> std::path::PathBuf {
+        join_abs(self.root.absolute_path(), &self.rel)
+    }
+}
+
+/// `root` joined with a root-relative path (no trailing separator for the root itself).
+pub(crate) fn join_abs(root: &Path, rel: &str) -> std::path::PathBuf {
+    if rel.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(rel)
+    }
+}
+
 /// A path split into where it starts and the components to walk.
-enum Anchor<'r> {
-    Root(&'r Arc<Root>),
+enum Anchor {
+    Root(Arc<Root>),
     /// An internal root, reached by an absolute path: readable, never writable by tools,
     /// whatever the root's own access level (ringfence itself writes there).
-    Internal(&'r Arc<Root>),
+    Internal(Arc<Root>),
+}
+
+/// Whether resolution follows a symbolic link in the last component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Last {
+    Follow,
+    /// The entry itself: a final symlink is the result (state `Exists(Symlink)`).
+    NoFollow,
 }
 
 impl Workspace {
@@ -60,9 +101,12 @@ impl Workspace {
             ));
         }
         Ok(Workspace {
-            roots,
+            state: RwLock::new(State {
+                roots: roots.into(),
+                current: 0,
+                base: String::new(),
+            }),
             internal: Vec::new(),
-            current: AtomicUsize::new(0),
         })
     }
 
@@ -72,31 +116,131 @@ impl Workspace {
         self
     }
 
-    pub fn roots(&self) -> &[Arc<Root>] {
-        &self.roots
+    fn state(&self) -> State {
+        self.state.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    pub fn current_root(&self) -> &Arc<Root> {
-        &self.roots[self
-            .current
-            .load(Ordering::Relaxed)
-            .min(self.roots.len() - 1)]
+    /// The roots, in configuration order.
+    pub fn roots(&self) -> Arc<[Arc<Root>]> {
+        self.state().roots
     }
 
-    /// Makes root number `index` current.
+    /// The root that holds the current workspace.
+    pub fn current_root(&self) -> Arc<Root> {
+        let st = self.state();
+        st.roots[st.current.min(st.roots.len() - 1)].clone()
+    }
+
+    /// The current workspace: relative paths are resolved against it.
+    pub fn current(&self) -> CurrentDir {
+        let st = self.state();
+        CurrentDir {
+            root: st.roots[st.current.min(st.roots.len() - 1)].clone(),
+            rel: st.base,
+        }
+    }
+
+    /// Makes root number `index` the current workspace.
     pub fn set_current(&self, index: usize) -> bool {
-        if index < self.roots.len() {
-            self.current.store(index, Ordering::Relaxed);
+        let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        if index < st.roots.len() {
+            st.current = index;
+            st.base.clear();
             true
         } else {
             false
         }
     }
 
+    /// Makes the directory `target` (resolved by this workspace) the current workspace. It
+    /// must be an existing directory inside one of the roots (not ringfence's internal
+    /// storage).
+    pub fn switch_to(&self, target: &Target) -> FsResult<CurrentDir> {
+        if !target.is_dir() {
+            return Err(FsError::new(
+                FsErrorKind::NotADirectory,
+                target.input(),
+                if target.exists() {
+                    format!("{}: is not a directory; a workspace must be a directory", target.input())
+                } else {
+                    format!("{}: no such directory", target.input())
+                },
+            ));
+        }
+        let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        let Some(index) = st.roots.iter().position(|r| Arc::ptr_eq(r, target.root())) else {
+            return Err(FsError::new(
+                FsErrorKind::OutsideRoot,
+                target.input(),
+                format!(
+                    "{}: not inside a configured directory; call file_access_info to see which directories can be used",
+                    target.input()
+                ),
+            ));
+        };
+        if target.is_read_only_view() {
+            return Err(FsError::new(
+                FsErrorKind::OutsideRoot,
+                target.input(),
+                format!(
+                    "{}: ringfence's internal storage cannot be a workspace",
+                    target.input()
+                ),
+            ));
+        }
+        st.current = index;
+        st.base = target.rel().to_owned();
+        Ok(CurrentDir {
+            root: st.roots[index].clone(),
+            rel: st.base.clone(),
+        })
+    }
+
+    /// Replaces the roots (MCP roots narrowing them, for instance). The current workspace
+    /// becomes the first root.
+    pub fn replace_roots(&self, roots: Vec<Arc<Root>>) -> FsResult<()> {
+        if roots.is_empty() {
+            return Err(FsError::new(
+                FsErrorKind::InvalidPath,
+                "",
+                "a workspace needs at least one root",
+            ));
+        }
+        let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        st.roots = roots.into();
+        st.current = 0;
+        st.base.clear();
+        Ok(())
+    }
+
+    /// Whether `target` is the current workspace or a directory that contains it (so moving
+    /// or deleting it would leave the session without a workspace).
+    pub fn holds_current(&self, target: &Target) -> bool {
+        let cur = self.current();
+        Arc::ptr_eq(&cur.root, target.root())
+            && (target.rel().is_empty()
+                || cur.rel == target.rel()
+                || cur
+                    .rel
+                    .strip_prefix(target.rel())
+                    .is_some_and(|r| r.starts_with('/')))
+    }
+
     /// Resolves `input` beneath a root, following symlinks that stay inside and refusing
     /// everything else. Every rejection is logged with the input and the reason.
     pub fn resolve(&self, input: &str) -> FsResult<Target> {
-        let result = self.resolve_inner(input);
+        self.resolve_logged(input, Last::Follow)
+    }
+
+    /// Like [`resolve`](Self::resolve), but a symbolic link in the last component is not
+    /// followed: the target is the link itself (for deleting, moving or describing it).
+    /// Links earlier on the path are followed as usual.
+    pub fn resolve_entry(&self, input: &str) -> FsResult<Target> {
+        self.resolve_logged(input, Last::NoFollow)
+    }
+
+    fn resolve_logged(&self, input: &str, last: Last) -> FsResult<Target> {
+        let result = self.resolve_inner(input, last);
         if let Err(err) = &result
             && matches!(
                 err.kind(),
@@ -111,13 +255,14 @@ impl Workspace {
         result
     }
 
-    fn resolve_inner(&self, input: &str) -> FsResult<Target> {
+    fn resolve_inner(&self, input: &str, last: Last) -> FsResult<Target> {
         let (anchor, components) = self.anchor(input)?;
         let (root, internal) = match anchor {
             Anchor::Root(root) => (root, false),
             Anchor::Internal(root) => (root, true),
         };
-        let mut target = resolve_beneath(root, input, components)?;
+        let root = &root;
+        let mut target = resolve_beneath(root, input, components, last)?;
         if internal {
             // The documented contract of `with_internal_root`: tools may read spilled output
             // but never write there, even though the root itself is read-write.
@@ -134,7 +279,7 @@ impl Workspace {
         Ok(target)
     }
 
-    fn anchor<'a>(&'a self, input: &str) -> FsResult<(Anchor<'a>, VecDeque<String>)> {
+    fn anchor(&self, input: &str) -> FsResult<(Anchor, VecDeque<String>)> {
         if input.is_empty() {
             return Err(FsError::new(
                 FsErrorKind::InvalidPath,
@@ -159,22 +304,30 @@ impl Workspace {
                 ),
             ));
         }
-        let current = self.current_root();
+        let st = self.state();
+        let current = st.roots[st.current.min(st.roots.len() - 1)].clone();
+        // Relative paths and `~` start at the current workspace, which may be a directory
+        // inside the root: its components come first, so `..` can still climb to the root.
+        let relative = |rest: &str| -> VecDeque<String> {
+            let mut comps = split(&st.base);
+            comps.extend(split(rest));
+            comps
+        };
         if input == "~" {
-            return Ok((Anchor::Root(current), VecDeque::new()));
+            return Ok((Anchor::Root(current), relative("")));
         }
         if let Some(rest) = input.strip_prefix("~/") {
-            return Ok((Anchor::Root(current), split(rest)));
+            return Ok((Anchor::Root(current), relative(rest)));
         }
         if input.starts_with('/') {
             let path = Path::new(input);
             let internal = self.internal.iter().map(|r| (r, true));
             // With nested roots the most specific one decides (its access level, its
             // denylist): the match that leaves the fewest components below its root.
-            let mut best: Option<(Anchor<'a>, Vec<String>)> = None;
+            let mut best: Option<(Anchor, Vec<String>)> = None;
             // By spelling first; resolving aliases costs syscalls and is rarely needed.
             for lookup in [Lookup::Spelling, Lookup::Alias] {
-                for (root, is_internal) in self
+                for (root, is_internal) in st
                     .roots
                     .iter()
                     .map(|r| (r, false))
@@ -188,9 +341,9 @@ impl Workspace {
                                 continue;
                             }
                             let anchor = if is_internal {
-                                Anchor::Internal(root)
+                                Anchor::Internal(root.clone())
                             } else {
-                                Anchor::Root(root)
+                                Anchor::Root(root.clone())
                             };
                             best = Some((anchor, comps));
                         }
@@ -219,7 +372,7 @@ impl Workspace {
                 ),
             ));
         }
-        Ok((Anchor::Root(current), split(input)))
+        Ok((Anchor::Root(current), relative(input)))
     }
 }
 
@@ -252,6 +405,7 @@ fn resolve_beneath(
     root: &Arc<Root>,
     input: &str,
     mut pending: VecDeque<String>,
+    last: Last,
 ) -> FsResult<Target> {
     let root_dir = root
         .dir()
@@ -285,6 +439,25 @@ fn resolve_beneath(
             Err(err) => return Err(FsError::from_io(input, err)),
         };
         let ft = meta.file_type();
+        if ft.is_symlink() && is_last && last == Last::NoFollow {
+            let rel = join(&names, Some(&comp));
+            if root.denylist().is_denied(&rel, false) {
+                return Err(FsError::new(
+                    FsErrorKind::Denied,
+                    input,
+                    format!("{input}: access to this path is blocked by the denylist"),
+                ));
+            }
+            return Ok(Target::new(
+                root.clone(),
+                input,
+                rel,
+                Some(cur),
+                OsString::from(comp),
+                TargetState::Exists(EntryKind::Symlink),
+                Vec::new(),
+            ));
+        }
         // Every real entry the resolution passes through is checked against the denylist, not
         // only the end point: otherwise `secrets/k.txt/../../x` would answer "is a file" and
         // reveal what a denied directory holds.

@@ -19,7 +19,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use ringfence_tools::{Limits, Progress, Session, SpillStore, Tool, ToolContext, Toolbox};
+use ringfence_tools::{Content, Limits, Progress, Session, SpillStore, Tool, ToolContext, Toolbox};
 
 /// Identity and instructions the server announces at `initialize`.
 #[derive(Debug, Clone)]
@@ -188,7 +188,8 @@ impl ServerHandler for McpServer {
         let response = match result {
             Ok(output) => {
                 tracing::debug!(tool = %name, elapsed_ms, "tool call ok");
-                let mut r = CallToolResult::success(vec![ContentBlock::text(output.text)]);
+                let blocks = output.content.into_iter().map(content_block).collect();
+                let mut r = CallToolResult::success(blocks);
                 if let Some(structured) = output.structured {
                     r.structured_content = Some(structured);
                 }
@@ -206,5 +207,53 @@ impl ServerHandler for McpServer {
             }
         };
         Ok(response.into())
+    }
+}
+
+fn content_block(content: Content) -> ContentBlock {
+    match content {
+        Content::Text(text) => ContentBlock::text(text),
+        Content::Image { mime, data } => ContentBlock::image(base64(&data), mime),
+        Content::Audio { mime, data } => ContentBlock::audio(base64(&data), mime),
+    }
+}
+
+/// Standard base64 with padding (RFC 4648), as MCP media content requires.
+fn base64(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (input, expected) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(super::base64(input.as_bytes()), expected, "{input}");
+        }
     }
 }

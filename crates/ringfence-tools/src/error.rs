@@ -40,6 +40,16 @@ pub enum ToolErrorKind {
     Cancelled,
     /// The tool is disabled in this configuration.
     Disabled,
+    /// The destination already exists and overwriting was not asked for.
+    AlreadyExists,
+    /// A directory is not empty and `recursive` was not given.
+    NotEmpty,
+    /// The file changed since ringfence wrote it, so an undo would lose someone's work.
+    Conflict,
+    /// The new text cannot be written in the file's encoding without loss.
+    Encoding,
+    /// The operation is not possible on this entry (deleting a root, moving into itself).
+    Refused,
     /// The operating system refused or failed.
     Io,
 }
@@ -62,6 +72,11 @@ impl ToolErrorKind {
             ToolErrorKind::WrongType => "wrong_type",
             ToolErrorKind::Cancelled => "cancelled",
             ToolErrorKind::Disabled => "disabled",
+            ToolErrorKind::AlreadyExists => "already_exists",
+            ToolErrorKind::NotEmpty => "not_empty",
+            ToolErrorKind::Conflict => "conflict",
+            ToolErrorKind::Encoding => "encoding",
+            ToolErrorKind::Refused => "refused",
             ToolErrorKind::Io => "io",
         }
     }
@@ -105,7 +120,10 @@ impl From<FsError> for ToolError {
             FsErrorKind::ReadOnly => ToolErrorKind::ReadOnly,
             FsErrorKind::RootMissing => ToolErrorKind::RootMissing,
             FsErrorKind::SymlinkLoop => ToolErrorKind::InvalidArgument,
-            FsErrorKind::AlreadyExists => ToolErrorKind::InvalidArgument,
+            FsErrorKind::AlreadyExists => ToolErrorKind::AlreadyExists,
+            FsErrorKind::NotEmpty => ToolErrorKind::NotEmpty,
+            FsErrorKind::Refused => ToolErrorKind::Refused,
+            FsErrorKind::Interrupted => ToolErrorKind::Cancelled,
             FsErrorKind::PermissionDenied | FsErrorKind::Io => ToolErrorKind::Io,
         };
         ToolError::new(kind, err.message().to_owned())

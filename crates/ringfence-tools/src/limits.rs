@@ -25,6 +25,30 @@ pub struct Limits {
     /// Days a spill file (saved full output) is kept; older ones are deleted at start-up
     /// (default 7).
     pub spill_retention_days: u64,
+    /// Results search_entries returns when the call gives no `max_results` (seed 002's
+    /// `maxSearchResults`, default 50).
+    pub max_search_results: usize,
+    /// Above this many results search_entries shows a count summary instead of paths (seed
+    /// 002's `maxDisplayEntries`, default 200); the full list is saved to a spill file.
+    pub max_display_entries: usize,
+    /// The most results one search_entries call may ask for (seed 002's `maxTotalEntries`,
+    /// default 5,000); a larger `max_results` is an error.
+    pub max_total_entries: usize,
+    /// search_entries stops after this many milliseconds and returns what it found (seed
+    /// 002's `timeoutMs`, default 10,000).
+    pub search_timeout_ms: u64,
+    /// Characters per file read_file returns in the `paths` form when no `max_chars` is
+    /// given (seed 002's `maxCharsPerFile`, default 10,000).
+    pub max_chars_per_file: usize,
+    /// Largest file the `paths` form of read_file reads without a line range, and the cap on
+    /// search_entries' `max_size` (seed 002's `maxFileSize`, default 10 MiB).
+    pub max_file_size: u64,
+    /// Overwriting or editing an existing file requires a read_file of it first, unchanged
+    /// since (default true; seed 002's `requireReadBeforeWrite`).
+    pub require_read_before_write: bool,
+    /// Entries list_directory and directory_tree show before cutting (default 1,000); the
+    /// full listing is saved to a spill file.
+    pub max_list_entries: usize,
 }
 
 impl Default for Limits {
@@ -39,6 +63,14 @@ impl Default for Limits {
             max_grep_line_chars: 500,
             max_edit_bytes: 256 * 1024 * 1024,
             spill_retention_days: 7,
+            max_search_results: 50,
+            max_display_entries: 200,
+            max_total_entries: 5000,
+            search_timeout_ms: 10_000,
+            max_chars_per_file: 10_000,
+            max_file_size: 10 * 1024 * 1024,
+            require_read_before_write: true,
+            max_list_entries: 1000,
         }
     }
 }
@@ -56,11 +88,24 @@ impl Limits {
             ("max_grep_line_chars", self.max_grep_line_chars as u64),
             ("max_edit_bytes", self.max_edit_bytes),
             ("spill_retention_days", self.spill_retention_days),
+            ("max_search_results", self.max_search_results as u64),
+            ("max_display_entries", self.max_display_entries as u64),
+            ("max_total_entries", self.max_total_entries as u64),
+            ("search_timeout_ms", self.search_timeout_ms),
+            ("max_chars_per_file", self.max_chars_per_file as u64),
+            ("max_file_size", self.max_file_size),
+            ("max_list_entries", self.max_list_entries as u64),
         ];
         for (key, value) in checks {
             if value == 0 {
                 return Err(format!("limits.{key} must be greater than 0"));
             }
+        }
+        if self.max_search_results > self.max_total_entries {
+            return Err(format!(
+                "limits.max_search_results ({}) must not exceed limits.max_total_entries ({})",
+                self.max_search_results, self.max_total_entries
+            ));
         }
         Ok(())
     }

@@ -29,17 +29,37 @@ pub struct Annotations {
     pub open_world: bool,
 }
 
-/// What a successful call returns: text for every client, structured data where useful.
+/// One piece of a result: text, or media for clients that can show it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    Text(String),
+    /// An image: MIME type and the raw (not base64) bytes.
+    Image { mime: String, data: Vec<u8> },
+    /// Audio: MIME type and the raw bytes.
+    Audio { mime: String, data: Vec<u8> },
+}
+
+/// What a successful call returns: content blocks (text for every client, media where the
+/// tool produced it) and structured data where useful.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
-    pub text: String,
+    pub content: Vec<Content>,
     pub structured: Option<Value>,
 }
 
 impl ToolOutput {
+    /// A result of one text block.
     pub fn text(text: impl Into<String>) -> ToolOutput {
         ToolOutput {
-            text: text.into(),
+            content: vec![Content::Text(text.into())],
+            structured: None,
+        }
+    }
+
+    /// A result of several blocks.
+    pub fn blocks(content: Vec<Content>) -> ToolOutput {
+        ToolOutput {
+            content,
             structured: None,
         }
     }
@@ -47,6 +67,20 @@ impl ToolOutput {
     pub fn with_structured(mut self, value: Value) -> ToolOutput {
         self.structured = Some(value);
         self
+    }
+
+    /// The text blocks joined by blank lines; media blocks appear as a one-line placeholder.
+    pub fn all_text(&self) -> String {
+        let parts: Vec<String> = self
+            .content
+            .iter()
+            .map(|c| match c {
+                Content::Text(t) => t.clone(),
+                Content::Image { mime, data } => format!("[image: {mime}, {} bytes]", data.len()),
+                Content::Audio { mime, data } => format!("[audio: {mime}, {} bytes]", data.len()),
+            })
+            .collect();
+        parts.join("\n\n")
     }
 }
 

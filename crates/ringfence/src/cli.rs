@@ -218,7 +218,7 @@ fn call(app: App, tool_name: &str, json: &str) -> ExitCode {
     };
     match runtime().block_on(tool.call(ctx, args)) {
         Ok(out) => {
-            print_out(&out.text);
+            print_out(&out.all_text());
             ExitCode::SUCCESS
         }
         Err(err) => {

@@ -4,11 +4,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use ringfence_fs::{EntryKind, TargetState, WriteOptions};
-
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
-use crate::files::text::{TextStyle, cut_line, thousands};
-use crate::files::{binary_error, check_read_first, read_whole, record_for};
+use crate::files::text::{cut_line, thousands};
+use crate::files::edit;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -64,48 +62,20 @@ fn edit_file(ctx: &ToolContext, args: EditFileArgs) -> ToolResult<ToolOutput> {
             "edit_file: old_string and new_string are identical; nothing would change",
         ));
     }
-    let target = ctx.session.workspace.resolve(&args.path)?;
-    target.require_writable()?;
-    match target.state() {
-        TargetState::Exists(EntryKind::File) => {}
-        TargetState::Missing => {
-            return Err(ToolError::new(
-                ToolErrorKind::NotFound,
-                format!("{}: no such file; use write_file to create it", args.path),
-            ));
-        }
-        TargetState::Exists(_) => {
-            return Err(ToolError::new(
-                ToolErrorKind::WrongType,
-                format!("{}: not a regular file", args.path),
-            ));
-        }
+    let ed = edit::open(ctx, &args.path)?;
+    let text = &ed.text;
+    let old = ed.normalize_arg(&args.old_string);
+    let new = ed.normalize_arg(&args.new_string);
+    let found = edit::find(text, &old);
+    if found.ranges.is_empty() {
+        return Err(no_match(&args.path, text, &old));
     }
-    let (bytes, current) = read_whole(&target, ctx.limits.max_edit_bytes)?;
-    check_read_first(&ctx.session, &target, &current)?;
-    let original = String::from_utf8(bytes).map_err(|_| binary_error(&target))?;
-    if original.contains('\0') {
-        return Err(binary_error(&target));
-    }
-    let style = TextStyle::detect(&original);
-    let text = style.normalize(&original);
-    let (old, new) = if style.crlf {
-        (
-            args.old_string.replace("\r\n", "\n"),
-            args.new_string.replace("\r\n", "\n"),
-        )
-    } else {
-        (args.old_string.clone(), args.new_string.clone())
-    };
-    let positions: Vec<usize> = text.match_indices(&old).map(|(i, _)| i).collect();
-    if positions.is_empty() {
-        return Err(no_match(&args.path, &text, &old));
-    }
+    let positions: Vec<usize> = found.ranges.iter().map(|r| r.0).collect();
     if positions.len() > 1 && !args.replace_all {
         let lines: Vec<String> = positions
             .iter()
             .take(10)
-            .map(|&p| thousands(line_of(&text, p) as u64))
+            .map(|&p| thousands(line_of(text, p) as u64))
             .collect();
         return Err(ToolError::new(
             ToolErrorKind::AmbiguousMatch,
@@ -119,50 +89,36 @@ fn edit_file(ctx: &ToolContext, args: EditFileArgs) -> ToolResult<ToolOutput> {
         ));
     }
     // Refuse before allocating: replace_all with a long new_string can multiply the size.
-    let count = if args.replace_all { positions.len() } else { 1 };
-    let new_len = (text.len() as u128 - (count as u128) * (old.len() as u128))
-        + (count as u128) * (new.len() as u128);
-    if new_len > u128::from(ctx.limits.max_edit_bytes) {
-        return Err(ToolError::new(
-            ToolErrorKind::TooLarge,
-            format!(
-                "{}: the edited file would be {} bytes, above the {}-byte limit; replace fewer occurrences or a shorter string",
-                args.path,
-                thousands(new_len.min(u128::from(u64::MAX)) as u64),
-                thousands(ctx.limits.max_edit_bytes)
-            ),
-        ));
-    }
+    let matched_len: u128 = found.ranges.iter().map(|(s, e)| (e - s) as u128).sum();
+    let count = found.ranges.len();
+    edit::check_size(
+        ctx,
+        &args.path,
+        text.len() as u128 - matched_len + (count as u128) * (new.len() as u128),
+    )?;
     ctx.check_cancelled()?;
-    let replaced = if args.replace_all {
-        text.replace(&old, &new)
-    } else {
-        text.replacen(&old, &new, 1)
-    };
-    let out = style.apply(&replaced);
-    target.write_atomic(out.as_bytes(), &WriteOptions::default())?;
-    if let Ok(meta) = target.metadata() {
-        ctx.session
-            .reads()
-            .record(&target, record_for(out.as_bytes(), &meta));
-    }
-    let diff = render_diff(target.display(), &text, &positions, old.len(), &new);
-    let count = positions.len();
+    let replaced = edit::replace_ranges(text, &found.ranges, &new);
+    edit::save(ctx, &ed, &replaced)?;
+    let diff = render_diff(ed.target.display(), text, &found.ranges, &new);
     let mut msg = format!(
         "Edited {}: {} replacement{}.",
-        target.display(),
+        ed.target.display(),
         count,
         if count == 1 { "" } else { "s" }
     );
-    if let Some(kept) = style.describe_kept() {
+    if let Some(note) = &found.tolerated {
+        msg.push_str(&format!(" Note: {note}."));
+    }
+    if let Some(kept) = ed.style.describe_kept() {
         msg.push(' ');
         msg.push_str(&kept);
     }
     msg.push_str("\n\n");
     msg.push_str(&diff);
     Ok(ToolOutput::text(msg).with_structured(json!({
-        "path": target.display(),
+        "path": ed.target.display(),
         "replacements": count,
+        "tolerant_match": found.tolerated,
         "diff": diff,
     })))
 }
@@ -184,7 +140,7 @@ fn line_starts(text: &str) -> Vec<usize> {
 
 /// A unified diff built around each replacement (3 lines of context), without diffing the
 /// whole file: the cost is proportional to the change, not the file.
-fn render_diff(path: &str, text: &str, positions: &[usize], old_len: usize, new: &str) -> String {
+pub(crate) fn render_diff(path: &str, text: &str, ranges: &[(usize, usize)], new: &str) -> String {
     const CONTEXT: usize = 3;
     let starts = line_starts(text);
     let line_index = |pos: usize| match starts.binary_search(&pos) {
@@ -200,9 +156,9 @@ fn render_diff(path: &str, text: &str, positions: &[usize], old_len: usize, new:
     let mut lines_out = 0usize;
     // Net lines added by earlier replacements, for the new file's numbering.
     let mut shift: isize = 0;
-    for (n, &pos) in positions.iter().enumerate() {
+    for (n, &(pos, end)) in ranges.iter().enumerate() {
         if n >= MAX_DIFF_HUNKS || lines_out >= MAX_DIFF_LINES {
-            let rest = positions.len() - n;
+            let rest = ranges.len() - n;
             out.push_str(&format!(
                 "… {rest} more replacement{} not shown\n",
                 if rest == 1 { "" } else { "s" }
@@ -212,7 +168,6 @@ fn render_diff(path: &str, text: &str, positions: &[usize], old_len: usize, new:
         // The changed region: from the start of the first touched line to the end of the
         // line where the match ends.
         let first = line_index(pos);
-        let end = pos + old_len;
         // Whole lines, each with its newline: up to and including the line where the match
         // ends (the match may itself end with that line's newline).
         let region_end = if text.as_bytes()[end - 1] == b'\n' {
@@ -281,7 +236,7 @@ fn render_diff(path: &str, text: &str, positions: &[usize], old_len: usize, new:
 }
 
 /// The error for an `old_string` that does not occur, with the closest lines of the file.
-fn no_match(path: &str, text: &str, old: &str) -> ToolError {
+pub(crate) fn no_match(path: &str, text: &str, old: &str) -> ToolError {
     let needle = old
         .lines()
         .find(|l| !l.trim().is_empty())

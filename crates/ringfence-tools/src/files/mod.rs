@@ -1,4 +1,5 @@
-//! The workspace file tools of seed 000: read_file, write_file, edit_file, grep, glob.
+//! The file tools: seed 000's five (read_file, write_file, edit_file, grep, glob), seed 002's
+//! thirteen (read_file and write_file shared with seed 000), and ringfence's own.
 
 use std::io::Read;
 use std::sync::Arc;
@@ -6,17 +7,30 @@ use std::sync::Arc;
 use ringfence_fs::{File, Metadata, Target};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
-use crate::session::{ReadRecord, Session};
-use crate::tool::{Blocking, Tool};
+use crate::session::ReadRecord;
+use crate::tool::{Blocking, Tool, ToolContext};
 
+pub mod create_folder;
+pub mod delete_file;
+pub(crate) mod edit;
 pub mod edit_file;
+pub mod entry_info;
+pub mod file_access_info;
 pub mod glob;
 pub mod grep;
+pub mod insert_file_content;
+pub mod list_directory;
+pub mod move_file;
 pub mod read_file;
+pub mod replace_file_content;
+pub mod replace_file_lines;
+pub mod search_entries;
+pub mod switch_workspace;
 pub mod text;
+pub mod time;
 pub mod write_file;
 
-/// Every file tool.
+/// Every file tool: seed 000's, then the rest of seed 002's, then ringfence's own.
 pub fn all() -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(Blocking(read_file::ReadFile)),
@@ -24,7 +38,36 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(Blocking(edit_file::EditFile)),
         Arc::new(Blocking(grep::Grep)),
         Arc::new(Blocking(glob::Glob)),
+        Arc::new(Blocking(search_entries::SearchEntries)),
+        Arc::new(Blocking(list_directory::ListDirectory)),
+        Arc::new(Blocking(replace_file_lines::ReplaceFileLines)),
+        Arc::new(Blocking(insert_file_content::InsertFileContent)),
+        Arc::new(Blocking(replace_file_content::ReplaceFileContent)),
+        Arc::new(Blocking(entry_info::EntryInfo)),
+        Arc::new(Blocking(delete_file::DeleteFile)),
+        Arc::new(Blocking(create_folder::CreateFolder)),
+        Arc::new(Blocking(move_file::MoveFile)),
+        Arc::new(Blocking(file_access_info::FileAccessInfo)),
+        Arc::new(Blocking(switch_workspace::SwitchWorkspace)),
     ]
+}
+
+/// How a result names an entry: relative to the current workspace when it lies inside it
+/// (what the model passes back to other tools), otherwise absolute.
+pub(crate) fn display_path(ctx: &ToolContext, root: &Arc<ringfence_fs::Root>, rel: &str) -> String {
+    let current = ctx.session.workspace.current();
+    if Arc::ptr_eq(root, &current.root) {
+        if current.rel.is_empty() {
+            return rel.to_owned();
+        }
+        if let Some(inside) = rel
+            .strip_prefix(current.rel.as_str())
+            .and_then(|r| r.strip_prefix('/'))
+        {
+            return inside.to_owned();
+        }
+    }
+    ringfence_fs::Target::absolute_of(root, rel).display().to_string()
 }
 
 /// `rel` (root-relative) relative to the search base `base` (root-relative, empty for the
@@ -82,11 +125,14 @@ pub(crate) fn record_for(bytes: &[u8], meta: &Metadata) -> ReadRecord {
 /// The read-first gate: the file must have been read in this session and be unchanged since
 /// (by content hash: a touch without change passes, any content change does not).
 pub(crate) fn check_read_first(
-    session: &Session,
+    ctx: &ToolContext,
     target: &Target,
     current: &ReadRecord,
 ) -> ToolResult<()> {
-    let reads = session.reads();
+    if !ctx.limits.require_read_before_write {
+        return Ok(());
+    }
+    let reads = ctx.session.reads();
     let Some(record) = reads.get(target) else {
         return Err(ToolError::new(
             ToolErrorKind::NotReadFirst,

@@ -5,32 +5,55 @@ use std::io::Read;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::error::{ToolError, ToolResult};
+use ringfence_fs::{EntryKind, File, Metadata, Target, TargetState};
+use serde_json::json;
+
+use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::text::{cut_line, thousands};
 use crate::files::{SAMPLE_BYTES, binary_error, is_text_sample};
 use crate::session::ReadRecord;
 use crate::spill::{SpillWriter, saved_notice};
-use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
+use crate::tool::{Annotations, BlockingTool, Content, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadFileArgs {
-    /// Workspace-relative path to the file (e.g. `notes/todo.md`). `~/notes/todo.md` and
-    /// absolute paths inside the workspace work too.
-    pub path: String,
-    /// 1-based line number to start reading from (0 is read as 1). Bypasses the max-bytes
-    /// threshold when provided.
+    /// One file: workspace-relative path (e.g. `notes/todo.md`). `~/notes/todo.md` and
+    /// absolute paths inside the configured directories work too. Use either `path` (with
+    /// offset/limit) or `paths` (with start_line/end_line/max_chars), not both.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// With `path`: 1-based line number to start reading from (0 is read as 1). Bypasses the
+    /// max-bytes threshold when provided.
     #[serde(default)]
     pub offset: Option<u64>,
-    /// Maximum number of lines to return (default: 2000). Bypasses the max-bytes threshold
-    /// when provided.
+    /// With `path`: maximum number of lines to return (default: 2000). Bypasses the
+    /// max-bytes threshold when provided.
     #[serde(default)]
     pub limit: Option<u64>,
+    /// Array of file paths to read (absolute, or relative to workspace root): `["file.txt"]`
+    /// for one file, `["a.txt", "b.txt"]` for a batch. Each file gets its own result.
+    #[serde(default)]
+    pub paths: Option<Vec<String>>,
+    /// With `paths`: maximum characters to return per file (default: config max, 10,000).
+    #[serde(default)]
+    pub max_chars: Option<u64>,
+    /// With `paths`: first line to read (1-indexed, inclusive).
+    #[serde(default)]
+    pub start_line: Option<u64>,
+    /// With `paths`: last line to read (1-indexed, inclusive).
+    #[serde(default)]
+    pub end_line: Option<u64>,
 }
+
+/// Files one `paths` call may read.
+const MAX_BATCH: usize = 100;
+/// The largest `max_chars` a call may ask for.
+const MAX_CHARS_CEILING: u64 = 1_000_000;
 
 pub struct ReadFile;
 
-const DESCRIPTION: &str = "Read the contents of a file within the workspace. Returns the file content with 1-based line numbers in cat -n style (`     1\\tline content`). Registers the path as \"read\" in the session, which is required before write_file can overwrite an existing file or edit_file can modify a file.\n\nFiles larger than 1 MB need `offset`/`limit`. Output is capped at 500 lines or 30,000 characters; when cut, a notice says which lines were shown and where the full output was saved. Page through large files with offset and limit. Only UTF-8 text files can be read.";
+const DESCRIPTION: &str = "Read the contents of a file within the workspace. Returns the file content with 1-based line numbers in cat -n style (`     1\\tline content`). Registers the path as \"read\" in the session, which is required before write_file can overwrite an existing file or edit_file can modify a file.\n\nFiles larger than 1 MB need `offset`/`limit`. Output is capped at 500 lines or 30,000 characters; when cut, a notice says which lines were shown and where the full output was saved. Page through large files with offset and limit. Only UTF-8 text files can be read.\n\nBatch form: pass `paths` (an array: [\"file.txt\"] for one file, [\"a.txt\", \"b.txt\"] for several) with optional `start_line`/`end_line` (1-indexed, inclusive) and `max_chars` (per file, default 10,000). Each file then gets its own result, headed `--- /abs/path (lines A-B of N) ---` with the plain content; a file that fails gets its own error without failing the others. Do not mix the two forms in one call.";
 
 impl BlockingTool for ReadFile {
     type Args = ReadFileArgs;
@@ -123,34 +146,71 @@ impl Window<'_> {
 }
 
 fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
-    let target = ctx.session.workspace.resolve(&args.path)?;
-    let (file, meta) = target.open_read()?;
-    let limits = &ctx.limits;
-    if args.offset.is_none() && args.limit.is_none() && meta.len() > limits.max_read_bytes {
-        return Err(ToolError::new(
-            crate::error::ToolErrorKind::TooLarge,
-            format!(
-                "{}: the file is {} bytes, above the {}-byte limit for reads without offset/limit. \
-                 Call read_file again with offset and limit (e.g. offset=1, limit=2000) to read it in sections, \
-                 or use grep to find the part you need",
-                args.path,
-                thousands(meta.len()),
-                thousands(limits.max_read_bytes)
-            ),
-        ));
+    let batch_only = [
+        ("start_line", args.start_line.is_some()),
+        ("end_line", args.end_line.is_some()),
+        ("max_chars", args.max_chars.is_some()),
+    ];
+    let single_only = [
+        ("offset", args.offset.is_some()),
+        ("limit", args.limit.is_some()),
+    ];
+    let named = |list: &[(&str, bool)]| -> Vec<String> {
+        list.iter()
+            .filter(|(_, set)| *set)
+            .map(|(n, _)| format!("`{n}`"))
+            .collect()
+    };
+    match (args.path.clone(), args.paths.clone()) {
+        (Some(_), Some(_)) => Err(ToolError::invalid(
+            "read_file: give either `path` (one file, with offset/limit) or `paths` (an array, with start_line/end_line/max_chars), not both",
+        )),
+        (None, None) => Err(ToolError::invalid(
+            "read_file: missing the file to read: pass `path` (e.g. \"notes/todo.md\") or `paths` (e.g. [\"notes/todo.md\"])",
+        )),
+        (Some(path), None) => {
+            let wrong = named(&batch_only);
+            if !wrong.is_empty() {
+                return Err(ToolError::invalid(format!(
+                    "read_file: {} belong{} to the `paths` form; with `path` use offset (first line) and limit (line count), or pass the file in `paths` instead",
+                    wrong.join(", "),
+                    if wrong.len() == 1 { "s" } else { "" }
+                )));
+            }
+            read_single(ctx, &path, args.offset, args.limit)
+        }
+        (None, Some(paths)) => {
+            let wrong = named(&single_only);
+            if !wrong.is_empty() {
+                return Err(ToolError::invalid(format!(
+                    "read_file: {} belong{} to the `path` form; with `paths` use start_line and end_line (1-indexed, inclusive)",
+                    wrong.join(", "),
+                    if wrong.len() == 1 { "s" } else { "" }
+                )));
+            }
+            read_batch(ctx, &paths, args.start_line, args.end_line, args.max_chars)
+        }
     }
-    if args.limit == Some(0) {
-        return Err(ToolError::invalid("read_file: limit must be at least 1"));
-    }
-    // Offsets are 1-based; 0 is read as 1 (a common off-by-one from callers).
-    let start = args.offset.unwrap_or(1).max(1);
-    let limit = args.limit.unwrap_or(limits.default_read_limit as u64);
-    let display_end = start.saturating_add(limit); // exclusive
-    // Without offset/limit the spill holds the whole file (seed 000: "the full file content
-    // is always written"); with them, the requested window.
-    let explicit = args.offset.is_some() || args.limit.is_some();
-    let end = if explicit { display_end } else { u64::MAX };
+}
 
+/// What a pass over a file found.
+struct Scan {
+    total_lines: u64,
+}
+
+/// Streams `file` line by line, calling `on_line` for every line numbered in `[start, end)`
+/// (without its `\n`, at most [`MAX_LINE_BYTES`] of it), counting all lines, hashing the
+/// content for the read-first gate, and recording the read in the session.
+fn scan_lines(
+    ctx: &ToolContext,
+    target: &Target,
+    file: File,
+    meta: &Metadata,
+    start: u64,
+    end: u64,
+    on_line: &mut dyn FnMut(u64, &[u8]) -> ToolResult<()>,
+) -> ToolResult<Scan> {
+    let limits = &ctx.limits;
     let mut reader = file.into_std();
     let mut hasher = blake3::Hasher::new();
     // Sized to the file (small reads are the common case), at most 256 KiB.
@@ -162,20 +222,6 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
     ];
     // Files too large to rewrite never pass the read-first gate, so hashing them is wasted.
     let track = meta.len() <= limits.max_edit_bytes;
-    let mut window = Window {
-        ctx,
-        display_end,
-        max_lines: limits.max_read_lines,
-        max_chars: limits.max_read_chars,
-        rendered: String::new(),
-        rendered_chars: 0,
-        shown_raw: Vec::new(),
-        first_shown: 0,
-        last_shown: 0,
-        lines_in_window: 0,
-        cut: false,
-        spill: None,
-    };
     let mut line_no: u64 = 1; // number of the line being read
     let mut partial: Vec<u8> = Vec::new();
     let mut size: u64 = 0;
@@ -189,8 +235,8 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 return Err(ToolError::new(
-                    crate::error::ToolErrorKind::Io,
-                    format!("{}: read failed: {e}", args.path),
+                    ToolErrorKind::Io,
+                    format!("{}: read failed: {e}", target.input()),
                 ));
             }
         };
@@ -199,7 +245,7 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
             let take = chunk.len().min(SAMPLE_BYTES);
             let complete = meta.len() <= take as u64;
             if !is_text_sample(&chunk[..take], complete) {
-                return Err(binary_error(&target));
+                return Err(binary_error(target));
             }
             sampled = true;
         }
@@ -220,11 +266,11 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
         for nl in memchr::memchr_iter(b'\n', chunk) {
             if line_no >= start && line_no < end {
                 if partial.is_empty() {
-                    window.push(line_no, &chunk[pos..nl])?;
+                    on_line(line_no, &chunk[pos..nl])?;
                 } else {
                     extend_capped(&mut partial, &chunk[pos..nl]);
                     let line = std::mem::take(&mut partial);
-                    window.push(line_no, &line)?;
+                    on_line(line_no, &line)?;
                 }
             }
             pos = nl + 1;
@@ -246,13 +292,13 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
         line_no - 1
     } else {
         if line_no >= start && line_no < end {
-            window.push(line_no, &partial)?;
+            on_line(line_no, &partial)?;
         }
         line_no
     };
     if track {
         ctx.session.reads().record(
-            &target,
+            target,
             ReadRecord {
                 hash: *hasher.finalize().as_bytes(),
                 size,
@@ -260,6 +306,61 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
             },
         );
     }
+    Ok(Scan { total_lines })
+}
+
+/// Seed 000's form: one file, `cat -n` lines, seed 000's caps, notice and spill.
+fn read_single(
+    ctx: &ToolContext,
+    path: &str,
+    offset: Option<u64>,
+    limit: Option<u64>,
+) -> ToolResult<ToolOutput> {
+    let target = ctx.session.workspace.resolve(path)?;
+    let (file, meta) = target.open_read()?;
+    let limits = &ctx.limits;
+    if offset.is_none() && limit.is_none() && meta.len() > limits.max_read_bytes {
+        return Err(ToolError::new(
+            ToolErrorKind::TooLarge,
+            format!(
+                "{}: the file is {} bytes, above the {}-byte limit for reads without offset/limit. \
+                 Call read_file again with offset and limit (e.g. offset=1, limit=2000) to read it in sections, \
+                 or use grep to find the part you need",
+                path,
+                thousands(meta.len()),
+                thousands(limits.max_read_bytes)
+            ),
+        ));
+    }
+    if limit == Some(0) {
+        return Err(ToolError::invalid("read_file: limit must be at least 1"));
+    }
+    // Without offset/limit the spill holds the whole file (seed 000: "the full file content
+    // is always written"); with them, the requested window.
+    let explicit = offset.is_some() || limit.is_some();
+    // Offsets are 1-based; 0 is read as 1 (a common off-by-one from callers).
+    let start = offset.unwrap_or(1).max(1);
+    let limit = limit.unwrap_or(limits.default_read_limit as u64);
+    let display_end = start.saturating_add(limit); // exclusive
+    let end = if explicit { display_end } else { u64::MAX };
+    let mut window = Window {
+        ctx,
+        display_end,
+        max_lines: limits.max_read_lines,
+        max_chars: limits.max_read_chars,
+        rendered: String::new(),
+        rendered_chars: 0,
+        shown_raw: Vec::new(),
+        first_shown: 0,
+        last_shown: 0,
+        lines_in_window: 0,
+        cut: false,
+        spill: None,
+    };
+    let scan = scan_lines(ctx, &target, file, &meta, start, end, &mut |n, raw| {
+        window.push(n, raw)
+    })?;
+    let total_lines = scan.total_lines;
     if total_lines == 0 {
         return Ok(ToolOutput::text(format!(
             "{}: the file is empty (0 lines).",
@@ -269,7 +370,7 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
     if start > total_lines {
         return Err(ToolError::invalid(format!(
             "{}: offset {} is past the end of the file, which has {} lines; use an offset from 1 to {}",
-            args.path,
+            path,
             thousands(start),
             thousands(total_lines),
             thousands(total_lines)
@@ -277,15 +378,14 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
     }
     let window_last = (display_end - 1).min(total_lines);
     let mut text = window.rendered;
-    let mut spill_path = None;
     if let Some(spill) = window.spill.take() {
-        let path = spill.finish()?;
+        let saved = spill.finish()?;
         text.push_str(&format!(
             "\nShowing lines {}-{} of {}. Use the offset and limit parameters to read specific sections.\n{}",
             thousands(window.first_shown),
             thousands(window.last_shown),
             thousands(total_lines),
-            saved_notice(&path)
+            saved_notice(&saved)
         ));
         if explicit {
             text.push_str(&format!(
@@ -294,7 +394,6 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
                 thousands(window_last)
             ));
         }
-        spill_path = Some(path.display().to_string());
     } else if window_last < total_lines {
         text.push_str(&format!(
             "\n(Lines {}-{} of {}. Call read_file with offset={} to read on.)",
@@ -304,8 +403,204 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
             window_last + 1
         ));
     }
-    let _ = spill_path;
     Ok(ToolOutput::text(text))
+}
+
+/// Seed 002's form: several files, each its own result with a header and plain content.
+fn read_batch(
+    ctx: &ToolContext,
+    paths: &[String],
+    start_line: Option<u64>,
+    end_line: Option<u64>,
+    max_chars: Option<u64>,
+) -> ToolResult<ToolOutput> {
+    if paths.is_empty() {
+        return Err(ToolError::invalid(
+            "read_file: `paths` is empty; list at least one file, e.g. [\"notes/todo.md\"]",
+        ));
+    }
+    if paths.len() > MAX_BATCH {
+        return Err(ToolError::invalid(format!(
+            "read_file: `paths` lists {} files; at most {MAX_BATCH} can be read in one call",
+            paths.len()
+        )));
+    }
+    if start_line == Some(0) || end_line == Some(0) {
+        return Err(ToolError::invalid(
+            "read_file: start_line and end_line are 1-indexed; use 1 for the first line",
+        ));
+    }
+    if let (Some(s), Some(e)) = (start_line, end_line)
+        && e < s
+    {
+        return Err(ToolError::invalid(format!(
+            "read_file: end_line ({e}) is before start_line ({s}); give end_line >= start_line"
+        )));
+    }
+    let max_chars = match max_chars {
+        Some(0) => {
+            return Err(ToolError::invalid(
+                "read_file: max_chars must be at least 1",
+            ));
+        }
+        Some(m) if m > MAX_CHARS_CEILING => {
+            return Err(ToolError::invalid(format!(
+                "read_file: max_chars may be at most {}; read large files in line ranges",
+                thousands(MAX_CHARS_CEILING)
+            )));
+        }
+        Some(m) => m as usize,
+        None => ctx.limits.max_chars_per_file,
+    };
+    let mut outcomes = Vec::with_capacity(paths.len());
+    for path in paths {
+        ctx.check_cancelled()?;
+        match read_one(ctx, path, start_line, end_line, max_chars) {
+            Err(err) if err.kind == ToolErrorKind::Cancelled => return Err(err),
+            outcome => outcomes.push(outcome),
+        }
+    }
+    if let [Err(err)] = outcomes.as_slice() {
+        // A single file that failed is simply an error.
+        return Err(err.clone());
+    }
+    let mut blocks = Vec::with_capacity(paths.len());
+    let mut results = Vec::with_capacity(paths.len());
+    for (path, outcome) in paths.iter().zip(outcomes) {
+        let (status, text, kind) = match outcome {
+            Ok(text) => ("success", text, None),
+            Err(err) => ("error", err.message, Some(err.kind.as_str())),
+        };
+        let mut entry = json!({ "path": path, "status": status, "result": text });
+        if let Some(kind) = kind {
+            entry["error"] = json!(kind);
+        }
+        results.push(entry);
+        blocks.push(Content::Text(text));
+    }
+    Ok(ToolOutput::blocks(blocks).with_structured(json!({ "results": results })))
+}
+
+fn read_one(
+    ctx: &ToolContext,
+    path: &str,
+    start_line: Option<u64>,
+    end_line: Option<u64>,
+    max_chars: usize,
+) -> ToolResult<String> {
+    let target = ctx.session.workspace.resolve(path)?;
+    let abs = target.absolute();
+    match target.state() {
+        TargetState::Missing => {
+            return Err(ToolError::new(
+                ToolErrorKind::NotFound,
+                format!(
+                    "File not found: ENOENT: no such file or directory, stat '{}'",
+                    abs.display()
+                ),
+            ));
+        }
+        TargetState::Exists(EntryKind::Dir) => {
+            return Err(ToolError::new(
+                ToolErrorKind::WrongType,
+                format!(
+                    "Is a directory: {}; use list_directory to see what it holds",
+                    abs.display()
+                ),
+            ));
+        }
+        _ => {}
+    }
+    let (file, meta) = target.open_read()?;
+    let ranged = start_line.is_some() || end_line.is_some();
+    if !ranged && meta.len() > ctx.limits.max_file_size {
+        return Err(ToolError::new(
+            ToolErrorKind::TooLarge,
+            format!(
+                "File too large: {} is {} bytes, above the {}-byte limit; read it in parts with start_line and end_line",
+                abs.display(),
+                thousands(meta.len()),
+                thousands(ctx.limits.max_file_size)
+            ),
+        ));
+    }
+    let start = start_line.unwrap_or(1);
+    let end = end_line.map(|e| e.saturating_add(1)).unwrap_or(u64::MAX);
+    let mut body = String::new();
+    let mut chars = 0usize;
+    let mut first = 0u64;
+    let mut last = 0u64;
+    let mut cut = false;
+    let scan = scan_lines(ctx, &target, file, &meta, start, end, &mut |n, raw| {
+        if cut {
+            return Ok(());
+        }
+        let line = String::from_utf8_lossy(raw);
+        let line_chars = line.chars().count() + 1;
+        if chars + line_chars > max_chars {
+            cut = true;
+            if first == 0 {
+                // One line longer than the whole budget: show its start.
+                body.push_str(&cut_line(&line, max_chars.saturating_sub(1).max(1)));
+                body.push('\n');
+                first = n;
+                last = n;
+            }
+            return Ok(());
+        }
+        body.push_str(&line);
+        body.push('\n');
+        chars += line_chars;
+        if first == 0 {
+            first = n;
+        }
+        last = n;
+        Ok(())
+    })
+    .map_err(|e| {
+        if e.kind == ToolErrorKind::Binary {
+            ToolError::new(
+                ToolErrorKind::Binary,
+                format!(
+                    "Binary file, not shown: {} (only text files can be read)",
+                    abs.display()
+                ),
+            )
+        } else {
+            e
+        }
+    })?;
+    let total = scan.total_lines;
+    if total == 0 {
+        return Ok(format!("--- {} (empty file, 0 lines) ---\n", abs.display()));
+    }
+    if start > total {
+        return Err(ToolError::invalid(format!(
+            "start_line {} is past the end of {}, which has {} lines",
+            thousands(start),
+            abs.display(),
+            thousands(total)
+        )));
+    }
+    let mut out = format!(
+        "--- {} (lines {}-{} of {}) ---\n",
+        abs.display(),
+        first,
+        last,
+        total
+    );
+    out.push_str(&body);
+    if cut {
+        out.push_str(&format!(
+            "[Cut at max_chars={}: showing lines {}-{} of {}. Read on with start_line={}.]\n",
+            thousands(max_chars as u64),
+            first,
+            last,
+            total,
+            last + 1
+        ));
+    }
+    Ok(out)
 }
 
 /// Longest line kept whole (a line is otherwise bounded only by the file: a multi-gigabyte

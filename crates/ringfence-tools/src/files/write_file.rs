@@ -48,7 +48,7 @@ fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> 
         TargetState::Missing => (args.content.into_bytes(), None, true),
         TargetState::Exists(EntryKind::File) => {
             let (old, current) = read_whole(&target, ctx.limits.max_edit_bytes)?;
-            check_read_first(&ctx.session, &target, &current)?;
+            check_read_first(ctx, &target, &current)?;
             let sample = &old[..old.len().min(super::SAMPLE_BYTES)];
             let style = if is_text_sample(sample, old.len() <= super::SAMPLE_BYTES) {
                 TextStyle::detect(&String::from_utf8_lossy(&old))
@@ -83,7 +83,7 @@ fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> 
                 ),
             ));
         }
-        TargetState::Exists(EntryKind::Other) => {
+        TargetState::Exists(EntryKind::Other | EntryKind::Symlink) => {
             return Err(ToolError::new(
                 ToolErrorKind::WrongType,
                 format!(
@@ -109,11 +109,14 @@ fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> 
             .reads()
             .record(&written, record_for(&data, &meta));
     }
-    let verb = if created { "Created" } else { "Wrote" };
+    // Seed 002 confirms with "Written: <absolute path>"; seed 000 with the workspace-relative
+    // path and the byte count. One line carries both.
     let mut text = format!(
-        "{verb} {} ({} bytes).",
+        "Written: {} ({}, {} bytes{}).",
+        target.absolute().display(),
         target.display(),
-        thousands(data.len() as u64)
+        thousands(data.len() as u64),
+        if created { ", new file" } else { "" }
     );
     if let Some(kept) = &kept {
         text.push(' ');

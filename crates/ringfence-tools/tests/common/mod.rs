@@ -64,7 +64,7 @@ impl Fx {
 
     pub async fn call(&self, tool: &str, args: Value) -> Result<String, ToolError> {
         let tool = self.toolbox.get(tool).expect("tool exists").clone();
-        tool.call(self.ctx.clone(), args).await.map(|o| o.text)
+        tool.call(self.ctx.clone(), args).await.map(|o| o.all_text())
     }
 
     /// Calls and expects success.

@@ -1,0 +1,624 @@
+//! Operations on entries beyond reading and writing one file: creating directories, removing,
+//! moving and copying. Everything goes through directory handles; a symbolic link met on the
+//! way is an entry to remove, move or copy as a link — never a path to follow.
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, PermissionsExt};
+
+use crate::error::{FsErrorKind, FsResult};
+use crate::target::{EntryKind, Target, TargetState, WriteOptions, fsync_dir, temp_name};
+
+/// What a removal or copy touched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeCount {
+    /// Regular files (and symlinks, and special files when removing).
+    pub files: u64,
+    pub dirs: u64,
+    /// Bytes of regular files copied (zero for removals).
+    pub bytes: u64,
+    /// Special files (devices, sockets, FIFOs) left out of a copy.
+    pub skipped: u64,
+}
+
+/// How a move or copy treats an existing destination.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TransferOptions {
+    /// Replace an existing destination file (default: refuse).
+    pub overwrite: bool,
+}
+
+/// What a move did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoveMethod {
+    /// One atomic rename.
+    Renamed,
+    /// Across file systems: copied, then the source removed.
+    CopiedAndRemoved,
+}
+
+fn is_errno(err: &io::Error, errno: rustix::io::Errno) -> bool {
+    err.raw_os_error() == Some(errno.raw_os_error())
+}
+
+impl Target {
+    /// The text of a symbolic link (the entry itself must be a link, from
+    /// [`Workspace::resolve_entry`](crate::Workspace::resolve_entry)).
+    pub fn read_link(&self) -> FsResult<PathBuf> {
+        let (parent, name) = self.parent_and_name().ok_or_else(|| {
+            self.err(
+                FsErrorKind::Refused,
+                format!("{}: is a root, not a symbolic link", self.input()),
+            )
+        })?;
+        parent.read_link_contents(name).map_err(|e| self.io(e))
+    }
+
+    /// Creates the directory and any missing parents. Returns whether anything was created
+    /// (an existing directory is fine; an existing file is an error).
+    pub fn create_dir_all(&self) -> FsResult<bool> {
+        self.require_writable()?;
+        match self.state() {
+            TargetState::Exists(EntryKind::Dir) => return Ok(false),
+            TargetState::Exists(_) => {
+                return Err(self.err(
+                    FsErrorKind::AlreadyExists,
+                    format!(
+                        "{}: already exists and is not a directory; choose another name",
+                        self.input()
+                    ),
+                ));
+            }
+            TargetState::Missing => {}
+        }
+        let (parent, name) = self
+            .parent_and_name()
+            .ok_or_else(|| self.err(FsErrorKind::NotFound, "the root does not exist"))?;
+        let dir = if self.missing_dirs().is_empty() {
+            parent.clone()
+        } else {
+            self.create_missing_dirs(parent)?
+        };
+        match dir.create_dir(name) {
+            Ok(()) => {}
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+                return match dir.symlink_metadata(name) {
+                    Ok(m) if m.is_dir() => Ok(false),
+                    _ => Err(self.err(
+                        FsErrorKind::AlreadyExists,
+                        format!("{}: already exists and is not a directory", self.input()),
+                    )),
+                };
+            }
+            Err(err) => return Err(self.io(err)),
+        }
+        fsync_dir(&dir).map_err(|e| self.io(e))?;
+        Ok(true)
+    }
+
+    /// The first entry inside this directory that the denylist blocks, if any. Moving,
+    /// copying or deleting a directory acts on everything in it, so a blocked entry inside
+    /// must stop the operation before it starts.
+    pub fn first_denied_inside(&self) -> FsResult<Option<String>> {
+        let denylist = self.root().denylist();
+        if denylist.is_empty() || !self.is_dir() {
+            return Ok(None);
+        }
+        let mut stack: Vec<(Arc<Dir>, String)> = vec![(self.open_dir()?, self.rel().to_owned())];
+        while let Some((dir, rel)) = stack.pop() {
+            for entry in dir.entries().map_err(|e| self.io(e))? {
+                let entry = entry.map_err(|e| self.io(e))?;
+                let ft = entry.file_type().map_err(|e| self.io(e))?;
+                let name = entry.file_name();
+                let child = if rel.is_empty() {
+                    name.to_string_lossy().into_owned()
+                } else {
+                    format!("{rel}/{}", name.to_string_lossy())
+                };
+                if denylist.is_denied_entry(&child, ft.is_dir()) {
+                    return Ok(Some(child));
+                }
+                if ft.is_dir()
+                    && let Ok(sub) = dir.open_dir_nofollow(&name)
+                {
+                    stack.push((Arc::new(sub), child));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn refuse_denied_inside(&self, verb: &str) -> FsResult<()> {
+        if let Some(denied) = self.first_denied_inside()? {
+            return Err(self.err(
+                FsErrorKind::Denied,
+                format!(
+                    "{}: cannot {verb} this directory: it contains `{denied}`, which the denylist blocks",
+                    self.input()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn refuse_root(&self, verb: &str) -> FsResult<(&Arc<Dir>, &OsString)> {
+        self.parent_and_name().ok_or_else(|| {
+            self.err(
+                FsErrorKind::Refused,
+                format!(
+                    "{}: is a configured root directory; roots cannot be {verb}",
+                    self.input()
+                ),
+            )
+        })
+    }
+
+    /// Removes the entry: a file or symbolic link (the link itself, never what it points
+    /// at), an empty directory, or with `recursive` a directory and everything in it.
+    pub fn remove(&self, recursive: bool) -> FsResult<TreeCount> {
+        self.require_writable()?;
+        let (parent, name) = self.refuse_root("deleted")?;
+        let mut count = TreeCount::default();
+        match self.state() {
+            TargetState::Missing => {
+                return Err(self.err(
+                    FsErrorKind::NotFound,
+                    format!("{}: no such file or directory", self.input()),
+                ));
+            }
+            TargetState::Exists(EntryKind::Dir) => {
+                if recursive {
+                    self.refuse_denied_inside("delete")?;
+                    count = remove_tree(parent, name).map_err(|e| self.io(e))?;
+                } else {
+                    parent.remove_dir(name).map_err(|e| {
+                        if e.kind() == io::ErrorKind::DirectoryNotEmpty
+                            || is_errno(&e, rustix::io::Errno::NOTEMPTY)
+                            || is_errno(&e, rustix::io::Errno::EXIST)
+                        {
+                            self.err(
+                                FsErrorKind::NotEmpty,
+                                format!(
+                                    "{}: the directory is not empty; pass recursive: true to delete it with everything in it",
+                                    self.input()
+                                ),
+                            )
+                        } else {
+                            self.io(e)
+                        }
+                    })?;
+                    count.dirs = 1;
+                }
+            }
+            TargetState::Exists(_) => {
+                parent.remove_file(name).map_err(|e| self.io(e))?;
+                count.files = 1;
+            }
+        }
+        fsync_dir(parent).map_err(|e| self.io(e))?;
+        Ok(count)
+    }
+
+    /// Moves (renames) the entry to `dest`, creating missing parent directories of `dest`.
+    /// An existing destination is replaced only with `overwrite` (and a directory only if it
+    /// is empty). A symbolic link moves as a link. Across file systems the entry is copied
+    /// and then removed.
+    pub fn rename_to(&self, dest: &Target, opts: TransferOptions) -> FsResult<MoveMethod> {
+        self.require_writable()?;
+        dest.require_writable()?;
+        let (src_parent, src_name) = self.refuse_root("moved")?;
+        let (dest_parent, dest_name) = dest.parent_and_name().ok_or_else(|| {
+            dest.err(
+                FsErrorKind::AlreadyExists,
+                format!(
+                    "{}: is a configured root directory; give a path inside it",
+                    dest.input()
+                ),
+            )
+        })?;
+        if !self.exists() {
+            return Err(self.err(
+                FsErrorKind::NotFound,
+                format!("{}: no such file or directory", self.input()),
+            ));
+        }
+        if Arc::ptr_eq(self.root(), dest.root()) && self.rel() == dest.rel() {
+            return Err(self.err(
+                FsErrorKind::Refused,
+                format!(
+                    "{}: source and destination are the same entry",
+                    self.input()
+                ),
+            ));
+        }
+        self.refuse_into_itself(dest)?;
+        if dest.exists() && !opts.overwrite {
+            return Err(dest.err(
+                FsErrorKind::AlreadyExists,
+                format!(
+                    "{}: the destination already exists; pass overwrite: true to replace it, or choose another name",
+                    dest.input()
+                ),
+            ));
+        }
+        if self.is_dir() {
+            self.refuse_denied_inside("move")?;
+        }
+        let dest_dir = if dest.missing_dirs().is_empty() {
+            dest_parent.clone()
+        } else {
+            dest.create_missing_dirs(dest_parent)?
+        };
+        let flags = if opts.overwrite {
+            rustix::fs::RenameFlags::empty()
+        } else {
+            rustix::fs::RenameFlags::NOREPLACE
+        };
+        match rustix::fs::renameat_with(
+            &**src_parent,
+            src_name.as_os_str(),
+            &*dest_dir,
+            dest_name.as_os_str(),
+            flags,
+        ) {
+            Ok(()) => {
+                fsync_dir(&dest_dir).map_err(|e| dest.io(e))?;
+                if !Arc::ptr_eq(src_parent, &dest_dir) {
+                    fsync_dir(src_parent).map_err(|e| self.io(e))?;
+                }
+                Ok(MoveMethod::Renamed)
+            }
+            Err(rustix::io::Errno::XDEV) => {
+                self.copy_to(dest, opts, &|| false)?;
+                self.remove(true)?;
+                Ok(MoveMethod::CopiedAndRemoved)
+            }
+            Err(rustix::io::Errno::EXIST) | Err(rustix::io::Errno::NOTEMPTY) => Err(dest.err(
+                if dest.exists() {
+                    FsErrorKind::NotEmpty
+                } else {
+                    FsErrorKind::AlreadyExists
+                },
+                format!(
+                    "{}: the destination exists (a non-empty directory, or it appeared just now); choose another name",
+                    dest.input()
+                ),
+            )),
+            Err(rustix::io::Errno::ISDIR) | Err(rustix::io::Errno::NOTDIR) => Err(dest.err(
+                FsErrorKind::IsADirectory,
+                format!(
+                    "{}: a file and a directory cannot replace each other; choose another destination",
+                    dest.input()
+                ),
+            )),
+            Err(rustix::io::Errno::INVAL) => Err(self.err(
+                FsErrorKind::Refused,
+                format!("{}: a directory cannot be moved into itself", self.input()),
+            )),
+            Err(e) => Err(self.io(e.into())),
+        }
+    }
+
+    fn refuse_into_itself(&self, dest: &Target) -> FsResult<()> {
+        if self.is_dir()
+            && Arc::ptr_eq(self.root(), dest.root())
+            && (self.rel().is_empty()
+                || dest
+                    .rel()
+                    .strip_prefix(self.rel())
+                    .is_some_and(|r| r.starts_with('/')))
+        {
+            return Err(self.err(
+                FsErrorKind::Refused,
+                format!(
+                    "{}: the destination {} is inside the source directory; choose a destination outside it",
+                    self.input(),
+                    dest.input()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Copies the entry to `dest`: a file's content and mode, a symbolic link as a link (its
+    /// text unchanged), a directory with everything in it (special files are left out and
+    /// counted). A directory copy is built under a temporary name and renamed into place, so
+    /// the destination appears whole or not at all. `stop` is polled between entries.
+    pub fn copy_to(
+        &self,
+        dest: &Target,
+        opts: TransferOptions,
+        stop: &dyn Fn() -> bool,
+    ) -> FsResult<TreeCount> {
+        dest.require_writable()?;
+        let (dest_parent, dest_name) = dest.parent_and_name().ok_or_else(|| {
+            dest.err(
+                FsErrorKind::AlreadyExists,
+                format!(
+                    "{}: is a configured root directory; give a path inside it",
+                    dest.input()
+                ),
+            )
+        })?;
+        if Arc::ptr_eq(self.root(), dest.root()) && self.rel() == dest.rel() {
+            return Err(self.err(
+                FsErrorKind::Refused,
+                format!(
+                    "{}: source and destination are the same entry",
+                    self.input()
+                ),
+            ));
+        }
+        if dest.exists() && !opts.overwrite {
+            return Err(dest.err(
+                FsErrorKind::AlreadyExists,
+                format!(
+                    "{}: the destination already exists; pass overwrite: true to replace it, or choose another name",
+                    dest.input()
+                ),
+            ));
+        }
+        let mut count = TreeCount::default();
+        match self.state() {
+            TargetState::Missing => {
+                return Err(self.err(
+                    FsErrorKind::NotFound,
+                    format!("{}: no such file or directory", self.input()),
+                ));
+            }
+            TargetState::Exists(EntryKind::File) => {
+                let (file, meta) = self.open_read()?;
+                let mut reader = file.into_std();
+                let wopts = WriteOptions {
+                    create_parents: true,
+                    new_file_mode: Some(meta.permissions().mode() & 0o7777),
+                };
+                let mut copied = 0u64;
+                dest.write_atomic_with(&wopts, &mut |out| {
+                    copied = io::copy(&mut reader, out)?;
+                    Ok(())
+                })?;
+                count.files = 1;
+                count.bytes = copied;
+            }
+            TargetState::Exists(EntryKind::Symlink) => {
+                let text = self.read_link()?;
+                let dir = self.dest_dir(dest, dest_parent)?;
+                let tmp = temp_name(dest_name);
+                rustix::fs::symlinkat(text.as_os_str(), &*dir, tmp.as_str())
+                    .map_err(|e| dest.io(e.into()))?;
+                place(&dir, &tmp, dest_name, opts.overwrite).map_err(|e| {
+                    let _ = dir.remove_file(&tmp);
+                    dest.io(e)
+                })?;
+                count.files = 1;
+            }
+            TargetState::Exists(EntryKind::Dir) => {
+                if dest.exists() {
+                    return Err(dest.err(
+                        FsErrorKind::AlreadyExists,
+                        format!(
+                            "{}: the destination exists; a directory is never copied onto an existing entry (nothing is merged). Choose a new name or delete it first",
+                            dest.input()
+                        ),
+                    ));
+                }
+                self.refuse_into_itself(dest)?;
+                self.refuse_denied_inside("copy")?;
+                let src = self.open_dir()?;
+                let dir = self.dest_dir(dest, dest_parent)?;
+                let tmp = temp_name(dest_name);
+                let result = (|| -> io::Result<TreeCount> {
+                    dir.create_dir(&tmp)?;
+                    let top = Arc::new(dir.open_dir_nofollow(&tmp)?);
+                    let mode = src.dir_metadata()?.permissions().mode() & 0o7777;
+                    let count = copy_tree(src, top.clone(), stop)?;
+                    set_dir_mode(&top, mode)?;
+                    // One flush for the whole tree before it becomes visible.
+                    sync_fs(&top)?;
+                    place(&dir, &tmp, dest_name, false)?;
+                    Ok(count)
+                })();
+                match result {
+                    Ok(c) => count = c,
+                    Err(err) => {
+                        let _ = remove_tree(&dir, OsStr::new(&tmp));
+                        if err.kind() == io::ErrorKind::Interrupted {
+                            return Err(self.err(
+                                FsErrorKind::Interrupted,
+                                format!("{}: the copy was cancelled; nothing was created", self.input()),
+                            ));
+                        }
+                        return Err(dest.io(err));
+                    }
+                }
+            }
+            TargetState::Exists(EntryKind::Other) => {
+                return Err(self.err(
+                    FsErrorKind::NotAFile,
+                    format!(
+                        "{}: not a regular file, directory or link (device, socket or FIFO); refused",
+                        self.input()
+                    ),
+                ));
+            }
+        }
+        Ok(count)
+    }
+
+    /// The directory the destination's name goes into, creating missing parents.
+    fn dest_dir(&self, dest: &Target, dest_parent: &Arc<Dir>) -> FsResult<Arc<Dir>> {
+        if dest.missing_dirs().is_empty() {
+            Ok(dest_parent.clone())
+        } else {
+            dest.create_missing_dirs(dest_parent)
+        }
+    }
+}
+
+/// Renames `tmp` to `name` inside `dir` (never replacing unless `overwrite`), then flushes
+/// the directory.
+fn place(dir: &Dir, tmp: &str, name: &OsStr, overwrite: bool) -> io::Result<()> {
+    let flags = if overwrite {
+        rustix::fs::RenameFlags::empty()
+    } else {
+        rustix::fs::RenameFlags::NOREPLACE
+    };
+    rustix::fs::renameat_with(dir, tmp, dir, name, flags)?;
+    fsync_dir(dir)
+}
+
+fn set_dir_mode(dir: &Dir, mode: u32) -> io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+    )?;
+    rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))?;
+    Ok(())
+}
+
+fn sync_fs(dir: &Dir) -> io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+    )?;
+    rustix::fs::syncfs(&fd)?;
+    Ok(())
+}
+
+/// Removes the directory `name` in `parent` and everything in it, depth first, without
+/// recursion and without following any symbolic link (links are unlinked). A subdirectory
+/// swapped for a link while this runs is unlinked as a link.
+pub(crate) fn remove_tree(parent: &Dir, name: &OsStr) -> io::Result<TreeCount> {
+    struct Frame {
+        parent: Arc<Dir>,
+        name: OsString,
+        dir: Arc<Dir>,
+    }
+    let mut count = TreeCount::default();
+    let first = parent.open_dir_nofollow(name)?;
+    // The top frame's parent is borrowed; hold it separately so frames own their handles.
+    let mut stack: Vec<Frame> = Vec::new();
+    let top_dir = Arc::new(first);
+    let mut current = top_dir.clone();
+    loop {
+        let mut descend = None;
+        for entry in current.entries()? {
+            let entry = entry?;
+            let child = entry.file_name();
+            if entry.file_type()?.is_dir() {
+                match current.open_dir_nofollow(&child) {
+                    Ok(d) => {
+                        descend = Some((child, Arc::new(d)));
+                        break;
+                    }
+                    Err(e)
+                        if is_errno(&e, rustix::io::Errno::LOOP)
+                            || is_errno(&e, rustix::io::Errno::NOTDIR) =>
+                    {
+                        current.remove_file(&child)?;
+                        count.files += 1;
+                    }
+                    Err(e) => return Err(e),
+                }
+            } else {
+                current.remove_file(&child)?;
+                count.files += 1;
+            }
+        }
+        if let Some((child, dir)) = descend {
+            stack.push(Frame {
+                parent: current.clone(),
+                name: child,
+                dir: dir.clone(),
+            });
+            current = dir;
+            continue;
+        }
+        match stack.pop() {
+            Some(frame) => {
+                frame.parent.remove_dir(&frame.name)?;
+                count.dirs += 1;
+                drop(frame.dir);
+                current = frame.parent;
+            }
+            None => {
+                drop(current);
+                parent.remove_dir(name)?;
+                count.dirs += 1;
+                return Ok(count);
+            }
+        }
+    }
+}
+
+/// Copies the contents of `src` into the (empty, new) directory `dst`, without recursion.
+fn copy_tree(src: Arc<Dir>, dst: Arc<Dir>, stop: &dyn Fn() -> bool) -> io::Result<TreeCount> {
+    let mut count = TreeCount::default();
+    let mut stack = vec![(src, dst)];
+    while let Some((src, dst)) = stack.pop() {
+        for entry in src.entries()? {
+            if stop() {
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+            }
+            let entry = entry?;
+            let name = entry.file_name();
+            let ft = entry.file_type()?;
+            if ft.is_dir() {
+                let Ok(sub) = src.open_dir_nofollow(&name) else {
+                    count.skipped += 1;
+                    continue;
+                };
+                let mode = sub.dir_metadata()?.permissions().mode() & 0o7777;
+                dst.create_dir(&name)?;
+                let new = dst.open_dir_nofollow(&name)?;
+                // Keep the source's mode, but stay able to fill the copy.
+                set_dir_mode(&new, mode | 0o700)?;
+                stack.push((Arc::new(sub), Arc::new(new)));
+                count.dirs += 1;
+            } else if ft.is_symlink() {
+                let text = src.read_link_contents(&name)?;
+                rustix::fs::symlinkat(text.as_os_str(), &*dst, name.as_os_str())?;
+                count.files += 1;
+            } else if ft.is_file() {
+                let mut opts = OpenOptions::new();
+                opts.read(true)
+                    .follow(FollowSymlinks::No)
+                    .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+                let Ok(input) = src.open_with(&name, &opts) else {
+                    count.skipped += 1;
+                    continue;
+                };
+                let meta = input.metadata()?;
+                if !meta.is_file() {
+                    count.skipped += 1;
+                    continue;
+                }
+                let mut out_opts = OpenOptions::new();
+                out_opts
+                    .write(true)
+                    .create_new(true)
+                    .follow(FollowSymlinks::No)
+                    .mode(meta.permissions().mode() & 0o7777);
+                let out = dst.open_with(&name, &out_opts)?;
+                let mut reader = input.into_std();
+                let mut writer = out.into_std();
+                count.bytes += io::copy(&mut reader, &mut writer)?;
+                count.files += 1;
+            } else {
+                count.skipped += 1;
+            }
+        }
+    }
+    Ok(count)
+}

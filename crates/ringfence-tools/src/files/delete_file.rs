@@ -1,0 +1,78 @@
+//! `delete_file` (seed 002): delete a file, a symbolic link, or a directory.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use ringfence_fs::{EntryKind, TargetState};
+
+use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::files::text::thousands;
+use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteFileArgs {
+    /// Path (absolute, or relative to workspace root).
+    pub path: String,
+    /// Set to `true` to delete directories and their contents recursively.
+    #[serde(default)]
+    pub recursive: bool,
+}
+
+pub struct DeleteFile;
+
+impl BlockingTool for DeleteFile {
+    type Args = DeleteFileArgs;
+    const NAME: &'static str = "delete_file";
+    const FAMILY: &'static str = "files";
+    const DESCRIPTION: &'static str = "Deletes a file or directory. Use recursive=true to delete non-empty directories and all their contents.\n\nA symbolic link is deleted itself, never what it points to (also inside a recursive delete). Configured root directories and the directory holding the current workspace cannot be deleted.";
+    const ANNOTATIONS: Annotations = Annotations {
+        title: "Delete",
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        open_world: false,
+    };
+    fn run(ctx: &ToolContext, args: DeleteFileArgs) -> ToolResult<ToolOutput> {
+        let ws = &ctx.session.workspace;
+        let target = ws.resolve_entry(&args.path)?;
+        let abs = target.absolute();
+        if target.state() == TargetState::Missing {
+            return Err(ToolError::new(
+                ToolErrorKind::NotFound,
+                format!("{}: no such file or directory", abs.display()),
+            ));
+        }
+        if !target.rel().is_empty() && ws.holds_current(&target) {
+            return Err(ToolError::new(
+                ToolErrorKind::Refused,
+                format!(
+                    "{}: holds the current workspace; call switch_workspace to move elsewhere first",
+                    abs.display()
+                ),
+            ));
+        }
+        let kind = match target.state() {
+            TargetState::Exists(EntryKind::Dir) => "directory",
+            TargetState::Exists(EntryKind::Symlink) => "symbolic link",
+            TargetState::Exists(EntryKind::Other) => "special file",
+            _ => "file",
+        };
+        let count = target.remove(args.recursive)?;
+        let mut text = format!("Deleted {kind}: {}", abs.display());
+        if args.recursive && kind == "directory" && (count.files > 0 || count.dirs > 1) {
+            text.push_str(&format!(
+                " ({} files and {} directories inside)",
+                thousands(count.files),
+                thousands(count.dirs.saturating_sub(1))
+            ));
+        }
+        Ok(ToolOutput::text(text).with_structured(json!({
+            "path": abs.display().to_string(),
+            "type": kind,
+            "files_removed": count.files,
+            "directories_removed": count.dirs,
+        })))
+    }
+}

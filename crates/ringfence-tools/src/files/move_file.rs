@@ -1,0 +1,102 @@
+//! `move_file` (seed 002): move or rename a file or directory.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use ringfence_fs::{MoveMethod, TransferOptions};
+
+use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MoveFileArgs {
+    /// Source path (absolute, or relative to workspace root).
+    pub source: String,
+    /// Destination path (absolute, or relative to workspace root). End it with `/` to move
+    /// the source into that directory under its own name.
+    pub destination: String,
+    /// Replace an existing destination file. Default `false`: an existing destination is an
+    /// error.
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+pub struct MoveFile;
+
+impl BlockingTool for MoveFile {
+    type Args = MoveFileArgs;
+    const NAME: &'static str = "move_file";
+    const FAMILY: &'static str = "files";
+    const DESCRIPTION: &'static str = "Moves or renames a file or directory.\n\nMissing parent directories of the destination are created. An existing destination is never replaced unless overwrite is true. A destination ending in `/` means \"into this directory\". Works between configured directories (both must be writable); a symbolic link is moved as a link.";
+    const ANNOTATIONS: Annotations = Annotations {
+        title: "Move",
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        open_world: false,
+    };
+    fn run(ctx: &ToolContext, args: MoveFileArgs) -> ToolResult<ToolOutput> {
+        let ws = &ctx.session.workspace;
+        let source = ws.resolve_entry(&args.source)?;
+        if !source.exists() {
+            return Err(ToolError::new(
+                ToolErrorKind::NotFound,
+                format!("{}: no such file or directory", source.absolute().display()),
+            ));
+        }
+        if ws.holds_current(&source) {
+            return Err(ToolError::new(
+                ToolErrorKind::Refused,
+                format!(
+                    "{}: holds the current workspace; call switch_workspace to move elsewhere first",
+                    source.absolute().display()
+                ),
+            ));
+        }
+        let dest_input = into_dir(&args.destination, source.rel());
+        let dest = ws.resolve_entry(&dest_input)?;
+        if dest.is_dir() && !source.is_dir() && !args.destination.ends_with('/') {
+            return Err(ToolError::new(
+                ToolErrorKind::AlreadyExists,
+                format!(
+                    "{}: is an existing directory; to move the file into it, end the destination with `/` (\"{}/\") or give the full new path",
+                    dest.absolute().display(),
+                    args.destination
+                ),
+            ));
+        }
+        let method = source.rename_to(
+            &dest,
+            TransferOptions {
+                overwrite: args.overwrite,
+            },
+        )?;
+        let (from, to) = (source.absolute(), dest.absolute());
+        let mut text = format!("Moved: {} -> {}", from.display(), to.display());
+        if method == MoveMethod::CopiedAndRemoved {
+            text.push_str(" (copied across file systems, then the source removed)");
+        }
+        // What the session knew about the file now belongs to its new path.
+        let mut reads = ctx.session.reads();
+        if let Some(record) = reads.get(&source).cloned() {
+            reads.forget(&source);
+            reads.record(&dest, record);
+        }
+        Ok(ToolOutput::text(text).with_structured(json!({
+            "source": from.display().to_string(),
+            "destination": to.display().to_string(),
+        })))
+    }
+}
+
+/// `dir/` names the source's own name inside `dir`.
+pub(crate) fn into_dir(destination: &str, source_rel: &str) -> String {
+    if destination.ends_with('/') && destination != "/" {
+        let name = source_rel.rsplit('/').next().unwrap_or(source_rel);
+        format!("{destination}{name}")
+    } else {
+        destination.to_owned()
+    }
+}
