@@ -430,7 +430,10 @@ impl Target {
                         if err.kind() == io::ErrorKind::Interrupted {
                             return Err(self.err(
                                 FsErrorKind::Interrupted,
-                                format!("{}: the copy was cancelled; nothing was created", self.input()),
+                                format!(
+                                    "{}: the copy was cancelled; nothing was created",
+                                    self.input()
+                                ),
                             ));
                         }
                         return Err(dest.io(err));

@@ -161,7 +161,10 @@ impl Workspace {
                 FsErrorKind::NotADirectory,
                 target.input(),
                 if target.exists() {
-                    format!("{}: is not a directory; a workspace must be a directory", target.input())
+                    format!(
+                        "{}: is not a directory; a workspace must be a directory",
+                        target.input()
+                    )
                 } else {
                     format!("{}: no such directory", target.input())
                 },
@@ -327,11 +330,8 @@ impl Workspace {
             let mut best: Option<(Anchor, Vec<String>)> = None;
             // By spelling first; resolving aliases costs syscalls and is rarely needed.
             for lookup in [Lookup::Spelling, Lookup::Alias] {
-                for (root, is_internal) in st
-                    .roots
-                    .iter()
-                    .map(|r| (r, false))
-                    .chain(internal.clone())
+                for (root, is_internal) in
+                    st.roots.iter().map(|r| (r, false)).chain(internal.clone())
                 {
                     // A root that cannot be opened cannot contain the path; keep looking, and
                     // report a missing root only when nothing else matches.

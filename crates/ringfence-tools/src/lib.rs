@@ -19,7 +19,7 @@ pub use limits::Limits;
 pub use session::{ReadRecord, ReadTracker, Session};
 pub use spill::SpillStore;
 pub use tool::{
-    Annotations, Blocking, BlockingTool, BoxFuture, Content, Progress, ProgressUpdate, Tool, ToolContext,
-    ToolOutput,
+    Annotations, Blocking, BlockingTool, BoxFuture, Content, Progress, ProgressUpdate, Tool,
+    ToolContext, ToolOutput,
 };
-pub use toolbox::{DefinitionFormat, Toolbox, definition};
+pub use toolbox::{DefinitionFormat, Preset, Toolbox, definition};

@@ -34,9 +34,15 @@ pub struct Annotations {
 pub enum Content {
     Text(String),
     /// An image: MIME type and the raw (not base64) bytes.
-    Image { mime: String, data: Vec<u8> },
+    Image {
+        mime: String,
+        data: Vec<u8>,
+    },
     /// Audio: MIME type and the raw bytes.
-    Audio { mime: String, data: Vec<u8> },
+    Audio {
+        mime: String,
+        data: Vec<u8>,
+    },
 }
 
 /// What a successful call returns: content blocks (text for every client, media where the
@@ -256,6 +262,9 @@ pub fn schema_of<T: schemars::JsonSchema>() -> Map<String, Value> {
     simplify_schema(&mut map);
     map.entry("type")
         .or_insert_with(|| Value::String("object".into()));
+    // Clients expect `properties` on every object schema, even a tool without arguments.
+    map.entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
     map
 }
 

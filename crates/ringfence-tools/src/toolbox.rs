@@ -17,6 +17,65 @@ pub enum DefinitionFormat {
     Anthropic,
 }
 
+/// A named tool set: clients degrade when offered too many tools, and agents written for one
+/// seed expect exactly its names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Preset {
+    /// Every tool ringfence has (the default).
+    #[default]
+    Full,
+    /// Seed 000's five tools: read_file, write_file, edit_file, grep, glob.
+    Iris,
+    /// Seed 002's thirteen file tools.
+    LlmChat,
+}
+
+impl Preset {
+    pub const ALL: [Preset; 3] = [Preset::Full, Preset::Iris, Preset::LlmChat];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Full => "full",
+            Preset::Iris => "iris",
+            Preset::LlmChat => "llm-chat",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Preset, String> {
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown preset `{s}`; presets are: full (every tool), iris (seed 000's five file tools), llm-chat (seed 002's thirteen)"
+                )
+            })
+    }
+
+    /// The tool names of the preset; `None` for the full set.
+    pub fn tools(self) -> Option<&'static [&'static str]> {
+        match self {
+            Preset::Full => None,
+            Preset::Iris => Some(&["read_file", "write_file", "edit_file", "grep", "glob"]),
+            Preset::LlmChat => Some(&[
+                "search_entries",
+                "list_directory",
+                "read_file",
+                "write_file",
+                "replace_file_lines",
+                "insert_file_content",
+                "replace_file_content",
+                "entry_info",
+                "delete_file",
+                "create_folder",
+                "move_file",
+                "file_access_info",
+                "switch_workspace",
+            ]),
+        }
+    }
+}
+
 /// The tools a server offers. Disabled tools are neither listed nor callable.
 #[derive(Clone, Default)]
 pub struct Toolbox {
@@ -46,6 +105,31 @@ impl Toolbox {
         tb
     }
 
+    /// The tools of `preset`, in the preset's order.
+    pub fn preset(preset: Preset) -> Toolbox {
+        let full = Toolbox::full();
+        match preset.tools() {
+            None => full,
+            Some(names) => Toolbox {
+                tools: names.iter().filter_map(|n| full.get(n).cloned()).collect(),
+            },
+        }
+    }
+
+    /// Adds tools or families from the full set (an unknown name is an error naming it).
+    pub fn add(&mut self, names: &[String]) -> Result<(), String> {
+        let full = Toolbox::full();
+        full.check_names(names)?;
+        for tool in full.tools {
+            if names.iter().any(|n| n == tool.name() || n == tool.family())
+                && self.get(tool.name()).is_none()
+            {
+                self.tools.push(tool);
+            }
+        }
+        Ok(())
+    }
+
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> &mut Self {
         self.tools.retain(|t| t.name() != tool.name());
         self.tools.push(tool);
@@ -54,7 +138,7 @@ impl Toolbox {
 
     /// Keeps only the named tools or families; an unknown name is an error naming it.
     pub fn retain_enabled(&mut self, names: &[String]) -> Result<(), String> {
-        self.check_names(names)?;
+        Toolbox::full().check_names(names)?;
         self.tools
             .retain(|tool| names.iter().any(|n| n == tool.name() || n == tool.family()));
         Ok(())
@@ -62,7 +146,7 @@ impl Toolbox {
 
     /// Removes the named tools or families; an unknown name is an error naming it.
     pub fn disable(&mut self, names: &[String]) -> Result<(), String> {
-        self.check_names(names)?;
+        Toolbox::full().check_names(names)?;
         self.tools
             .retain(|tool| !names.iter().any(|n| n == tool.name() || n == tool.family()));
         Ok(())

@@ -20,7 +20,13 @@ async fn write_creates_new_files_and_parents_without_a_read() {
             json!({"path": "deep/er/new.md", "content": "hello\n"}),
         )
         .await;
-    assert_eq!(out, "Created deep/er/new.md (6 bytes).");
+    assert_eq!(
+        out,
+        format!(
+            "Written: {} (deep/er/new.md, 6 bytes, new file).",
+            fx.abs("deep/er/new.md")
+        )
+    );
     assert_eq!(fx.read_str("deep/er/new.md"), "hello\n");
     // Our own write counts as a read: overwrite straight away is allowed.
     let out = fx
@@ -29,7 +35,13 @@ async fn write_creates_new_files_and_parents_without_a_read() {
             json!({"path": "deep/er/new.md", "content": "bye\n"}),
         )
         .await;
-    assert_eq!(out, "Wrote deep/er/new.md (4 bytes).");
+    assert_eq!(
+        out,
+        format!(
+            "Written: {} (deep/er/new.md, 4 bytes).",
+            fx.abs("deep/er/new.md")
+        )
+    );
 }
 
 #[tokio::test]
@@ -133,7 +145,10 @@ async fn write_keeps_mode_crlf_bom_and_final_newline() {
         .await;
     assert_eq!(
         out,
-        "Wrote run.sh (21 bytes). Kept the file's CRLF line endings."
+        format!(
+            "Written: {} (run.sh, 21 bytes). Kept the file's CRLF line endings.",
+            fx.abs("run.sh")
+        )
     );
     assert_eq!(fx.read_str("run.sh"), "#!/bin/sh\r\necho bye\r\n");
     let mode = std::fs::metadata(fx.path("run.sh"))

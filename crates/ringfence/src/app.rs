@@ -63,12 +63,16 @@ impl App {
             )
             .map_err(|e| e.to_string())?,
         );
-        let mut toolbox = Toolbox::full();
+        let mut toolbox = Toolbox::preset(config.preset);
         if let Some(enable) = &config.enable {
+            toolbox = Toolbox::full();
             toolbox
                 .retain_enabled(enable)
                 .map_err(|e| format!("tools.enable: {e}"))?;
         }
+        toolbox
+            .add(&config.add)
+            .map_err(|e| format!("tools.add: {e}"))?;
         toolbox
             .disable(&config.disable)
             .map_err(|e| format!("tools.disable: {e}"))?;

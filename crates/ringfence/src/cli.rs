@@ -28,9 +28,16 @@ struct Cli {
     /// Denylist pattern (gitignore syntax); repeatable; adds to the configured denylist.
     #[arg(long = "deny", global = true, value_name = "PATTERN")]
     deny: Vec<String>,
-    /// Offer only these tools or families (comma-separated).
+    /// Tool preset: full (every tool, the default), iris (seed 000's five file tools),
+    /// llm-chat (seed 002's thirteen).
+    #[arg(long, global = true, value_name = "PRESET")]
+    preset: Option<String>,
+    /// Offer only these tools or families (comma-separated), instead of a preset.
     #[arg(long, global = true, value_delimiter = ',', value_name = "TOOLS")]
     tools: Vec<String>,
+    /// Add these tools or families to the preset (comma-separated).
+    #[arg(long, global = true, value_delimiter = ',', value_name = "TOOLS")]
+    add_tools: Vec<String>,
     /// Remove these tools or families (comma-separated).
     #[arg(long, global = true, value_delimiter = ',', value_name = "TOOLS")]
     disable_tools: Vec<String>,
@@ -115,7 +122,9 @@ pub fn run_main() -> ExitCode {
         roots,
         deny: cli.deny.clone(),
         log: cli.log.clone(),
+        preset: cli.preset.clone(),
         enable: cli.tools.clone(),
+        add: cli.add_tools.clone(),
         disable: cli.disable_tools.clone(),
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use ringfence_fs::{Access, RootSpec};
-use ringfence_tools::Limits;
+use ringfence_tools::{Limits, Preset};
 
 use crate::env_vars;
 
@@ -44,8 +44,12 @@ pub struct RootTable {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsConfig {
-    /// Tools or families to offer (default: all).
+    /// A named tool set: `full` (default), `iris`, `llm-chat`.
+    pub preset: Option<String>,
+    /// Tools or families to offer, instead of a preset.
     pub enable: Option<Vec<String>>,
+    /// Tools or families to add to the preset.
+    pub add: Option<Vec<String>>,
     /// Tools or families to remove.
     pub disable: Option<Vec<String>>,
 }
@@ -58,7 +62,9 @@ pub struct Overrides {
     pub roots: Vec<String>,
     pub deny: Vec<String>,
     pub log: Option<String>,
+    pub preset: Option<String>,
     pub enable: Vec<String>,
+    pub add: Vec<String>,
     pub disable: Vec<String>,
 }
 
@@ -71,7 +77,9 @@ pub struct Config {
     pub denylist: Vec<String>,
     pub log: String,
     pub limits: Limits,
+    pub preset: Preset,
     pub enable: Option<Vec<String>>,
+    pub add: Vec<String>,
     pub disable: Vec<String>,
     /// Which file was read, if any.
     pub config_file: Option<PathBuf>,
@@ -297,25 +305,68 @@ impl Config {
             .or_else(|| file.log.clone())
             .unwrap_or_else(|| "info".into());
 
-        // 6. Limits.
-        let limits = file.limits.clone().unwrap_or_default();
+        // 6. Limits (seed 002's LLM_CHAT_FS_* variables are honoured too).
+        let mut limits = file.limits.clone().unwrap_or_default();
+        seed_002_limits(env, &mut limits)?;
         limits.validate()?;
 
-        // 7. Tools.
+        // 7. Tools: a preset or an explicit list as the base (the highest layer that sets
+        // either decides; one layer setting both is an error), then additions, then removals.
         let file_tools = file.tools.unwrap_or_default();
-        let enable = if !over.enable.is_empty() {
-            Some(over.enable.clone())
-        } else if let Some(v) = env
+        let env_enable = env
             .get(env_vars::RINGFENCE_TOOLS)
             .filter(|s| !s.trim().is_empty())
-        {
-            Some(list(&v))
-        } else {
-            file_tools.enable
-        };
-        if enable.as_ref().is_some_and(|e| e.is_empty()) {
-            return Err("tools.enable: the list is empty; no tool would be offered".into());
+            .map(|v| list(&v));
+        let env_preset = env
+            .get(env_vars::RINGFENCE_PRESET)
+            .filter(|s| !s.trim().is_empty());
+        let layers = [
+            (
+                "command line (--preset, --tools)",
+                over.preset.clone(),
+                (!over.enable.is_empty()).then(|| over.enable.clone()),
+            ),
+            (
+                "environment (RINGFENCE_PRESET, RINGFENCE_TOOLS)",
+                env_preset,
+                env_enable,
+            ),
+            (
+                "config file (tools.preset, tools.enable)",
+                file_tools.preset.clone(),
+                file_tools.enable.clone(),
+            ),
+        ];
+        let mut preset = Preset::Full;
+        let mut enable = None;
+        for (layer, p, e) in layers {
+            match (p, e) {
+                (Some(_), Some(_)) => {
+                    return Err(format!(
+                        "tools: the {layer} sets both a preset and a tool list; use one of them (add tools to a preset with tools.add)"
+                    ));
+                }
+                (Some(p), None) => {
+                    preset = Preset::parse(p.trim()).map_err(|e| format!("tools.preset: {e}"))?;
+                    break;
+                }
+                (None, Some(e)) => {
+                    if e.is_empty() {
+                        return Err(
+                            "tools.enable: the list is empty; no tool would be offered".into()
+                        );
+                    }
+                    enable = Some(e);
+                    break;
+                }
+                (None, None) => {}
+            }
         }
+        let mut add = file_tools.add.unwrap_or_default();
+        if let Some(v) = env.get(env_vars::RINGFENCE_ADD_TOOLS) {
+            add.extend(list(&v));
+        }
+        add.extend(over.add.iter().cloned());
         let mut disable = file_tools.disable.unwrap_or_default();
         if let Some(v) = env.get(env_vars::RINGFENCE_DISABLE_TOOLS) {
             disable.extend(list(&v));
@@ -328,11 +379,61 @@ impl Config {
             denylist,
             log,
             limits,
+            preset,
             enable,
+            add,
             disable,
             config_file,
         })
     }
+}
+
+/// Seed 002's configuration variables, for deployments moving over from it.
+fn seed_002_limits(env: &dyn Env, limits: &mut Limits) -> Result<(), String> {
+    let num = |key: &str| -> Result<Option<u64>, String> {
+        match env.get(key).filter(|v| !v.trim().is_empty()) {
+            None => Ok(None),
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .map(Some)
+                .map_err(|_| format!("{key}: `{v}` is not a whole number")),
+        }
+    };
+    if let Some(n) = num(env_vars::LLM_CHAT_FS_MAX_SEARCH_RESULTS)? {
+        limits.max_search_results = n as usize;
+    }
+    if let Some(n) = num(env_vars::LLM_CHAT_FS_MAX_DISPLAY_ENTRIES)? {
+        limits.max_display_entries = n as usize;
+    }
+    if let Some(n) = num(env_vars::LLM_CHAT_FS_MAX_TOTAL_ENTRIES)? {
+        limits.max_total_entries = n as usize;
+    }
+    if let Some(n) = num(env_vars::LLM_CHAT_FS_SEARCH_TIMEOUT)? {
+        limits.search_timeout_ms = n;
+    }
+    if let Some(n) = num(env_vars::LLM_CHAT_FS_MAX_CHARS_PER_FILE)? {
+        limits.max_chars_per_file = n as usize;
+    }
+    if let Some(n) = num(env_vars::LLM_CHAT_FS_MAX_FILE_SIZE)? {
+        limits.max_file_size = n;
+    }
+    if let Some(v) = env
+        .get(env_vars::LLM_CHAT_FS_REQUIRE_READ_BEFORE_WRITE)
+        .filter(|v| !v.trim().is_empty())
+    {
+        limits.require_read_before_write = match v.trim() {
+            "true" | "1" | "yes" => true,
+            "false" | "0" | "no" => false,
+            other => {
+                return Err(format!(
+                    "{}: `{other}` is not true or false",
+                    env_vars::LLM_CHAT_FS_REQUIRE_READ_BEFORE_WRITE
+                ));
+            }
+        };
+    }
+    Ok(())
 }
 
 fn absolute(p: &Path, cwd: &Path, key: &str) -> Result<PathBuf, String> {

@@ -10,10 +10,23 @@ pub const RINGFENCE_ROOTS: &str = "RINGFENCE_ROOTS";
 pub const RINGFENCE_DENYLIST: &str = "RINGFENCE_DENYLIST";
 /// Tools or families to enable (comma-separated; default: all).
 pub const RINGFENCE_TOOLS: &str = "RINGFENCE_TOOLS";
+/// Tool preset: `full` (default), `iris`, `llm-chat`.
+pub const RINGFENCE_PRESET: &str = "RINGFENCE_PRESET";
+/// Tools or families to add to the preset (comma-separated).
+pub const RINGFENCE_ADD_TOOLS: &str = "RINGFENCE_ADD_TOOLS";
 /// Tools or families to disable (comma-separated).
 pub const RINGFENCE_DISABLE_TOOLS: &str = "RINGFENCE_DISABLE_TOOLS";
 /// Log filter (`error`, `warn`, `info`, `debug`, `trace`, or a tracing directive).
 pub const RINGFENCE_LOG: &str = "RINGFENCE_LOG";
+
+/// Seed 002's variables, honoured for compatibility (they override `[limits]` in the file).
+pub const LLM_CHAT_FS_MAX_SEARCH_RESULTS: &str = "LLM_CHAT_FS_MAX_SEARCH_RESULTS";
+pub const LLM_CHAT_FS_MAX_DISPLAY_ENTRIES: &str = "LLM_CHAT_FS_MAX_DISPLAY_ENTRIES";
+pub const LLM_CHAT_FS_MAX_TOTAL_ENTRIES: &str = "LLM_CHAT_FS_MAX_TOTAL_ENTRIES";
+pub const LLM_CHAT_FS_SEARCH_TIMEOUT: &str = "LLM_CHAT_FS_SEARCH_TIMEOUT";
+pub const LLM_CHAT_FS_MAX_CHARS_PER_FILE: &str = "LLM_CHAT_FS_MAX_CHARS_PER_FILE";
+pub const LLM_CHAT_FS_MAX_FILE_SIZE: &str = "LLM_CHAT_FS_MAX_FILE_SIZE";
+pub const LLM_CHAT_FS_REQUIRE_READ_BEFORE_WRITE: &str = "LLM_CHAT_FS_REQUIRE_READ_BEFORE_WRITE";
 
 /// Platform variables consulted for defaults.
 pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
@@ -27,6 +40,8 @@ pub const ALL: &[&str] = &[
     RINGFENCE_ROOTS,
     RINGFENCE_DENYLIST,
     RINGFENCE_TOOLS,
+    RINGFENCE_PRESET,
+    RINGFENCE_ADD_TOOLS,
     RINGFENCE_DISABLE_TOOLS,
     RINGFENCE_LOG,
 ];

@@ -67,6 +67,107 @@ fn call_runs_one_tool_and_prints_the_result() {
     );
 }
 
+fn tool_names(args: &[&str], env: &[(&str, &str)]) -> Vec<String> {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = ringfence(tmp.path());
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = cmd.output().unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn presets_select_each_seed_s_tools() {
+    let iris = ["read_file", "write_file", "edit_file", "grep", "glob"];
+    let llm_chat = [
+        "search_entries",
+        "list_directory",
+        "read_file",
+        "write_file",
+        "replace_file_lines",
+        "insert_file_content",
+        "replace_file_content",
+        "entry_info",
+        "delete_file",
+        "create_folder",
+        "move_file",
+        "file_access_info",
+        "switch_workspace",
+    ];
+    assert_eq!(tool_names(&["tools", "--preset", "iris"], &[]), iris);
+    assert_eq!(
+        tool_names(&["tools", "--preset", "llm-chat"], &[]),
+        llm_chat
+    );
+    let full = tool_names(&["tools"], &[]);
+    assert_eq!(tool_names(&["tools", "--preset", "full"], &[]), full);
+    for name in iris.iter().chain(llm_chat.iter()) {
+        assert!(
+            full.iter().any(|f| f == name),
+            "{name} missing from the full set"
+        );
+    }
+    // Per-tool additions and removals on top of a preset; the environment works too.
+    assert_eq!(
+        tool_names(
+            &[
+                "tools",
+                "--preset",
+                "iris",
+                "--add-tools",
+                "list_directory",
+                "--disable-tools",
+                "glob"
+            ],
+            &[]
+        ),
+        [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "grep",
+            "list_directory"
+        ]
+    );
+    assert_eq!(
+        tool_names(&["tools"], &[("RINGFENCE_PRESET", "iris")]),
+        iris
+    );
+    // The command line outranks the environment.
+    assert_eq!(
+        tool_names(
+            &["tools", "--preset", "llm-chat"],
+            &[("RINGFENCE_PRESET", "iris")]
+        ),
+        llm_chat
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    fails_closed(
+        ringfence(tmp.path()).args(["--preset", "everything", "tools"]),
+        "unknown preset `everything`",
+    );
+    fails_closed(
+        ringfence(tmp.path()).args(["--preset", "iris", "--tools", "grep", "tools"]),
+        "sets both a preset and a tool list",
+    );
+    fails_closed(
+        ringfence(tmp.path()).args(["--add-tools", "teleport", "tools"]),
+        "unknown tool or family `teleport`",
+    );
+}
+
 #[test]
 fn tools_prints_definitions_in_three_formats() {
     let tmp = tempfile::tempdir().unwrap();
@@ -76,7 +177,7 @@ fn tools_prints_definitions_in_three_formats() {
         ("anthropic", "/name", "/input_schema/type"),
     ] {
         let o = ringfence(tmp.path())
-            .args(["tools", "--format", format])
+            .args(["tools", "--preset", "iris", "--format", format])
             .output()
             .unwrap();
         assert!(o.status.success());

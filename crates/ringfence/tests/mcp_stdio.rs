@@ -161,7 +161,13 @@ async fn seed_000_workflow_verbatim() {
             json!({"path": "notes/todo.md", "content": "- milk\n- eggs\n"}),
         )
         .await;
-    assert_eq!(out, "Created notes/todo.md (14 bytes).");
+    assert_eq!(
+        out,
+        format!(
+            "Written: {} (notes/todo.md, 14 bytes, new file).",
+            s.root.join("notes/todo.md").display()
+        )
+    );
     let out = s.text("read_file", json!({"path": "notes/todo.md"})).await;
     assert_eq!(out, "     1\t- milk\n     2\t- eggs\n");
     let out = s

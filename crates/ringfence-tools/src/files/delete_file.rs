@@ -7,7 +7,6 @@ use serde_json::json;
 use ringfence_fs::{EntryKind, TargetState};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
-use crate::files::text::thousands;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -60,14 +59,7 @@ impl BlockingTool for DeleteFile {
             _ => "file",
         };
         let count = target.remove(args.recursive)?;
-        let mut text = format!("Deleted {kind}: {}", abs.display());
-        if args.recursive && kind == "directory" && (count.files > 0 || count.dirs > 1) {
-            text.push_str(&format!(
-                " ({} files and {} directories inside)",
-                thousands(count.files),
-                thousands(count.dirs.saturating_sub(1))
-            ));
-        }
+        let text = format!("Deleted {kind}: {}", abs.display());
         Ok(ToolOutput::text(text).with_structured(json!({
             "path": abs.display().to_string(),
             "type": kind,

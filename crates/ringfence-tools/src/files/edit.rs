@@ -138,7 +138,10 @@ pub(crate) fn find(text: &str, needle: &str) -> Found {
             tolerated: None,
         };
     }
-    let mut hits = hay.text.match_indices(&pin.text).map(|(i, m)| (i, i + m.len()));
+    let mut hits = hay
+        .text
+        .match_indices(&pin.text)
+        .map(|(i, m)| (i, i + m.len()));
     let (Some(hit), None) = (hits.next(), hits.next()) else {
         return Found {
             ranges: Vec::new(),

@@ -5,8 +5,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
-use crate::files::text::{cut_line, thousands};
 use crate::files::edit;
+use crate::files::text::{cut_line, thousands};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]

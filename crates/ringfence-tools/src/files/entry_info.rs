@@ -62,7 +62,10 @@ impl BlockingTool for EntryInfo {
         let modified = when(meta.modified());
         let accessed = when(meta.accessed());
         let unknown = || "unknown (not recorded by this file system)".to_owned();
-        lines.push(format!("Created: {}", created.clone().unwrap_or_else(unknown)));
+        lines.push(format!(
+            "Created: {}",
+            created.clone().unwrap_or_else(unknown)
+        ));
         lines.push(format!(
             "Modified (content): {}",
             modified.clone().unwrap_or_else(unknown)
@@ -125,7 +128,10 @@ fn ctime(secs: i64, nsec: i64) -> Option<SystemTime> {
     if secs >= 0 {
         Some(UNIX_EPOCH + Duration::new(secs as u64, nanos))
     } else {
-        Some(UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs()) + Duration::from_nanos(nanos.into()))
+        Some(
+            UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
+                + Duration::from_nanos(nanos.into()),
+        )
     }
 }
 

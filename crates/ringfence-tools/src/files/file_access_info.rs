@@ -43,8 +43,7 @@ impl BlockingTool for FileAccessInfo {
                 Access::ReadOnly => "read",
             };
             let path = root.absolute_path().display().to_string();
-            let is_current =
-                std::sync::Arc::ptr_eq(root, &current.root) && current.rel.is_empty();
+            let is_current = std::sync::Arc::ptr_eq(root, &current.root) && current.rel.is_empty();
             let mut line = format!("\n  {path:<PATH_COLUMN$} {access}");
             if is_current {
                 line.push_str("  (current workspace)");

@@ -91,7 +91,9 @@ impl<'a> CappedLines<'a> {
             }
         }
         if let Some(spill) = self.spill.as_mut() {
-            let r = spill.write(line.as_bytes()).and_then(|_| spill.write(b"\n"));
+            let r = spill
+                .write(line.as_bytes())
+                .and_then(|_| spill.write(b"\n"));
             if let Err(e) = r {
                 self.failed = Some(e);
                 return false;

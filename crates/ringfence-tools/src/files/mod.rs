@@ -67,7 +67,9 @@ pub(crate) fn display_path(ctx: &ToolContext, root: &Arc<ringfence_fs::Root>, re
             return inside.to_owned();
         }
     }
-    ringfence_fs::Target::absolute_of(root, rel).display().to_string()
+    ringfence_fs::Target::absolute_of(root, rel)
+        .display()
+        .to_string()
 }
 
 /// `rel` (root-relative) relative to the search base `base` (root-relative, empty for the

@@ -44,10 +44,7 @@ impl BlockingTool for ReplaceFileContent {
     }
 }
 
-fn replace_file_content(
-    ctx: &ToolContext,
-    args: ReplaceFileContentArgs,
-) -> ToolResult<ToolOutput> {
+fn replace_file_content(ctx: &ToolContext, args: ReplaceFileContentArgs) -> ToolResult<ToolOutput> {
     if args.old_content.is_empty() {
         return Err(ToolError::invalid(
             "replace_file_content: old_content is empty; give the exact text to replace",

@@ -91,7 +91,10 @@ fn replace_file_lines(ctx: &ToolContext, args: ReplaceFileLinesArgs) -> ToolResu
     edit::save(ctx, &ed, &new_text)?;
     let abs = ed.target.absolute();
     let mut msg = if content.is_empty() {
-        format!("Replaced lines {start}-{end} in {} (deleted)", abs.display())
+        format!(
+            "Replaced lines {start}-{end} in {} (deleted)",
+            abs.display()
+        )
     } else {
         format!("Replaced lines {start}-{end} in {}", abs.display())
     };

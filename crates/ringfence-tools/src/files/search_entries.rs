@@ -125,7 +125,10 @@ impl Collector<'_> {
                         let mut earlier: Vec<&Hit> = self.best.iter().collect();
                         earlier.sort();
                         for h in earlier {
-                            if let Err(e) = spill.write(h.text.as_bytes()).and_then(|_| spill.write(b"\n")) {
+                            if let Err(e) = spill
+                                .write(h.text.as_bytes())
+                                .and_then(|_| spill.write(b"\n"))
+                            {
                                 self.failed = Some(e);
                                 return;
                             }
@@ -232,7 +235,11 @@ impl Sink for Lines<'_> {
 fn search_entries(ctx: &ToolContext, args: SearchEntriesArgs) -> ToolResult<ToolOutput> {
     let limits = &ctx.limits;
     let max_results = match args.max_results {
-        Some(0) => return Err(ToolError::invalid("search_entries: max_results must be at least 1")),
+        Some(0) => {
+            return Err(ToolError::invalid(
+                "search_entries: max_results must be at least 1",
+            ));
+        }
         Some(n) if n > limits.max_total_entries as u64 => {
             return Err(ToolError::invalid(format!(
                 "search_entries: max_results {} is above the hard limit of {}; narrow the search (path, name_pattern, type) instead",
@@ -284,7 +291,11 @@ fn search_entries(ctx: &ToolContext, args: SearchEntriesArgs) -> ToolResult<Tool
             "search_entries: content_pattern searches files, but type is \"directory\"; drop one of them",
         ));
     }
-    let scope = args.path.as_deref().filter(|p| !p.is_empty()).unwrap_or(".");
+    let scope = args
+        .path
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .unwrap_or(".");
     let start = ctx.session.workspace.resolve(scope)?;
     if !start.exists() {
         return Err(ToolError::new(
@@ -437,7 +448,9 @@ fn search_entries(ctx: &ToolContext, args: SearchEntriesArgs) -> ToolResult<Tool
     if total == 0 {
         text.push_str("No entries found.");
         if !args.include_ignored {
-            text.push_str(" (Ignored files and .git were skipped; include_ignored: true searches them.)");
+            text.push_str(
+                " (Ignored files and .git were skipped; include_ignored: true searches them.)",
+            );
         }
     } else if summarize {
         let dirs = hits.iter().filter(|h| h.is_dir).count();

@@ -33,11 +33,13 @@ impl BlockingTool for SwitchWorkspace {
         let target = ws.resolve(&args.path)?;
         let current = ws.switch_to(&target)?;
         let abs = current.absolute();
-        Ok(ToolOutput::text(format!("Switched workspace to: {}", abs.display())).with_structured(
-            json!({
-                "path": abs.display().to_string(),
-                "access": current.root.access().as_str(),
-            }),
-        ))
+        Ok(
+            ToolOutput::text(format!("Switched workspace to: {}", abs.display())).with_structured(
+                json!({
+                    "path": abs.display().to_string(),
+                    "access": current.root.access().as_str(),
+                }),
+            ),
+        )
     }
 }

@@ -6,13 +6,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ringfence_fs::{Access, Denylist, Root, RootOrigin, RootSpec, Workspace};
-use ringfence_tools::{Limits, Progress, Session, SpillStore, ToolContext, ToolError, Toolbox};
+use ringfence_tools::{
+    Limits, Progress, Session, SpillStore, ToolContext, ToolError, ToolOutput, Toolbox,
+};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub struct Fx {
     pub tmp: tempfile::TempDir,
+    /// The first root (`<tmp>/ws`), current at the start.
     pub root: PathBuf,
+    /// Every root, in order (the first is `root`).
+    pub roots: Vec<PathBuf>,
     pub data: PathBuf,
     pub ctx: ToolContext,
     pub toolbox: Toolbox,
@@ -24,13 +29,31 @@ impl Fx {
     }
 
     pub fn with(limits: Limits, deny: &[&str], access: Access) -> Fx {
+        Fx::with_roots(limits, deny, &[("ws", access)])
+    }
+
+    /// Several roots, each a directory `<tmp>/<name>` with its access level; the first is
+    /// current. `<tmp>/outside` exists too, outside every root.
+    pub fn with_roots(limits: Limits, deny: &[&str], roots: &[(&str, Access)]) -> Fx {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("ws");
         let data = tmp.path().join("data");
-        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(tmp.path().join("outside")).unwrap();
         let denylist = Arc::new(Denylist::new(deny).unwrap());
-        let ws_root =
-            Arc::new(Root::new(RootSpec::configured(root.clone(), access), denylist).unwrap());
+        let mut paths = Vec::new();
+        let mut ws_roots = Vec::new();
+        for (name, access) in roots {
+            let path = tmp.path().join(name);
+            std::fs::create_dir_all(&path).unwrap();
+            ws_roots.push(Arc::new(
+                Root::new(
+                    RootSpec::configured(path.clone(), *access),
+                    denylist.clone(),
+                )
+                .unwrap(),
+            ));
+            paths.push(path);
+        }
+        let root = paths[0].clone();
         let spill_root = Arc::new(
             Root::new(
                 RootSpec {
@@ -43,7 +66,7 @@ impl Fx {
             )
             .unwrap(),
         );
-        let ws = Workspace::new(vec![ws_root])
+        let ws = Workspace::new(ws_roots)
             .unwrap()
             .with_internal_root(spill_root.clone());
         let ctx = ToolContext {
@@ -56,6 +79,7 @@ impl Fx {
         Fx {
             tmp,
             root,
+            roots: paths,
             data,
             ctx,
             toolbox: Toolbox::full(),
@@ -63,8 +87,27 @@ impl Fx {
     }
 
     pub async fn call(&self, tool: &str, args: Value) -> Result<String, ToolError> {
+        self.call_full(tool, args).await.map(|o| o.all_text())
+    }
+
+    /// The whole output: content blocks and structured content.
+    pub async fn call_full(&self, tool: &str, args: Value) -> Result<ToolOutput, ToolError> {
         let tool = self.toolbox.get(tool).expect("tool exists").clone();
-        tool.call(self.ctx.clone(), args).await.map(|o| o.all_text())
+        tool.call(self.ctx.clone(), args).await
+    }
+
+    /// `<tmp>/outside/<rel>`: a place outside every root.
+    pub fn outside(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join("outside").join(rel)
+    }
+
+    /// The absolute path of `rel` in the first root, as results show it.
+    pub fn abs(&self, rel: &str) -> String {
+        if rel.is_empty() || rel == "." {
+            self.root.display().to_string()
+        } else {
+            self.root.join(rel).display().to_string()
+        }
     }
 
     /// Calls and expects success.
