@@ -19,7 +19,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use ringfence_tools::{Content, Limits, Progress, Session, SpillStore, Tool, ToolContext, Toolbox};
+use ringfence_tools::{
+    Content, Journal, Limits, Progress, Session, SpillStore, Tool, ToolContext, Toolbox,
+};
 
 /// Identity and instructions the server announces at `initialize`.
 #[derive(Debug, Clone)]
@@ -37,6 +39,7 @@ pub struct McpServer {
     session: Arc<Session>,
     limits: Arc<Limits>,
     spill: Arc<SpillStore>,
+    journal: Option<Arc<dyn Journal>>,
     identity: Arc<ServerIdentity>,
 }
 
@@ -78,8 +81,15 @@ impl McpServer {
             session,
             limits,
             spill,
+            journal: None,
             identity: Arc::new(identity),
         }
+    }
+
+    /// Journals writes and edits for `undo_edit`.
+    pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> McpServer {
+        self.journal = Some(journal);
+        self
     }
 
     /// Serves MCP over this process's stdin/stdout until the client closes the stream.
@@ -179,6 +189,7 @@ impl ServerHandler for McpServer {
             session: self.session.clone(),
             limits: self.limits.clone(),
             spill: self.spill.clone(),
+            journal: self.journal.clone(),
             cancel: ctx.ct.clone(),
             progress: progress_for(&ctx),
         };

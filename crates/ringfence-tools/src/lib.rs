@@ -8,6 +8,7 @@
 
 pub mod error;
 pub mod files;
+pub mod journal;
 pub mod limits;
 pub mod session;
 pub mod spill;
@@ -15,6 +16,7 @@ pub mod tool;
 pub mod toolbox;
 
 pub use error::{ToolError, ToolErrorKind, ToolResult};
+pub use journal::{FileKey, Journal, JournalEntry, JournalRecord, MemoryJournal};
 pub use limits::Limits;
 pub use session::{ReadRecord, ReadTracker, Session};
 pub use spill::SpillStore;

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::journal::Journal;
 use crate::limits::Limits;
 use crate::session::Session;
 use crate::spill::SpillStore;
@@ -144,6 +145,8 @@ pub struct ToolContext {
     pub session: Arc<Session>,
     pub limits: Arc<Limits>,
     pub spill: Arc<SpillStore>,
+    /// Where writes and edits are journaled for `undo_edit` (`None`: not journaled).
+    pub journal: Option<Arc<dyn Journal>>,
     pub cancel: CancellationToken,
     pub progress: Progress,
 }

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use ringfence_fs::{Access, Denylist, Root, RootOrigin, RootSpec, Workspace};
 use ringfence_mcp::{McpServer, ServerIdentity};
-use ringfence_tools::{Limits, Session, SpillStore, Toolbox};
+use ringfence_store::{SqliteJournal, Store};
+use ringfence_tools::{Journal, Limits, Session, SpillStore, Toolbox};
 
 use crate::config::Config;
 
@@ -22,6 +23,9 @@ pub struct App {
     pub toolbox: Toolbox,
     pub limits: Arc<Limits>,
     pub spill: Arc<SpillStore>,
+    /// The edit journal for undo_edit; `None` if the database could not be opened.
+    pub journal: Option<Arc<dyn Journal>>,
+    data_dir: std::path::PathBuf,
     roots: Vec<Arc<Root>>,
 }
 
@@ -83,6 +87,8 @@ impl App {
             toolbox,
             limits: Arc::new(config.limits.clone()),
             spill: Arc::new(SpillStore::new(spill_root)),
+            journal: None,
+            data_dir: config.data_dir.clone(),
             roots,
         })
     }
@@ -96,7 +102,7 @@ impl App {
     }
 
     pub fn server(&self) -> Result<McpServer, String> {
-        Ok(McpServer::new(
+        let server = McpServer::new(
             self.toolbox.clone(),
             self.session()?,
             self.limits.clone(),
@@ -106,7 +112,16 @@ impl App {
                 version: env!("CARGO_PKG_VERSION").into(),
                 instructions: INSTRUCTIONS.into(),
             },
-        ))
+        );
+        Ok(match &self.journal {
+            Some(j) => server.with_journal(j.clone()),
+            None => server,
+        })
+    }
+
+    /// Opens the edit journal (for serving and calls; listing tools touches no files).
+    pub fn open_journal(&mut self) {
+        self.journal = open_journal(&self.data_dir);
     }
 
     /// Deletes saved outputs older than the retention period.
@@ -126,6 +141,23 @@ impl App {
             if let Err(err) = root.dir() {
                 tracing::warn!(root = root.label(), error = %err.message(), "root is not usable yet; calls will fail until it exists");
             }
+        }
+    }
+}
+
+/// Opens the database under the data directory for the edit journal. Without it ringfence
+/// still works; undo_edit then says the journal is unavailable.
+#[allow(clippy::disallowed_methods)] // the data directory is the operator's, not a root
+fn open_journal(data_dir: &std::path::Path) -> Option<Arc<dyn Journal>> {
+    if let Err(e) = std::fs::create_dir_all(data_dir) {
+        tracing::error!(error = %e, "cannot create the data directory; edits will not be journaled for undo");
+        return None;
+    }
+    match Store::open(&data_dir.join("ringfence.db")) {
+        Ok(store) => Some(Arc::new(SqliteJournal::new(Arc::new(store)))),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot open the database; edits will not be journaled for undo");
+            None
         }
     }
 }

@@ -144,10 +144,13 @@ pub fn run_main() -> ExitCode {
             tracing::warn!(variable = %key, "unknown RINGFENCE_ variable ignored (typo?)");
         }
     }
-    let app = match App::build(&config) {
+    let mut app = match App::build(&config) {
         Ok(a) => a,
         Err(e) => return fail(&format!("configuration error: {e}")),
     };
+    if !matches!(cli.command, Command::Tools { .. }) {
+        app.open_journal();
+    }
     match cli.command {
         Command::Serve { .. } => serve(app),
         Command::Call { tool, json, .. } => call(app, &tool, &json),
@@ -222,6 +225,7 @@ fn call(app: App, tool_name: &str, json: &str) -> ExitCode {
         session,
         limits: app.limits.clone(),
         spill: app.spill.clone(),
+        journal: app.journal.clone(),
         cancel: tokio_util::sync::CancellationToken::new(),
         progress: Progress::none(),
     };

@@ -7,6 +7,7 @@ use serde_json::json;
 use ringfence_fs::{EntryKind, TargetState};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::journal::{self, Before, MAX_JOURNALED_BYTES};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -58,8 +59,31 @@ impl BlockingTool for DeleteFile {
             TargetState::Exists(EntryKind::Other) => "special file",
             _ => "file",
         };
+        // A single regular file is journaled, so undo_edit can bring it back.
+        let before =
+            if target.state() == TargetState::Exists(EntryKind::File) && ctx.journal.is_some() {
+                match target.open_read() {
+                    Ok((_, meta)) if meta.len() as usize > MAX_JOURNALED_BYTES => Some(None),
+                    Ok(_) => crate::files::read_whole(&target, MAX_JOURNALED_BYTES as u64)
+                        .ok()
+                        .map(|(b, _)| Some(b)),
+                    Err(_) => None,
+                }
+            } else {
+                None
+            };
         let count = target.remove(args.recursive)?;
-        let text = format!("Deleted {kind}: {}", abs.display());
+        let mut text = format!("Deleted {kind}: {}", abs.display());
+        if let Some(before) = &before {
+            let b = match before {
+                Some(bytes) => Before::Content(bytes),
+                None => Before::NotKept,
+            };
+            if let Some(note) = journal::note(ctx, &target, Self::NAME, b, None) {
+                text.push('\n');
+                text.push_str(&note);
+            }
+        }
         Ok(ToolOutput::text(text).with_structured(json!({
             "path": abs.display().to_string(),
             "type": kind,

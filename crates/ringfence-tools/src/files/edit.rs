@@ -8,6 +8,7 @@ use ringfence_fs::{EntryKind, Target, TargetState, WriteOptions};
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::text::{TextStyle, thousands};
 use crate::files::{binary_error, check_read_first, read_whole, record_for};
+use crate::journal::{self, Before, MAX_JOURNALED_BYTES};
 use crate::tool::ToolContext;
 
 /// An existing text file opened for a change.
@@ -17,6 +18,8 @@ pub(crate) struct Editable {
     /// The content with the BOM stripped and, for CRLF files, `\r\n` as `\n`: what edits
     /// work on. [`save`] turns it back.
     pub text: String,
+    /// The file's bytes as read, if small enough to journal for undo.
+    original: Option<Vec<u8>>,
 }
 
 impl Editable {
@@ -58,6 +61,7 @@ pub(crate) fn open(ctx: &ToolContext, path: &str) -> ToolResult<Editable> {
     }
     let (bytes, current) = read_whole(&target, ctx.limits.max_edit_bytes)?;
     check_read_first(ctx, &target, &current)?;
+    let kept = (bytes.len() <= MAX_JOURNALED_BYTES).then(|| bytes.clone());
     let original = String::from_utf8(bytes).map_err(|_| binary_error(&target))?;
     if original.contains('\0') {
         return Err(binary_error(&target));
@@ -68,12 +72,24 @@ pub(crate) fn open(ctx: &ToolContext, path: &str) -> ToolResult<Editable> {
         target,
         style,
         text,
+        original: kept,
     })
 }
 
+/// What [`save`] did.
+pub(crate) struct Saved {
+    /// Set when the change could not be journaled for undo.
+    pub journal_note: Option<String>,
+}
+
 /// Writes `new_text` (in the normalised form) back in the file's conventions, atomically,
-/// and records the result as known to the session. Returns the bytes written.
-pub(crate) fn save(ctx: &ToolContext, ed: &Editable, new_text: &str) -> ToolResult<u64> {
+/// records the result as known to the session, and journals the change for `undo_edit`.
+pub(crate) fn save(
+    ctx: &ToolContext,
+    ed: &Editable,
+    new_text: &str,
+    tool: &str,
+) -> ToolResult<Saved> {
     check_size(ctx, ed.target.input(), new_text.len() as u128)?;
     ctx.check_cancelled()?;
     let out = ed.style.apply(new_text);
@@ -85,7 +101,12 @@ pub(crate) fn save(ctx: &ToolContext, ed: &Editable, new_text: &str) -> ToolResu
             .reads()
             .record(&ed.target, record_for(out.as_bytes(), &meta));
     }
-    Ok(out.len() as u64)
+    let before = match &ed.original {
+        Some(b) => Before::Content(b),
+        None => Before::NotKept,
+    };
+    let journal_note = journal::note(ctx, &ed.target, tool, before, Some(out.as_bytes()));
+    Ok(Saved { journal_note })
 }
 
 /// Refuses a result above the edit limit, before it is built where possible.

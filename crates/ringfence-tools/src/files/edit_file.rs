@@ -98,7 +98,7 @@ fn edit_file(ctx: &ToolContext, args: EditFileArgs) -> ToolResult<ToolOutput> {
     )?;
     ctx.check_cancelled()?;
     let replaced = edit::replace_ranges(text, &found.ranges, &new);
-    edit::save(ctx, &ed, &replaced)?;
+    let saved = edit::save(ctx, &ed, &replaced, "edit_file")?;
     let diff = render_diff(ed.target.display(), text, &found.ranges, &new);
     let mut msg = format!(
         "Edited {}: {} replacement{}.",
@@ -115,6 +115,10 @@ fn edit_file(ctx: &ToolContext, args: EditFileArgs) -> ToolResult<ToolOutput> {
     }
     msg.push_str("\n\n");
     msg.push_str(&diff);
+    if let Some(note) = &saved.journal_note {
+        msg.push('\n');
+        msg.push_str(note);
+    }
     Ok(ToolOutput::text(msg).with_structured(json!({
         "path": ed.target.display(),
         "replacements": count,

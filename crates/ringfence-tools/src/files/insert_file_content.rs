@@ -86,7 +86,7 @@ fn insert_file_content(ctx: &ToolContext, args: InsertFileContentArgs) -> ToolRe
         }
         new_text.push_str(&ed.text[before..]);
     }
-    edit::save(ctx, &ed, &new_text)?;
+    let saved = edit::save(ctx, &ed, &new_text, "insert_file_content")?;
     let abs = ed.target.absolute();
     let mut msg = if args.line.is_some() {
         format!("Inserted content at line {at} in {}", abs.display())
@@ -99,6 +99,10 @@ fn insert_file_content(ctx: &ToolContext, args: InsertFileContentArgs) -> ToolRe
     if let Some(kept) = ed.style.describe_kept() {
         msg.push('\n');
         msg.push_str(&kept);
+    }
+    if let Some(note) = &saved.journal_note {
+        msg.push('\n');
+        msg.push_str(note);
     }
     Ok(ToolOutput::text(msg).with_structured(json!({
         "path": abs.display().to_string(),

@@ -10,8 +10,10 @@ use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::session::ReadRecord;
 use crate::tool::{Blocking, Tool, ToolContext};
 
+pub mod copy_file;
 pub mod create_folder;
 pub mod delete_file;
+pub mod directory_tree;
 pub(crate) mod edit;
 pub mod edit_file;
 pub mod entry_info;
@@ -21,6 +23,7 @@ pub mod grep;
 pub mod insert_file_content;
 pub mod list_directory;
 pub mod move_file;
+pub mod multi_edit;
 pub mod read_file;
 pub mod replace_file_content;
 pub mod replace_file_lines;
@@ -28,6 +31,7 @@ pub mod search_entries;
 pub mod switch_workspace;
 pub mod text;
 pub mod time;
+pub mod undo_edit;
 pub mod write_file;
 
 /// Every file tool: seed 000's, then the rest of seed 002's, then ringfence's own.
@@ -49,6 +53,10 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(Blocking(move_file::MoveFile)),
         Arc::new(Blocking(file_access_info::FileAccessInfo)),
         Arc::new(Blocking(switch_workspace::SwitchWorkspace)),
+        Arc::new(Blocking(copy_file::CopyFile)),
+        Arc::new(Blocking(multi_edit::MultiEdit)),
+        Arc::new(Blocking(directory_tree::DirectoryTree)),
+        Arc::new(Blocking(undo_edit::UndoEdit)),
     ]
 }
 

@@ -74,7 +74,7 @@ fn replace_file_content(ctx: &ToolContext, args: ReplaceFileContentArgs) -> Tool
         ed.text.len() as u128 - matched + count as u128 * new.len() as u128,
     )?;
     let new_text = edit::replace_ranges(&ed.text, &found.ranges, &new);
-    edit::save(ctx, &ed, &new_text)?;
+    let saved = edit::save(ctx, &ed, &new_text, "replace_file_content")?;
     let abs = ed.target.absolute();
     let mut msg = format!("Replaced content in {}", abs.display());
     if args.replace_all {
@@ -85,6 +85,10 @@ fn replace_file_content(ctx: &ToolContext, args: ReplaceFileContentArgs) -> Tool
     }
     if let Some(note) = &found.tolerated {
         msg.push_str(&format!("\nNote: {note}."));
+    }
+    if let Some(note) = &saved.journal_note {
+        msg.push('\n');
+        msg.push_str(note);
     }
     Ok(ToolOutput::text(msg).with_structured(json!({
         "path": abs.display().to_string(),

@@ -88,7 +88,7 @@ fn replace_file_lines(ctx: &ToolContext, args: ReplaceFileLinesArgs) -> ToolResu
     new_text.push_str(&ed.text[..before]);
     new_text.push_str(&content);
     new_text.push_str(&ed.text[before + removed..]);
-    edit::save(ctx, &ed, &new_text)?;
+    let saved = edit::save(ctx, &ed, &new_text, "replace_file_lines")?;
     let abs = ed.target.absolute();
     let mut msg = if content.is_empty() {
         format!(
@@ -103,6 +103,10 @@ fn replace_file_lines(ctx: &ToolContext, args: ReplaceFileLinesArgs) -> ToolResu
         msg.push_str(&kept);
     }
     let new_lines = lines_of(&content).len();
+    if let Some(note) = &saved.journal_note {
+        msg.push('\n');
+        msg.push_str(note);
+    }
     Ok(ToolOutput::text(msg).with_structured(json!({
         "path": abs.display().to_string(),
         "start_line": start,

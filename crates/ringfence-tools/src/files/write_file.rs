@@ -9,6 +9,7 @@ use ringfence_fs::{EntryKind, TargetState, WriteOptions};
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::text::{TextStyle, thousands};
 use crate::files::{check_read_first, is_text_sample, read_whole, record_for};
+use crate::journal::{self, Before};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -44,6 +45,7 @@ impl BlockingTool for WriteFile {
 fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> {
     let target = ctx.session.workspace.resolve(&args.path)?;
     target.require_writable()?;
+    let mut old_bytes: Option<Vec<u8>> = None;
     let (data, kept, created) = match target.state() {
         TargetState::Missing => (args.content.into_bytes(), None, true),
         TargetState::Exists(EntryKind::File) => {
@@ -72,6 +74,7 @@ fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> 
                 body.to_owned()
             };
             let out = style.apply(&body);
+            old_bytes = Some(old);
             (out.into_bytes(), style.describe_kept(), false)
         }
         TargetState::Exists(EntryKind::Dir) => {
@@ -121,6 +124,14 @@ fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> 
     if let Some(kept) = &kept {
         text.push(' ');
         text.push_str(kept);
+    }
+    let before = match &old_bytes {
+        Some(b) => Before::of(b),
+        None => Before::Absent,
+    };
+    if let Some(note) = journal::note(ctx, &target, "write_file", before, Some(&data)) {
+        text.push(' ');
+        text.push_str(&note);
     }
     Ok(ToolOutput::text(text).with_structured(json!({
         "path": target.display(),

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use ringfence_fs::{Access, Denylist, Root, RootOrigin, RootSpec, Workspace};
 use ringfence_tools::{
-    Limits, Progress, Session, SpillStore, ToolContext, ToolError, ToolOutput, Toolbox,
+    Limits, MemoryJournal, Progress, Session, SpillStore, ToolContext, ToolError, ToolOutput,
+    Toolbox,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -73,6 +74,7 @@ impl Fx {
             session: Arc::new(Session::new(ws)),
             limits: Arc::new(limits),
             spill: Arc::new(SpillStore::new(spill_root)),
+            journal: Some(Arc::new(MemoryJournal::default())),
             cancel: CancellationToken::new(),
             progress: Progress::none(),
         };

@@ -1,0 +1,330 @@
+//! Persistence for ringfence: one embedded SQLite database under the data directory.
+//!
+//! The database runs in WAL mode with `synchronous=FULL`: a change is on disk before the call
+//! that made it returns, and a crash at any moment leaves the previous or the new state,
+//! never a torn one. The schema is versioned (`PRAGMA user_version`) and migrated forward at
+//! open, one transaction per step.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use ringfence_tools::journal::HISTORY_PER_FILE;
+use ringfence_tools::{FileKey, Journal, JournalEntry, JournalRecord};
+
+/// The schema, one step per version. Never edit a released step: append a new one.
+const MIGRATIONS: &[&str] = &[
+    // 1: the edit journal.
+    "CREATE TABLE edit_journal (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        root TEXT NOT NULL,
+        rel TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        at_ms INTEGER NOT NULL,
+        before BLOB,
+        after_hash BLOB,
+        size INTEGER NOT NULL
+    );
+    CREATE INDEX edit_journal_file ON edit_journal (root, rel, id);",
+];
+
+/// Bytes of previous versions kept in the journal across all files; the oldest go first.
+pub const JOURNAL_MAX_BYTES: i64 = 512 * 1024 * 1024;
+
+#[derive(Debug)]
+pub struct StoreError(String);
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError(e.to_string())
+    }
+}
+
+/// The database.
+#[derive(Debug)]
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and migrates it to the current
+    /// schema. A database from a newer ringfence is refused rather than misread.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let conn = Connection::open(path)
+            .map_err(|e| StoreError(format!("cannot open the database {}: {e}", path.display())))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let store = Store {
+            conn: Mutex::new(conn),
+            path: path.to_owned(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The schema version the database is at.
+    pub fn schema_version(&self) -> Result<usize, StoreError> {
+        let v: i64 = self
+            .conn()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        Ok(v as usize)
+    }
+
+    fn migrate(&self) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let current = current as usize;
+        if current > MIGRATIONS.len() {
+            return Err(StoreError(format!(
+                "the database {} has schema version {current}, newer than this ringfence knows ({}); upgrade ringfence",
+                self.path.display(),
+                MIGRATIONS.len()
+            )));
+        }
+        for (i, step) in MIGRATIONS.iter().enumerate().skip(current) {
+            let tx = conn.transaction()?;
+            tx.execute_batch(step)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            tx.commit()?;
+            tracing::info!(version = i + 1, "database migrated");
+        }
+        Ok(())
+    }
+}
+
+/// The edit journal in the database.
+#[derive(Debug, Clone)]
+pub struct SqliteJournal {
+    store: Arc<Store>,
+}
+
+impl SqliteJournal {
+    pub fn new(store: Arc<Store>) -> SqliteJournal {
+        SqliteJournal { store }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Journal for SqliteJournal {
+    fn record(&self, entry: JournalEntry) -> Result<(), String> {
+        let mut conn = self.store.conn();
+        let tx = conn.transaction().map_err(|e| e.to_string())?;
+        let size = entry.before.as_ref().map_or(0, |b| b.len() as i64);
+        tx.execute(
+            "INSERT INTO edit_journal (root, rel, tool, at_ms, before, after_hash, size)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                entry.key.root,
+                entry.key.rel,
+                entry.tool,
+                now_ms(),
+                entry.before,
+                entry.after_hash.map(|h| h.to_vec()),
+                size
+            ],
+        )
+        .map_err(|e| e.to_string())?;
+        // The per-file bound.
+        tx.execute(
+            "DELETE FROM edit_journal WHERE root = ?1 AND rel = ?2 AND id NOT IN (
+                SELECT id FROM edit_journal WHERE root = ?1 AND rel = ?2 ORDER BY id DESC LIMIT ?3)",
+            params![entry.key.root, entry.key.rel, HISTORY_PER_FILE as i64],
+        )
+        .map_err(|e| e.to_string())?;
+        // The global bound: drop the oldest versions until under it.
+        let total: i64 = tx
+            .query_row("SELECT COALESCE(SUM(size), 0) FROM edit_journal", [], |r| {
+                r.get(0)
+            })
+            .map_err(|e| e.to_string())?;
+        if total > JOURNAL_MAX_BYTES {
+            tx.execute(
+                "DELETE FROM edit_journal WHERE id IN (
+                    SELECT id FROM (
+                        SELECT id, SUM(size) OVER (ORDER BY id DESC) AS kept FROM edit_journal
+                    ) WHERE kept > ?1)",
+                params![JOURNAL_MAX_BYTES],
+            )
+            .map_err(|e| e.to_string())?;
+        }
+        tx.commit().map_err(|e| e.to_string())
+    }
+
+    fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, String> {
+        self.store
+            .conn()
+            .query_row(
+                "SELECT id, tool, at_ms, before, after_hash FROM edit_journal
+                 WHERE root = ?1 AND rel = ?2 ORDER BY id DESC LIMIT 1",
+                params![key.root, key.rel],
+                |r| {
+                    let after: Option<Vec<u8>> = r.get(4)?;
+                    Ok(JournalRecord {
+                        id: r.get(0)?,
+                        at_ms: r.get(2)?,
+                        entry: JournalEntry {
+                            key: key.clone(),
+                            tool: r.get(1)?,
+                            before: r.get(3)?,
+                            after_hash: after.and_then(|a| a.try_into().ok()),
+                        },
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| e.to_string())
+    }
+
+    fn remove(&self, id: i64) -> Result<(), String> {
+        self.store
+            .conn()
+            .execute("DELETE FROM edit_journal WHERE id = ?1", params![id])
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    fn depth(&self, key: &FileKey) -> Result<usize, String> {
+        self.store
+            .conn()
+            .query_row(
+                "SELECT COUNT(*) FROM edit_journal WHERE root = ?1 AND rel = ?2",
+                params![key.root, key.rel],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as usize)
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(rel: &str) -> FileKey {
+        FileKey {
+            root: "/r".into(),
+            rel: rel.into(),
+        }
+    }
+
+    fn entry(rel: &str, before: &[u8]) -> JournalEntry {
+        JournalEntry {
+            key: key(rel),
+            tool: "write_file".into(),
+            before: Some(before.to_vec()),
+            after_hash: Some([7; 32]),
+        }
+    }
+
+    #[test]
+    fn survives_reopening_and_keeps_the_newest_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("db.sqlite");
+        {
+            let j = SqliteJournal::new(Arc::new(Store::open(&path).unwrap()));
+            j.record(entry("a", b"one")).unwrap();
+            j.record(entry("a", b"two")).unwrap();
+            j.record(entry("b", b"other")).unwrap();
+        }
+        let store = Arc::new(Store::open(&path).unwrap());
+        assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len());
+        let j = SqliteJournal::new(store);
+        let latest = j.latest(&key("a")).unwrap().unwrap();
+        assert_eq!(latest.entry.before.as_deref(), Some(&b"two"[..]));
+        assert_eq!(latest.entry.after_hash, Some([7; 32]));
+        j.remove(latest.id).unwrap();
+        let latest = j.latest(&key("a")).unwrap().unwrap();
+        assert_eq!(latest.entry.before.as_deref(), Some(&b"one"[..]));
+        assert_eq!(j.depth(&key("b")).unwrap(), 1);
+        assert!(j.latest(&key("zzz")).unwrap().is_none());
+    }
+
+    #[test]
+    fn history_per_file_is_bounded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let j = SqliteJournal::new(Arc::new(Store::open(&tmp.path().join("db")).unwrap()));
+        for i in 0..(HISTORY_PER_FILE + 7) {
+            j.record(entry("a", format!("v{i}").as_bytes())).unwrap();
+        }
+        assert_eq!(j.depth(&key("a")).unwrap(), HISTORY_PER_FILE);
+        let latest = j.latest(&key("a")).unwrap().unwrap();
+        assert_eq!(
+            latest.entry.before.unwrap(),
+            format!("v{}", HISTORY_PER_FILE + 6).into_bytes()
+        );
+    }
+
+    #[test]
+    fn refuses_a_database_from_the_future() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.pragma_update(None, "user_version", 99).unwrap();
+        }
+        let err = Store::open(&path).unwrap_err();
+        assert!(
+            err.to_string().contains("newer than this ringfence"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn concurrent_writers_lose_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("db");
+        let store = Arc::new(Store::open(&path).unwrap());
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let j = SqliteJournal::new(store.clone());
+                s.spawn(move || {
+                    for i in 0..15 {
+                        j.record(entry(&format!("f{t}-{i}"), b"x")).unwrap();
+                    }
+                });
+            }
+            // A second connection (another process, in effect) writing at the same time.
+            let other = SqliteJournal::new(Arc::new(Store::open(&path).unwrap()));
+            s.spawn(move || {
+                for i in 0..15 {
+                    other.record(entry(&format!("g-{i}"), b"y")).unwrap();
+                }
+            });
+        });
+        let j = SqliteJournal::new(store);
+        for t in 0..4 {
+            for i in 0..15 {
+                assert_eq!(j.depth(&key(&format!("f{t}-{i}"))).unwrap(), 1);
+            }
+        }
+        for i in 0..15 {
+            assert_eq!(j.depth(&key(&format!("g-{i}"))).unwrap(), 1);
+        }
+    }
+}
