@@ -104,11 +104,20 @@ impl Target {
     /// copying or deleting a directory acts on everything in it, so a blocked entry inside
     /// must stop the operation before it starts.
     pub fn first_denied_inside(&self) -> FsResult<Option<String>> {
+        self.first_denied(None)
+    }
+
+    /// Like [`first_denied_inside`](Self::first_denied_inside), also checking where each
+    /// entry would land below `dest`: renaming `stage/` to `deploy/` must not plant
+    /// `deploy/run.sh` when `deploy/*.sh` is denied.
+    fn first_denied(&self, dest: Option<&Target>) -> FsResult<Option<String>> {
         let denylist = self.root().denylist();
-        if denylist.is_empty() || !self.is_dir() {
+        let dest_list = dest.map(|d| d.root().denylist()).filter(|l| !l.is_empty());
+        if (denylist.is_empty() && dest_list.is_none()) || !self.is_dir() {
             return Ok(None);
         }
-        let mut stack: Vec<(Arc<Dir>, String)> = vec![(self.open_dir()?, self.rel().to_owned())];
+        let base = self.rel().to_owned();
+        let mut stack: Vec<(Arc<Dir>, String)> = vec![(self.open_dir()?, base.clone())];
         while let Some((dir, rel)) = stack.pop() {
             for entry in dir.entries().map_err(|e| self.io(e))? {
                 let entry = entry.map_err(|e| self.io(e))?;
@@ -122,6 +131,21 @@ impl Target {
                 if denylist.is_denied_entry(&child, ft.is_dir()) {
                     return Ok(Some(child));
                 }
+                if let (Some(list), Some(dest)) = (dest_list, dest) {
+                    let suffix = if base.is_empty() {
+                        child.as_str()
+                    } else {
+                        &child[base.len() + 1..]
+                    };
+                    let landed = if dest.rel().is_empty() {
+                        suffix.to_owned()
+                    } else {
+                        format!("{}/{suffix}", dest.rel())
+                    };
+                    if list.is_denied_entry(&landed, ft.is_dir()) {
+                        return Ok(Some(landed));
+                    }
+                }
                 if ft.is_dir()
                     && let Ok(sub) = dir.open_dir_nofollow(&name)
                 {
@@ -132,12 +156,12 @@ impl Target {
         Ok(None)
     }
 
-    fn refuse_denied_inside(&self, verb: &str) -> FsResult<()> {
-        if let Some(denied) = self.first_denied_inside()? {
+    fn refuse_denied_inside(&self, verb: &str, dest: Option<&Target>) -> FsResult<()> {
+        if let Some(denied) = self.first_denied(dest)? {
             return Err(self.err(
                 FsErrorKind::Denied,
                 format!(
-                    "{}: cannot {verb} this directory: it contains `{denied}`, which the denylist blocks",
+                    "{}: cannot {verb} this directory: it would involve `{denied}`, which the denylist blocks",
                     self.input()
                 ),
             ));
@@ -172,7 +196,7 @@ impl Target {
             }
             TargetState::Exists(EntryKind::Dir) => {
                 if recursive {
-                    self.refuse_denied_inside("delete")?;
+                    self.refuse_denied_inside("delete", None)?;
                     count = remove_tree(parent, name).map_err(|e| self.io(e))?;
                 } else {
                     parent.remove_dir(name).map_err(|e| {
@@ -246,7 +270,7 @@ impl Target {
             ));
         }
         if self.is_dir() {
-            self.refuse_denied_inside("move")?;
+            self.refuse_denied_inside("move", Some(dest))?;
         }
         let dest_dir = if dest.missing_dirs().is_empty() {
             dest_parent.clone()
@@ -408,7 +432,7 @@ impl Target {
                     ));
                 }
                 self.refuse_into_itself(dest)?;
-                self.refuse_denied_inside("copy")?;
+                self.refuse_denied_inside("copy", Some(dest))?;
                 let src = self.open_dir()?;
                 let dir = self.dest_dir(dest, dest_parent)?;
                 let tmp = temp_name(dest_name);

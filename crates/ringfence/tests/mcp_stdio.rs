@@ -39,7 +39,7 @@ impl ClientHandler for Client {
 }
 
 struct Server {
-    _tmp: tempfile::TempDir,
+    _tmp: Option<tempfile::TempDir>,
     root: PathBuf,
     stderr_log: PathBuf,
     client: RunningService<RoleClient, Client>,
@@ -48,13 +48,21 @@ struct Server {
 
 async fn start(setup: impl FnOnce(&Path)) -> Server {
     let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("ws");
+    let mut s = start_in(tmp.path(), setup).await;
+    s._tmp = Some(tmp);
+    s
+}
+
+/// A server whose root (`<base>/ws`) and data directory (`<base>/data`) live in `base`, so a
+/// second server started on the same `base` is the first one restarted.
+async fn start_in(base: &Path, setup: impl FnOnce(&Path)) -> Server {
+    let root = base.join("ws");
     std::fs::create_dir_all(&root).unwrap();
     setup(&root);
-    let stderr_log = tmp.path().join("stderr.log");
+    let stderr_log = base.join("stderr.log");
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ringfence"));
     cmd.arg("--data-dir")
-        .arg(tmp.path().join("data"))
+        .arg(base.join("data"))
         .arg("--log")
         .arg("info")
         .arg("serve")
@@ -69,7 +77,7 @@ async fn start(setup: impl FnOnce(&Path)) -> Server {
     let handler = Client::default();
     let client = handler.clone().serve(transport).await.expect("initialize");
     Server {
-        _tmp: tmp,
+        _tmp: None,
         root,
         stderr_log,
         client,
@@ -349,5 +357,70 @@ async fn cancellation_reaches_the_search_and_the_server_keeps_serving() {
         log.contains("kind=\"cancelled\"") || log.contains("kind=cancelled"),
         "the search did not end as cancelled:\n{log}"
     );
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn undo_works_across_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let s = start_in(tmp.path(), |_| {}).await;
+        s.text("write_file", json!({"path": "u.txt", "content": "v1\n"}))
+            .await;
+        s.text("write_file", json!({"path": "u.txt", "content": "v2\n"}))
+            .await;
+        s.client.cancel().await.unwrap();
+    }
+    let s = start_in(tmp.path(), |_| {}).await;
+    let out = s.text("undo_edit", json!({"path": "u.txt"})).await;
+    assert!(out.starts_with("Undid write_file at "), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(s.root.join("u.txt")).unwrap(),
+        "v1\n"
+    );
+    // The undo itself was remembered: one step is left, and taking it removes the file.
+    assert!(
+        out.contains("1 earlier change can still be undone"),
+        "{out}"
+    );
+    s.client.cancel().await.unwrap();
+    let s = start_in(tmp.path(), |_| {}).await;
+    s.text("undo_edit", json!({"path": "u.txt"})).await;
+    assert!(!s.root.join("u.txt").exists());
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn batch_read_returns_one_content_block_per_file() {
+    let s = start(|root| {
+        std::fs::write(root.join("exists.txt"), "a\nb\n").unwrap();
+    })
+    .await;
+    let r = s
+        .call("read_file", json!({"paths": ["exists.txt", "missing.txt"]}))
+        .await;
+    // A partial failure is a partial result, not an error.
+    assert_ne!(r.is_error, Some(true));
+    let texts: Vec<String> = r
+        .content
+        .iter()
+        .map(|c| c.as_text().unwrap().text.clone())
+        .collect();
+    assert_eq!(texts.len(), 2);
+    assert_eq!(
+        texts[0],
+        format!(
+            "--- {} (lines 1-2 of 2) ---\na\nb\n",
+            s.root.join("exists.txt").display()
+        )
+    );
+    assert!(
+        texts[1].starts_with("File not found: ENOENT"),
+        "{}",
+        texts[1]
+    );
+    let results = &r.structured_content.unwrap()["results"];
+    assert_eq!(results[0]["status"], "success");
+    assert_eq!(results[1]["status"], "error");
     s.client.cancel().await.unwrap();
 }

@@ -6,6 +6,7 @@
 use ringfence_fs::{EntryKind, Target, TargetState, WriteOptions};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::files::encoding::{self, TextEncoding};
 use crate::files::text::{TextStyle, thousands};
 use crate::files::{binary_error, check_read_first, read_whole, record_for};
 use crate::journal::{self, Before, MAX_JOURNALED_BYTES};
@@ -20,9 +21,21 @@ pub(crate) struct Editable {
     pub text: String,
     /// The file's bytes as read, if small enough to journal for undo.
     original: Option<Vec<u8>>,
+    /// The file's encoding when it is not UTF-8 (writes encode back into it).
+    pub encoding: Option<TextEncoding>,
 }
 
 impl Editable {
+    /// A sentence naming the conventions (and encoding) the write kept, if any.
+    pub fn describe_kept(&self) -> Option<String> {
+        let style = self.style.describe_kept();
+        match (style, self.encoding) {
+            (s, None) => s,
+            (None, Some(e)) => Some(format!("Kept the file's {} encoding.", e.name())),
+            (Some(s), Some(e)) => Some(format!("{s} Kept the file's {} encoding.", e.name())),
+        }
+    }
+
     /// Brings `s` (an argument the model wrote) into the form of [`Editable::text`].
     pub fn normalize_arg(&self, s: &str) -> String {
         if self.style.crlf {
@@ -62,10 +75,14 @@ pub(crate) fn open(ctx: &ToolContext, path: &str) -> ToolResult<Editable> {
     let (bytes, current) = read_whole(&target, ctx.limits.max_edit_bytes)?;
     check_read_first(ctx, &target, &current)?;
     let kept = (bytes.len() <= MAX_JOURNALED_BYTES).then(|| bytes.clone());
-    let original = String::from_utf8(bytes).map_err(|_| binary_error(&target))?;
-    if original.contains('\0') {
-        return Err(binary_error(&target));
-    }
+    let (original, encoding) = match String::from_utf8(bytes) {
+        Ok(text) if !text.contains('\0') => (text, None),
+        Ok(text) => {
+            let bytes = text.into_bytes();
+            decoded(&target, &bytes)?
+        }
+        Err(e) => decoded(&target, e.as_bytes())?,
+    };
     let style = TextStyle::detect(&original);
     let text = style.normalize(&original);
     Ok(Editable {
@@ -73,7 +90,48 @@ pub(crate) fn open(ctx: &ToolContext, path: &str) -> ToolResult<Editable> {
         style,
         text,
         original: kept,
+        encoding,
     })
+}
+
+/// A non-UTF-8 text file, decoded, if editing it cannot lose anything.
+fn decoded(target: &Target, bytes: &[u8]) -> ToolResult<(String, Option<TextEncoding>)> {
+    let Some(d) = encoding::decode(bytes) else {
+        return Err(binary_error(target));
+    };
+    if !d.round_trips {
+        return Err(ToolError::new(
+            ToolErrorKind::Encoding,
+            format!(
+                "{}: the file reads as {}, but encoding the text again would not give back the same bytes, so editing it could damage it. It can be read, not edited",
+                target.input(),
+                d.encoding.name()
+            ),
+        ));
+    }
+    Ok((d.text, Some(d.encoding)))
+}
+
+/// `text` as the bytes of a file in `encoding` (UTF-8 when `None`); refuses text the
+/// encoding cannot represent.
+pub(crate) fn encode_for(
+    target: &Target,
+    encoding: Option<TextEncoding>,
+    text: String,
+) -> ToolResult<Vec<u8>> {
+    match encoding {
+        None => Ok(text.into_bytes()),
+        Some(enc) => enc.encode(&text).map_err(|why| {
+            ToolError::new(
+                ToolErrorKind::Encoding,
+                format!(
+                    "{}: the file is {}, and {why}. Nothing was written; use only characters it can hold, or convert the file to UTF-8 with write_file after deleting it",
+                    target.input(),
+                    enc.name()
+                ),
+            )
+        }),
+    }
 }
 
 /// What [`save`] did.
@@ -92,20 +150,19 @@ pub(crate) fn save(
 ) -> ToolResult<Saved> {
     check_size(ctx, ed.target.input(), new_text.len() as u128)?;
     ctx.check_cancelled()?;
-    let out = ed.style.apply(new_text);
-    ed.target
-        .write_atomic(out.as_bytes(), &WriteOptions::default())?;
+    let out = encode_for(&ed.target, ed.encoding, ed.style.apply(new_text))?;
+    ed.target.write_atomic(&out, &WriteOptions::default())?;
     // Our own write refreshes the record: the model knows this content.
     if let Ok(meta) = ed.target.metadata() {
         ctx.session
             .reads()
-            .record(&ed.target, record_for(out.as_bytes(), &meta));
+            .record(&ed.target, record_for(&out, &meta));
     }
     let before = match &ed.original {
         Some(b) => Before::Content(b),
         None => Before::NotKept,
     };
-    let journal_note = journal::note(ctx, &ed.target, tool, before, Some(out.as_bytes()));
+    let journal_note = journal::note(ctx, &ed.target, tool, before, Some(&out));
     Ok(Saved { journal_note })
 }
 

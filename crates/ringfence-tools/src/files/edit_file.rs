@@ -109,7 +109,7 @@ fn edit_file(ctx: &ToolContext, args: EditFileArgs) -> ToolResult<ToolOutput> {
     if let Some(note) = &found.tolerated {
         msg.push_str(&format!(" Note: {note}."));
     }
-    if let Some(kept) = ed.style.describe_kept() {
+    if let Some(kept) = ed.describe_kept() {
         msg.push(' ');
         msg.push_str(&kept);
     }

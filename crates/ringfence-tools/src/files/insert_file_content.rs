@@ -96,7 +96,7 @@ fn insert_file_content(ctx: &ToolContext, args: InsertFileContentArgs) -> ToolRe
             abs.display()
         )
     };
-    if let Some(kept) = ed.style.describe_kept() {
+    if let Some(kept) = ed.describe_kept() {
         msg.push('\n');
         msg.push_str(&kept);
     }

@@ -16,6 +16,7 @@ pub mod delete_file;
 pub mod directory_tree;
 pub(crate) mod edit;
 pub mod edit_file;
+pub mod encoding;
 pub mod entry_info;
 pub mod file_access_info;
 pub mod glob;

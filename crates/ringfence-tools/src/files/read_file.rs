@@ -9,8 +9,9 @@ use ringfence_fs::{EntryKind, File, Metadata, Target, TargetState};
 use serde_json::json;
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::files::encoding::{self, TextEncoding};
 use crate::files::text::{cut_line, thousands};
-use crate::files::{SAMPLE_BYTES, binary_error, is_text_sample};
+use crate::files::{SAMPLE_BYTES, binary_error, is_text_sample, read_whole};
 use crate::session::ReadRecord;
 use crate::spill::{SpillWriter, saved_notice};
 use crate::tool::{Annotations, BlockingTool, Content, ToolContext, ToolOutput};
@@ -309,6 +310,53 @@ fn scan_lines(
     Ok(Scan { total_lines })
 }
 
+/// Files above this size are not decoded from other encodings (they are reported binary).
+const MAX_DECODE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// [`scan_lines`], falling back to decoding the whole file when it is text in another
+/// encoding (UTF-16 with BOM, a legacy code page). Returns the encoding used if not UTF-8.
+fn scan_any(
+    ctx: &ToolContext,
+    target: &Target,
+    file: File,
+    meta: &Metadata,
+    start: u64,
+    end: u64,
+    on_line: &mut dyn FnMut(u64, &[u8]) -> ToolResult<()>,
+) -> ToolResult<(Scan, Option<TextEncoding>)> {
+    match scan_lines(ctx, target, file, meta, start, end, on_line) {
+        Ok(scan) => Ok((scan, None)),
+        Err(err) if err.kind == ToolErrorKind::Binary && meta.len() <= MAX_DECODE_BYTES => {
+            let (bytes, record) = read_whole(target, MAX_DECODE_BYTES)?;
+            let Some(decoded) = encoding::decode(&bytes) else {
+                return Err(err);
+            };
+            let mut total = 0u64;
+            for (i, line) in decoded.text.split_inclusive('\n').enumerate() {
+                let n = i as u64 + 1;
+                total = n;
+                if n >= start && n < end {
+                    on_line(n, line.strip_suffix('\n').unwrap_or(line).as_bytes())?;
+                }
+            }
+            ctx.session.reads().record(target, record);
+            Ok((Scan { total_lines: total }, Some(decoded.encoding)))
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// The note a read of a non-UTF-8 file carries.
+fn decoded_note(enc: Option<TextEncoding>) -> String {
+    match enc {
+        None => String::new(),
+        Some(e) => format!(
+            "\n(Decoded from {}. Edits keep that encoding; text it cannot represent is refused.)",
+            e.name()
+        ),
+    }
+}
+
 /// Seed 000's form: one file, `cat -n` lines, seed 000's caps, notice and spill.
 fn read_single(
     ctx: &ToolContext,
@@ -357,7 +405,7 @@ fn read_single(
         cut: false,
         spill: None,
     };
-    let scan = scan_lines(ctx, &target, file, &meta, start, end, &mut |n, raw| {
+    let (scan, enc) = scan_any(ctx, &target, file, &meta, start, end, &mut |n, raw| {
         window.push(n, raw)
     })?;
     let total_lines = scan.total_lines;
@@ -403,6 +451,7 @@ fn read_single(
             window_last + 1
         ));
     }
+    text.push_str(&decoded_note(enc));
     Ok(ToolOutput::text(text))
 }
 
@@ -531,10 +580,11 @@ fn read_one(
     let mut first = 0u64;
     let mut last = 0u64;
     let mut cut = false;
-    let scan = scan_lines(ctx, &target, file, &meta, start, end, &mut |n, raw| {
+    let (scan, enc) = scan_any(ctx, &target, file, &meta, start, end, &mut |n, raw| {
         if cut {
             return Ok(());
         }
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let line = String::from_utf8_lossy(raw);
         let line_chars = line.chars().count() + 1;
         if chars + line_chars > max_chars {
@@ -599,6 +649,11 @@ fn read_one(
             total,
             last + 1
         ));
+    }
+    let note = decoded_note(enc);
+    if !note.is_empty() {
+        out.push_str(note.trim_start());
+        out.push('\n');
     }
     Ok(out)
 }

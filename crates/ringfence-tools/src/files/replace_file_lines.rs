@@ -98,7 +98,7 @@ fn replace_file_lines(ctx: &ToolContext, args: ReplaceFileLinesArgs) -> ToolResu
     } else {
         format!("Replaced lines {start}-{end} in {}", abs.display())
     };
-    if let Some(kept) = ed.style.describe_kept() {
+    if let Some(kept) = ed.describe_kept() {
         msg.push('\n');
         msg.push_str(&kept);
     }

@@ -9,6 +9,7 @@ use ringfence_fs::{EntryKind, TargetState, WriteOptions};
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::text::{TextStyle, thousands};
 use crate::files::{check_read_first, is_text_sample, read_whole, record_for};
+use crate::files::{edit, encoding};
 use crate::journal::{self, Before};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
@@ -52,7 +53,15 @@ fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> 
             let (old, current) = read_whole(&target, ctx.limits.max_edit_bytes)?;
             check_read_first(ctx, &target, &current)?;
             let sample = &old[..old.len().min(super::SAMPLE_BYTES)];
-            let style = if is_text_sample(sample, old.len() <= super::SAMPLE_BYTES) {
+            // A text file in another encoding keeps it (or the write is refused).
+            let decoded = if is_text_sample(sample, old.len() <= super::SAMPLE_BYTES) {
+                None
+            } else {
+                encoding::decode(&old)
+            };
+            let style = if let Some(d) = &decoded {
+                TextStyle::detect(&d.text)
+            } else if is_text_sample(sample, old.len() <= super::SAMPLE_BYTES) {
                 TextStyle::detect(&String::from_utf8_lossy(&old))
             } else {
                 // Replacing a binary file with text: nothing to keep but the mode.
@@ -73,9 +82,18 @@ fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> 
             } else {
                 body.to_owned()
             };
-            let out = style.apply(&body);
+            let enc = decoded.as_ref().map(|d| d.encoding);
+            let out = edit::encode_for(&target, enc, style.apply(&body))?;
+            let mut kept = style.describe_kept();
+            if let Some(e) = enc {
+                let note = format!("Kept the file's {} encoding.", e.name());
+                kept = Some(match kept {
+                    Some(k) => format!("{k} {note}"),
+                    None => note,
+                });
+            }
             old_bytes = Some(old);
-            (out.into_bytes(), style.describe_kept(), false)
+            (out, kept, false)
         }
         TargetState::Exists(EntryKind::Dir) => {
             return Err(ToolError::new(
