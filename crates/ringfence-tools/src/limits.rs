@@ -49,6 +49,13 @@ pub struct Limits {
     /// Entries list_directory and directory_tree show before cutting (default 1,000); the
     /// full listing is saved to a spill file.
     pub max_list_entries: usize,
+    /// Largest image or audio file returned as media content (default 5 MiB). Larger images
+    /// are downscaled to fit when ringfence is built with image support; anything else
+    /// larger is refused.
+    pub max_media_bytes: u64,
+    /// Images wider or taller than this are downscaled to fit (default 1,568 pixels, what
+    /// vision models use at most; 0 keeps the original size when it fits max_media_bytes).
+    pub max_image_dimension: u32,
 }
 
 impl Default for Limits {
@@ -71,6 +78,8 @@ impl Default for Limits {
             max_file_size: 10 * 1024 * 1024,
             require_read_before_write: true,
             max_list_entries: 1000,
+            max_media_bytes: 5 * 1024 * 1024,
+            max_image_dimension: 1568,
         }
     }
 }
@@ -95,6 +104,7 @@ impl Limits {
             ("max_chars_per_file", self.max_chars_per_file as u64),
             ("max_file_size", self.max_file_size),
             ("max_list_entries", self.max_list_entries as u64),
+            ("max_media_bytes", self.max_media_bytes),
         ];
         for (key, value) in checks {
             if value == 0 {

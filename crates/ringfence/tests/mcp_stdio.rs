@@ -424,3 +424,26 @@ async fn batch_read_returns_one_content_block_per_file() {
     assert_eq!(results[1]["status"], "error");
     s.client.cancel().await.unwrap();
 }
+
+/// A 2×1 PNG, and its base64 as Python's encoder writes it.
+const TINY_PNG_HEX: &str = "89504e470d0a1a0a0000000d49484452000000020000000108020000007b40e8dd0000000d49444154789c63f8cf0004ff01070001ffe2239e590000000049454e44ae426082";
+const TINY_PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAADUlEQVR4nGP4zwAE/wEHAAH/4iOeWQAAAABJRU5ErkJggg==";
+
+#[tokio::test]
+async fn images_travel_as_mcp_image_content() {
+    let bytes: Vec<u8> = (0..TINY_PNG_HEX.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&TINY_PNG_HEX[i..i + 2], 16).unwrap())
+        .collect();
+    let s = start(|root| std::fs::write(root.join("dot.png"), &bytes).unwrap()).await;
+    let r = s.call("read_media_file", json!({"path": "dot.png"})).await;
+    assert_ne!(r.is_error, Some(true));
+    let image = r
+        .content
+        .iter()
+        .find_map(|c| c.as_image())
+        .expect("an image block");
+    assert_eq!(image.mime_type, "image/png");
+    assert_eq!(image.data, TINY_PNG_B64);
+    s.client.cancel().await.unwrap();
+}

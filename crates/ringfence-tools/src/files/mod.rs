@@ -23,9 +23,11 @@ pub mod glob;
 pub mod grep;
 pub mod insert_file_content;
 pub mod list_directory;
+pub mod media;
 pub mod move_file;
 pub mod multi_edit;
 pub mod read_file;
+pub mod read_media_file;
 pub mod replace_file_content;
 pub mod replace_file_lines;
 pub mod search_entries;
@@ -58,6 +60,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(Blocking(multi_edit::MultiEdit)),
         Arc::new(Blocking(directory_tree::DirectoryTree)),
         Arc::new(Blocking(undo_edit::UndoEdit)),
+        Arc::new(Blocking(read_media_file::ReadMediaFile)),
     ]
 }
 

@@ -10,6 +10,8 @@ use serde_json::json;
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::encoding::{self, TextEncoding};
+use crate::files::media::{self, MediaKind};
+use crate::files::read_media_file::read_media;
 use crate::files::text::{cut_line, thousands};
 use crate::files::{SAMPLE_BYTES, binary_error, is_text_sample, read_whole};
 use crate::session::ReadRecord;
@@ -366,6 +368,12 @@ fn read_single(
 ) -> ToolResult<ToolOutput> {
     let target = ctx.session.workspace.resolve(path)?;
     let (file, meta) = target.open_read()?;
+    // An image or audio file comes back as media content.
+    let mut file = file.into_std();
+    if let Some((kind, head)) = sniff_media(&mut file)? {
+        return read_media(ctx, &target, file, head, meta.len(), kind, None);
+    }
+    let file = File::from_std(file);
     let limits = &ctx.limits;
     if offset.is_none() && limit.is_none() && meta.len() > limits.max_read_bytes {
         return Err(ToolError::new(
@@ -453,6 +461,22 @@ fn read_single(
     }
     text.push_str(&decoded_note(enc));
     Ok(ToolOutput::text(text))
+}
+
+/// The media kind of an open file (and the bytes read to tell), rewinding it otherwise.
+fn sniff_media(file: &mut std::fs::File) -> ToolResult<Option<(MediaKind, Vec<u8>)>> {
+    use std::io::{Seek, SeekFrom};
+    let mut head = Vec::with_capacity(media::SNIFF_BYTES);
+    (&mut *file)
+        .take(media::SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| ToolError::new(ToolErrorKind::Io, format!("read failed: {e}")))?;
+    if let Some(kind) = media::sniff(&head) {
+        return Ok(Some((kind, head)));
+    }
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| ToolError::new(ToolErrorKind::Io, format!("seek failed: {e}")))?;
+    Ok(None)
 }
 
 /// Seed 002's form: several files, each its own result with a header and plain content.
