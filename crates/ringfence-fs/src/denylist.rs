@@ -9,6 +9,9 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 pub struct Denylist {
     matcher: Option<Gitignore>,
     patterns: Vec<String>,
+    /// For a root that is a directory inside the root the patterns were written for: that
+    /// directory's path there, prepended before matching (empty otherwise).
+    base: String,
 }
 
 impl Default for Denylist {
@@ -22,6 +25,7 @@ impl Denylist {
         Denylist {
             matcher: None,
             patterns: Vec::new(),
+            base: String::new(),
         }
     }
 
@@ -58,7 +62,32 @@ impl Denylist {
         Ok(Denylist {
             matcher: Some(matcher),
             patterns: kept,
+            base: String::new(),
         })
+    }
+
+    /// The same rules for a root at `dir` (relative to this list's root): paths below it are
+    /// matched as `dir/path`.
+    pub fn rebased(&self, dir: &str) -> Denylist {
+        let mut out = self.clone();
+        if !dir.is_empty() {
+            out.base = if self.base.is_empty() {
+                dir.to_owned()
+            } else {
+                format!("{}/{dir}", self.base)
+            };
+        }
+        out
+    }
+
+    fn full<'a>(&self, rel: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.base.is_empty() {
+            std::borrow::Cow::Borrowed(rel)
+        } else if rel.is_empty() {
+            std::borrow::Cow::Owned(self.base.clone())
+        } else {
+            std::borrow::Cow::Owned(format!("{}/{rel}", self.base))
+        }
     }
 
     pub fn patterns(&self) -> &[String] {
@@ -78,13 +107,17 @@ impl Denylist {
         if rel.is_empty() {
             return false;
         }
-        matches!(m.matched_path_or_any_parents(rel, is_dir), Match::Ignore(_))
+        let rel = self.full(rel);
+        matches!(
+            m.matched_path_or_any_parents(rel.as_ref(), is_dir),
+            Match::Ignore(_)
+        )
     }
 
     /// Whether `rel` itself is denied (for walks, where the parents were already checked).
     pub fn is_denied_entry(&self, rel: &str, is_dir: bool) -> bool {
         match &self.matcher {
-            Some(m) => matches!(m.matched(rel, is_dir), Match::Ignore(_)),
+            Some(m) => matches!(m.matched(self.full(rel).as_ref(), is_dir), Match::Ignore(_)),
             None => false,
         }
     }

@@ -27,4 +27,4 @@ pub use ops::{MoveMethod, TransferOptions, TreeCount};
 pub use root::{Access, Root, RootOrigin, RootSpec, normalize_lexically};
 pub use target::{EntryKind, Target, TargetState, WriteOptions};
 pub use walk::{WalkEntry, WalkOptions, WalkState, walk, walk_sorted};
-pub use workspace::{CurrentDir, MAX_PATH_BYTES, MAX_SYMLINKS, Workspace};
+pub use workspace::{ClientRoots, CurrentDir, MAX_PATH_BYTES, MAX_SYMLINKS, Workspace};

@@ -137,6 +137,38 @@ impl Root {
         })
     }
 
+    /// A root at the existing directory `target` inside another root: same access level,
+    /// the parent's denylist rebased onto it, the directory opened through the parent's
+    /// handle (never by its path). Used to narrow a session to a client's MCP roots.
+    pub fn subroot(target: &crate::Target) -> FsResult<Root> {
+        let parent = target.root();
+        let dir = target.open_dir()?;
+        let opened_parent = parent.opened()?;
+        let rel = target.rel();
+        let join = |base: &Path| {
+            if rel.is_empty() {
+                base.to_path_buf()
+            } else {
+                base.join(rel)
+            }
+        };
+        let absolute = join(&parent.absolute);
+        Ok(Root {
+            spec: RootSpec {
+                path: absolute.clone(),
+                access: parent.access(),
+                origin: RootOrigin::Configured,
+                label: format!("{}/{}", parent.label(), rel),
+            },
+            absolute,
+            denylist: Arc::new(parent.denylist().rebased(rel)),
+            opened: Mutex::new(Some(Opened {
+                dir,
+                canonical: join(&opened_parent.canonical),
+            })),
+        })
+    }
+
     pub fn label(&self) -> &str {
         &self.spec.label
     }
@@ -151,6 +183,10 @@ impl Root {
 
     pub fn denylist(&self) -> &Denylist {
         &self.denylist
+    }
+
+    pub(crate) fn denylist_arc(&self) -> Arc<Denylist> {
+        self.denylist.clone()
     }
 
     /// The root's absolute path as configured. Only for places that must show it to the user

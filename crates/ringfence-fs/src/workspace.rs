@@ -27,6 +27,8 @@ const MAX_NAME_BYTES: usize = 255;
 #[derive(Debug)]
 pub struct Workspace {
     state: RwLock<State>,
+    /// The roots as configured, before any narrowing by the client.
+    configured: Arc<[Arc<Root>]>,
     /// Roots the agent may read but never sees listed as a workspace (spilled output).
     internal: Vec<Arc<Root>>,
 }
@@ -39,12 +41,42 @@ struct State {
     /// The current workspace, relative to that root (resolved, `/`-separated; empty for the
     /// root itself).
     base: String,
+    /// Set when nothing is reachable (the client's roots do not overlap the configured
+    /// ones): every resolution fails with this reason.
+    blocked: Option<String>,
+}
+
+/// How the roots a client announces (MCP `roots/list`) affect the configured ones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ClientRoots {
+    /// Use the configured roots whatever the client says.
+    Ignore,
+    /// Keep only what lies inside both the configured roots and the client's (default).
+    #[default]
+    Narrow,
+    /// Like `Narrow`, and also add client roots outside every configured one (read-write).
+    /// Only when the operator opted in: it lets the client widen access.
+    Extend,
+}
+
+impl ClientRoots {
+    pub fn parse(s: &str) -> Result<ClientRoots, String> {
+        match s {
+            "ignore" => Ok(ClientRoots::Ignore),
+            "narrow" => Ok(ClientRoots::Narrow),
+            "extend" => Ok(ClientRoots::Extend),
+            other => Err(format!(
+                "`{other}` is not a client-roots policy; use narrow (default), ignore or extend"
+            )),
+        }
+    }
 }
 
 impl Clone for Workspace {
     fn clone(&self) -> Self {
         Workspace {
             state: RwLock::new(self.state()),
+            configured: self.configured.clone(),
             internal: self.internal.clone(),
         }
     }
@@ -100,12 +132,15 @@ impl Workspace {
                 "a workspace needs at least one root",
             ));
         }
+        let roots: Arc<[Arc<Root>]> = roots.into();
         Ok(Workspace {
             state: RwLock::new(State {
-                roots: roots.into(),
+                roots: roots.clone(),
                 current: 0,
                 base: String::new(),
+                blocked: None,
             }),
+            configured: roots,
             internal: Vec::new(),
         })
     }
@@ -213,7 +248,119 @@ impl Workspace {
         st.roots = roots.into();
         st.current = 0;
         st.base.clear();
+        st.blocked = None;
         Ok(())
+    }
+
+    /// Why nothing is reachable, when the client's roots left no directory.
+    pub fn blocked(&self) -> Option<String> {
+        self.state().blocked
+    }
+
+    /// Applies the roots a client announced (absolute paths) to the configured roots, per
+    /// `policy`, and returns the effective roots' paths. Narrowing never widens: a client
+    /// root inside a configured root becomes a root of its own (same access, same denylist,
+    /// opened through the configured root's handle, so a symlink cannot lead it out); a
+    /// configured root inside a client root stays whole; everything else is dropped. When
+    /// nothing is left, every call fails until the client announces usable roots.
+    pub fn apply_client_roots(
+        &self,
+        client: &[std::path::PathBuf],
+        policy: ClientRoots,
+    ) -> Vec<std::path::PathBuf> {
+        if policy == ClientRoots::Ignore {
+            return self
+                .roots()
+                .iter()
+                .map(|r| r.absolute_path().to_path_buf())
+                .collect();
+        }
+        let client: Vec<std::path::PathBuf> = client
+            .iter()
+            .filter(|c| c.is_absolute())
+            .map(|c| crate::root::normalize_lexically(c))
+            .collect();
+        let mut effective: Vec<Arc<Root>> = Vec::new();
+        let mut used = vec![false; client.len()];
+        for root in self.configured.iter() {
+            if client.iter().any(|c| root.absolute_path().starts_with(c)) {
+                effective.push(root.clone());
+                for (i, c) in client.iter().enumerate() {
+                    if root.absolute_path().starts_with(c) {
+                        used[i] = true;
+                    }
+                }
+                continue;
+            }
+            for (i, c) in client.iter().enumerate() {
+                let comps = match root.relative_components(c, Lookup::Spelling) {
+                    Ok(Some(comps)) => Some(comps),
+                    Ok(None) => root.relative_components(c, Lookup::Alias).ok().flatten(),
+                    Err(_) => None,
+                };
+                let Some(comps) = comps else { continue };
+                used[i] = true;
+                let input = c.display().to_string();
+                let sub = resolve_beneath(root, &input, comps.into(), Last::Follow).and_then(|t| {
+                    if t.is_dir() && !root.denylist().is_denied(t.rel(), true) {
+                        if t.rel().is_empty() {
+                            Ok(root.clone())
+                        } else {
+                            Root::subroot(&t).map(Arc::new)
+                        }
+                    } else {
+                        Err(FsError::new(
+                            FsErrorKind::NotADirectory,
+                            &input,
+                            "not a usable directory",
+                        ))
+                    }
+                });
+                match sub {
+                    Ok(r) => effective.push(r),
+                    Err(e) => {
+                        tracing::warn!(root = %input, reason = %e.message(), "client root inside a configured root is not usable; ignored");
+                    }
+                }
+            }
+        }
+        if policy == ClientRoots::Extend {
+            let denylist = self
+                .configured
+                .first()
+                .map(|r| r.denylist_arc())
+                .unwrap_or_default();
+            for (i, c) in client.iter().enumerate() {
+                if used[i] {
+                    continue;
+                }
+                let spec =
+                    crate::root::RootSpec::configured(c.clone(), crate::root::Access::ReadWrite);
+                if let Ok(r) = Root::new(spec, denylist.clone()) {
+                    effective.push(Arc::new(r));
+                }
+            }
+        }
+        let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        if effective.is_empty() {
+            tracing::warn!(
+                client_roots = client.len(),
+                "the client's roots do not overlap any configured root; every call will fail"
+            );
+            st.blocked = Some(
+                "no directory is available: the MCP client's roots do not overlap the directories ringfence is configured to use. Ask the user to open a folder inside a configured directory".into(),
+            );
+            return Vec::new();
+        }
+        let paths = effective
+            .iter()
+            .map(|r| r.absolute_path().to_path_buf())
+            .collect();
+        st.roots = effective.into();
+        st.current = 0;
+        st.base.clear();
+        st.blocked = None;
+        paths
     }
 
     /// Whether `target` is the current workspace or a directory that contains it (so moving
@@ -243,6 +390,9 @@ impl Workspace {
     }
 
     fn resolve_logged(&self, input: &str, last: Last) -> FsResult<Target> {
+        if let Some(reason) = self.state().blocked {
+            return Err(FsError::new(FsErrorKind::OutsideRoot, input, reason));
+        }
         let result = self.resolve_inner(input, last);
         if let Err(err) = &result
             && matches!(

@@ -15,7 +15,7 @@ use rmcp::model::{
     JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
     ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
@@ -116,6 +116,30 @@ impl McpServer {
     }
 }
 
+impl McpServer {
+    /// Asks a client that announces roots for them and hands them to the session (which
+    /// decides, by the operator's policy, what they may change). Roots are deprecated by the
+    /// specification's SEP-2577 but still what desktop clients send; without them the
+    /// configured roots apply unchanged.
+    #[allow(deprecated)]
+    async fn refresh_client_roots(&self, peer: Peer<RoleServer>) {
+        let supports = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if !supports {
+            return;
+        }
+        match peer.list_roots().await {
+            Ok(result) => {
+                let uris: Vec<String> = result.roots.into_iter().map(|r| r.uri).collect();
+                let summary = self.session.apply_client_roots(&uris);
+                tracing::info!(%summary, "client roots applied");
+            }
+            Err(e) => tracing::warn!(error = %e, "roots/list failed; keeping the configured roots"),
+        }
+    }
+}
+
 /// Forwards a tool's progress reports, in order, as `notifications/progress`.
 fn progress_for(ctx: &RequestContext<RoleServer>) -> Progress {
     let Some(token) = ctx.meta.get_progress_token() else {
@@ -162,6 +186,14 @@ impl ServerHandler for McpServer {
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        self.refresh_client_roots(ctx.peer).await;
+    }
+
+    async fn on_roots_list_changed(&self, ctx: NotificationContext<RoleServer>) {
+        self.refresh_client_roots(ctx.peer).await;
     }
 
     fn get_tool(&self, name: &str) -> Option<McpTool> {

@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use ringfence_fs::{Target, Workspace};
+use std::path::PathBuf;
+
+use ringfence_fs::{ClientRoots, Target, Workspace};
 
 /// What was known about a file when this session last read (or wrote) it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +55,8 @@ impl ReadTracker {
 pub struct Session {
     pub workspace: Workspace,
     pub reads: Mutex<ReadTracker>,
+    /// What the client's announced roots may do to the configured ones.
+    pub client_roots: ClientRoots,
 }
 
 impl Session {
@@ -60,10 +64,90 @@ impl Session {
         Session {
             workspace,
             reads: Mutex::new(ReadTracker::default()),
+            client_roots: ClientRoots::default(),
         }
+    }
+
+    pub fn with_client_roots(mut self, policy: ClientRoots) -> Session {
+        self.client_roots = policy;
+        self
+    }
+
+    /// Applies the roots a client announced (`file://` URIs; others are ignored) under this
+    /// session's policy. Returns a one-line summary for the log.
+    pub fn apply_client_roots(&self, uris: &[String]) -> String {
+        let paths: Vec<PathBuf> = uris.iter().filter_map(|u| file_uri_path(u)).collect();
+        let effective = self.workspace.apply_client_roots(&paths, self.client_roots);
+        format!(
+            "{} client roots ({} usable file paths) -> {} effective roots (policy {:?})",
+            uris.len(),
+            paths.len(),
+            effective.len(),
+            self.client_roots
+        )
     }
 
     pub fn reads(&self) -> std::sync::MutexGuard<'_, ReadTracker> {
         self.reads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The path of a `file://` URI (`file:///x`, `file://localhost/x`), percent-decoded; `None`
+/// for other schemes, remote hosts, or paths that do not decode to UTF-8.
+pub fn file_uri_path(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    let path = if rest.starts_with('/') {
+        rest
+    } else {
+        rest.strip_prefix("localhost")?
+    };
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    let s = String::from_utf8(out).ok()?;
+    if s.contains('\0') || !s.starts_with('/') {
+        return None;
+    }
+    Some(PathBuf::from(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_uri_path;
+    use std::path::PathBuf;
+
+    #[test]
+    fn file_uris() {
+        assert_eq!(
+            file_uri_path("file:///home/a/b"),
+            Some(PathBuf::from("/home/a/b"))
+        );
+        assert_eq!(
+            file_uri_path("file://localhost/x%20y"),
+            Some(PathBuf::from("/x y"))
+        );
+        assert_eq!(
+            file_uri_path("file:///caf%C3%A9"),
+            Some(PathBuf::from("/café"))
+        );
+        assert_eq!(file_uri_path("file://server/share"), None);
+        assert_eq!(file_uri_path("https://example.com/"), None);
+        assert_eq!(file_uri_path("file:///a%00b"), None);
+        assert_eq!(file_uri_path("file:///bad%zz"), None);
+        assert_eq!(
+            file_uri_path("file:///trailing%2"),
+            Some(PathBuf::from("/trailing%2"))
+        );
     }
 }

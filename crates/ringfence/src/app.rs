@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use ringfence_fs::{Access, Denylist, Root, RootOrigin, RootSpec, Workspace};
+use ringfence_fs::{Access, ClientRoots, Denylist, Root, RootOrigin, RootSpec, Workspace};
 use ringfence_mcp::{McpServer, ServerIdentity};
 use ringfence_store::{SqliteJournal, Store};
 use ringfence_tools::{Journal, Limits, Session, SpillStore, Toolbox};
@@ -26,6 +26,7 @@ pub struct App {
     /// The edit journal for undo_edit; `None` if the database could not be opened.
     pub journal: Option<Arc<dyn Journal>>,
     data_dir: std::path::PathBuf,
+    client_roots: ClientRoots,
     roots: Vec<Arc<Root>>,
 }
 
@@ -89,6 +90,7 @@ impl App {
             spill: Arc::new(SpillStore::new(spill_root)),
             journal: None,
             data_dir: config.data_dir.clone(),
+            client_roots: config.client_roots,
             roots,
         })
     }
@@ -98,7 +100,9 @@ impl App {
         let ws = Workspace::new(self.roots.clone())
             .map_err(|e| e.to_string())?
             .with_internal_root(self.spill.root().clone());
-        Ok(Arc::new(Session::new(ws)))
+        Ok(Arc::new(
+            Session::new(ws).with_client_roots(self.client_roots),
+        ))
     }
 
     pub fn server(&self) -> Result<McpServer, String> {

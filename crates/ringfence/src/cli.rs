@@ -41,6 +41,11 @@ struct Cli {
     /// Remove these tools or families (comma-separated).
     #[arg(long, global = true, value_delimiter = ',', value_name = "TOOLS")]
     disable_tools: Vec<String>,
+    /// What the MCP client's roots may do: narrow (default: keep only what lies inside both
+    /// the configured roots and the client's), ignore, or extend (also add client roots
+    /// outside the configured ones).
+    #[arg(long, global = true, value_name = "POLICY")]
+    client_roots: Option<String>,
     /// Log filter for stderr (error, warn, info, debug, trace).
     #[arg(long, global = true, value_name = "FILTER")]
     log: Option<String>,
@@ -122,6 +127,7 @@ pub fn run_main() -> ExitCode {
         roots,
         deny: cli.deny.clone(),
         log: cli.log.clone(),
+        client_roots: cli.client_roots.clone(),
         preset: cli.preset.clone(),
         enable: cli.tools.clone(),
         add: cli.add_tools.clone(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use ringfence_fs::{Access, RootSpec};
+use ringfence_fs::{Access, ClientRoots, RootSpec};
 use ringfence_tools::{Limits, Preset};
 
 use crate::env_vars;
@@ -20,6 +20,8 @@ pub struct FileConfig {
     pub roots: Option<Vec<RootEntry>>,
     pub denylist: Option<Vec<String>>,
     pub log: Option<String>,
+    /// What the MCP client's roots may do: `narrow` (default), `ignore`, `extend`.
+    pub client_roots: Option<String>,
     pub limits: Option<Limits>,
     pub tools: Option<ToolsConfig>,
 }
@@ -62,6 +64,7 @@ pub struct Overrides {
     pub roots: Vec<String>,
     pub deny: Vec<String>,
     pub log: Option<String>,
+    pub client_roots: Option<String>,
     pub preset: Option<String>,
     pub enable: Vec<String>,
     pub add: Vec<String>,
@@ -77,6 +80,7 @@ pub struct Config {
     pub denylist: Vec<String>,
     pub log: String,
     pub limits: Limits,
+    pub client_roots: ClientRoots,
     pub preset: Preset,
     pub enable: Option<Vec<String>>,
     pub add: Vec<String>,
@@ -305,6 +309,20 @@ impl Config {
             .or_else(|| file.log.clone())
             .unwrap_or_else(|| "info".into());
 
+        // 5b. The client's MCP roots.
+        let client_roots = match over
+            .client_roots
+            .clone()
+            .or_else(|| {
+                env.get(env_vars::RINGFENCE_CLIENT_ROOTS)
+                    .filter(|s| !s.trim().is_empty())
+            })
+            .or_else(|| file.client_roots.clone())
+        {
+            Some(v) => ClientRoots::parse(v.trim()).map_err(|e| format!("client_roots: {e}"))?,
+            None => ClientRoots::default(),
+        };
+
         // 6. Limits (seed 002's LLM_CHAT_FS_* variables are honoured too).
         let mut limits = file.limits.clone().unwrap_or_default();
         seed_002_limits(env, &mut limits)?;
@@ -379,6 +397,7 @@ impl Config {
             denylist,
             log,
             limits,
+            client_roots,
             preset,
             enable,
             add,

@@ -16,6 +16,8 @@ pub const RINGFENCE_PRESET: &str = "RINGFENCE_PRESET";
 pub const RINGFENCE_ADD_TOOLS: &str = "RINGFENCE_ADD_TOOLS";
 /// Tools or families to disable (comma-separated).
 pub const RINGFENCE_DISABLE_TOOLS: &str = "RINGFENCE_DISABLE_TOOLS";
+/// What the MCP client's roots may do: `narrow` (default), `ignore`, `extend`.
+pub const RINGFENCE_CLIENT_ROOTS: &str = "RINGFENCE_CLIENT_ROOTS";
 /// Log filter (`error`, `warn`, `info`, `debug`, `trace`, or a tracing directive).
 pub const RINGFENCE_LOG: &str = "RINGFENCE_LOG";
 
@@ -44,4 +46,5 @@ pub const ALL: &[&str] = &[
     RINGFENCE_ADD_TOOLS,
     RINGFENCE_DISABLE_TOOLS,
     RINGFENCE_LOG,
+    RINGFENCE_CLIENT_ROOTS,
 ];

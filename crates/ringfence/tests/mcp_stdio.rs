@@ -19,14 +19,33 @@ use serde_json::{Value, json};
 #[derive(Clone, Default)]
 struct Client {
     progress: Arc<Mutex<Vec<f64>>>,
+    /// Roots this client announces (`None`: no roots capability).
+    roots: Option<Vec<String>>,
 }
 
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("ringfence-e2e", "0"),
-        )
+        let caps = if self.roots.is_some() {
+            ClientCapabilities::builder().enable_roots().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(caps, Implementation::new("ringfence-e2e", "0"))
+    }
+
+    #[allow(deprecated)] // MCP roots (SEP-2577 deprecates them; clients still send them)
+    async fn list_roots(
+        &self,
+        _ctx: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        let roots = self
+            .roots
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .map(rmcp::model::Root::new)
+            .collect();
+        Ok(rmcp::model::ListRootsResult::new(roots))
     }
 
     async fn on_progress(
@@ -56,12 +75,23 @@ async fn start(setup: impl FnOnce(&Path)) -> Server {
 /// A server whose root (`<base>/ws`) and data directory (`<base>/data`) live in `base`, so a
 /// second server started on the same `base` is the first one restarted.
 async fn start_in(base: &Path, setup: impl FnOnce(&Path)) -> Server {
+    start_with(base, setup, Client::default(), &[]).await
+}
+
+/// A server on `base` with a particular client and extra global flags.
+async fn start_with(
+    base: &Path,
+    setup: impl FnOnce(&Path),
+    handler: Client,
+    flags: &[&str],
+) -> Server {
     let root = base.join("ws");
     std::fs::create_dir_all(&root).unwrap();
     setup(&root);
     let stderr_log = base.join("stderr.log");
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ringfence"));
-    cmd.arg("--data-dir")
+    cmd.args(flags)
+        .arg("--data-dir")
         .arg(base.join("data"))
         .arg("--log")
         .arg("info")
@@ -74,7 +104,6 @@ async fn start_in(base: &Path, setup: impl FnOnce(&Path)) -> Server {
         .stderr(Stdio::from(log))
         .spawn()
         .unwrap();
-    let handler = Client::default();
     let client = handler.clone().serve(transport).await.expect("initialize");
     Server {
         _tmp: None,
@@ -445,5 +474,120 @@ async fn images_travel_as_mcp_image_content() {
         .expect("an image block");
     assert_eq!(image.mime_type, "image/png");
     assert_eq!(image.data, TINY_PNG_B64);
+    s.client.cancel().await.unwrap();
+}
+
+/// Waits until the server has applied the client's roots (it asks for them right after
+/// initialization): `file_access_info` no longer lists the configured root alone.
+async fn wait_for_roots(s: &Server, expect: &str) -> String {
+    for _ in 0..100 {
+        let r = s.call("file_access_info", json!({})).await;
+        let text = first_text(&r);
+        if text.contains(expect) {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("client roots never applied (wanted `{expect}`)");
+}
+
+#[tokio::test]
+async fn client_roots_narrow_the_configured_root() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sub = tmp.path().join("ws/project");
+    let client = Client {
+        roots: Some(vec![format!("file://{}", sub.display())]),
+        ..Client::default()
+    };
+    let s = start_with(
+        tmp.path(),
+        |root| {
+            std::fs::create_dir_all(root.join("project")).unwrap();
+            std::fs::write(root.join("project/inside.txt"), "in\n").unwrap();
+            std::fs::write(root.join("elsewhere.txt"), "out\n").unwrap();
+        },
+        client,
+        &[],
+    )
+    .await;
+    let info = wait_for_roots(&s, &format!("{}  ", sub.display())).await;
+    assert!(info.contains("(current workspace)"), "{info}");
+    // Relative paths now start in the client's root; the rest of the configured root is gone.
+    assert!(
+        s.text("read_file", json!({"path": "inside.txt"}))
+            .await
+            .contains("in")
+    );
+    let (text, structured) = s
+        .error(
+            "read_file",
+            json!({"path": s.root.join("elsewhere.txt").display().to_string()}),
+        )
+        .await;
+    assert_eq!(structured["error"], "outside_workspace", "{text}");
+    let (_, structured) = s
+        .error("read_file", json!({"path": "../elsewhere.txt"}))
+        .await;
+    assert_eq!(structured["error"], "outside_workspace");
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn client_roots_never_widen_unless_the_operator_opts_in() {
+    let tmp = tempfile::tempdir().unwrap();
+    let other = tmp.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("secret.txt"), "not yours\n").unwrap();
+    let uri = format!("file://{}", other.display());
+    // Narrow (the default): a client root outside every configured root leaves nothing.
+    let s = start_with(
+        tmp.path(),
+        |_| {},
+        Client {
+            roots: Some(vec![uri.clone()]),
+            ..Client::default()
+        },
+        &[],
+    )
+    .await;
+    let mut blocked = false;
+    for _ in 0..100 {
+        let r = s
+            .call(
+                "read_file",
+                json!({"path": other.join("secret.txt").display().to_string()}),
+            )
+            .await;
+        let text = first_text(&r);
+        assert_eq!(r.is_error, Some(true), "{text}");
+        assert!(!text.contains("not yours"));
+        if text.contains("do not overlap") {
+            blocked = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(blocked, "the session was not blocked");
+    s.client.cancel().await.unwrap();
+    // Extend (opted in): the client's root is added.
+    let tmp2 = tempfile::tempdir().unwrap();
+    let s = start_with(
+        tmp2.path(),
+        |_| {},
+        Client {
+            roots: Some(vec![uri]),
+            ..Client::default()
+        },
+        &["--client-roots", "extend"],
+    )
+    .await;
+    wait_for_roots(&s, &other.display().to_string()).await;
+    let out = s
+        .text(
+            "read_file",
+            json!({"path": other.join("secret.txt").display().to_string()}),
+        )
+        .await;
+    assert!(out.contains("not yours"), "{out}");
     s.client.cancel().await.unwrap();
 }
