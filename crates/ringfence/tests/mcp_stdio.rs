@@ -24,6 +24,7 @@ struct Client {
 }
 
 impl ClientHandler for Client {
+    #[allow(deprecated)] // MCP roots (SEP-2577 deprecates them; clients still send them)
     fn get_info(&self) -> ClientConfig {
         let caps = if self.roots.is_some() {
             ClientCapabilities::builder().enable_roots().build()
