@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mcp import McpClient, result_text  # noqa: E402
+from tree import bench_tree, tree_markdown, tree_targets  # noqa: E402
 
 # rg flags that give ripgrep ringfence's file-selection semantics:
 #   --hidden            ringfence searches hidden files
@@ -679,6 +680,8 @@ def markdown(r: dict[str, Any]) -> str:
                      f"{fmt(x.get('p95_ms'), 3)} | {lr} | {fmt(s.get('median_ms'), 2)} | "
                      f"{fmt(s.get('p95_ms'), 2)} | {sr} |")
         L.append("")
+    if "tree" in r:
+        L.extend(tree_markdown(r["tree"]))
     if r.get("targets"):
         L.append("### Targets\n")
         L.append("| target | measured | met |")
@@ -702,6 +705,8 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
     for g in r.get("glob", []):
         out.append({"target": f"glob `{g['pattern']}` ≤ 1.3× rg --files",
                     "measured": f"{g['ratio']:.2f}×", "met": g["ratio"] <= 1.3})
+    if "tree" in r:
+        out.extend(tree_targets(r["tree"]))
     s = r.get("startup", {}).get("ringfence", {})
     if "median_ms" in s:
         out.append({"target": "start-up < 20 ms", "measured": f"{s['median_ms']:.2f} ms",
@@ -738,10 +743,11 @@ def main() -> None:
     p.add_argument("--git-rev", default="")
     p.add_argument("--wait-idle", type=float, default=300,
                    help="wait up to this many seconds for an idle machine first")
-    p.add_argument("--only", default="grep,glob,bigread,edit,latency,startup")
+    p.add_argument("--only", default="grep,glob,bigread,edit,latency,startup,tree")
+    p.add_argument("--tree", default="", help="the 1,000,000-entry tree (section tree)")
     a = p.parse_args()
     for k in ("ringfence", "official_js", "rustfs", "corpus", "big_file", "edit_file",
-              "small_file", "work", "rf_data", "out"):
+              "small_file", "work", "rf_data", "out", "tree"):
         if getattr(a, k):
             setattr(a, k, os.path.abspath(getattr(a, k)))
 
@@ -778,6 +784,7 @@ def main() -> None:
     sections: list[tuple[str, Callable[..., Any]]] = [
         ("grep", bench_grep), ("glob", bench_glob), ("bigread", bench_bigread),
         ("edit", bench_edit), ("latency", bench_latency), ("startup", bench_startup),
+        ("tree", bench_tree),
     ]
     for name, fn in sections:
         if name in only:

@@ -6,10 +6,14 @@
                   line count.
   edit/edit.txt   ~10 MB: 100,000 lines of 100 bytes with one unique marker line mid-file.
   small/small.txt 100 lines of Rust-like text (~4 KB).
+  tree/           1,000,010 entries: 10 × 100 directories holding 999 empty files each;
+                  one file in 1,000 is named `*.rare` (999 of them) for name searches.
+                  tree.complete marks a finished tree.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -66,11 +70,37 @@ def gen_small(path: Path) -> None:
     path.write_text("".join(out))
 
 
+TREE_EXTS = ["rs", "txt", "md", "json", "py", "toml", "c"]
+
+
+def gen_tree(base: Path) -> None:
+    """1,000,010 entries (1,010 directories, 999,000 files), every name unique."""
+    marker = base.parent / "tree.complete"
+    if marker.exists():
+        return
+    import shutil
+    if base.exists():
+        shutil.rmtree(base)
+    n = 0
+    for top in range(10):
+        for mid in range(100):
+            d = base / f"d{top}" / f"s{mid:02d}"
+            d.mkdir(parents=True)
+            for _ in range(999):
+                ext = "rare" if n % 1000 == 0 else TREE_EXTS[n % len(TREE_EXTS)]
+                fd = os.open(d / f"f{n:07d}.{ext}", os.O_CREAT | os.O_WRONLY, 0o644)
+                os.close(fd)
+                n += 1
+    marker.write_text(f"{n} files\n")
+
+
 def main() -> None:
     base = Path(sys.argv[1])
     gen_small(base / "small" / "small.txt")
     gen_edit(base / "edit" / "edit.txt")
     gen_big(base / "big" / "big.txt")
+    if os.environ.get("TREE", "1") != "0":
+        gen_tree(base / "tree")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 #
 # Knobs (environment): RUNS (timed runs per grep/glob/read case, default 5), WARMUP (1),
 # LAT_CALLS (200), STARTS (20), ONLY (comma-separated sections: grep,glob,bigread,edit,
-# latency,startup), CORPUS_SRC (default: the cargo registry sources), WAIT_IDLE (seconds to
+# latency,startup,tree), CORPUS_SRC (default: the cargo registry sources), WAIT_IDLE (seconds to
 # wait for other work on the machine to finish before timing, default 300).
 set -euo pipefail
 
@@ -31,6 +31,16 @@ if ! command -v rg >/dev/null 2>&1; then
     say "installing ripgrep (apt)"
     apt-get update -qq && apt-get install -y -qq ripgrep
 fi
+if ! command -v fdfind >/dev/null 2>&1 && ! command -v fd >/dev/null 2>&1; then
+    say "installing fd (apt fd-find)"
+    apt-get update -qq && apt-get install -y -qq fd-find
+fi
+if [[ ! -x /usr/bin/time ]]; then
+    say "installing GNU time (apt)"
+    apt-get update -qq && apt-get install -y -qq time
+fi
+FD_BIN="$(command -v fdfind || command -v fd)"
+export FD_BIN
 for tool in cargo node npm python3 find du wc; do
     command -v "$tool" >/dev/null 2>&1 || { say "missing required tool: $tool"; exit 1; }
 done
@@ -106,6 +116,7 @@ say "running benchmarks (ringfence $GIT_REV)"
     --rf-data "$RF_DATA" \
     --runs "${RUNS:-5}" --warmup "${WARMUP:-1}" \
     --lat-calls "${LAT_CALLS:-200}" --starts "${STARTS:-20}" \
-    --only "${ONLY:-grep,glob,bigread,edit,latency,startup}" --wait-idle "${WAIT_IDLE:-300}" \
+    --tree "$CORPUS/tree" \
+    --only "${ONLY:-grep,glob,bigread,edit,latency,startup,tree}" --wait-idle "${WAIT_IDLE:-300}" \
     --out "$RESULTS/latest.json"
 say "wrote $RESULTS/latest.json and $RESULTS/latest.md"

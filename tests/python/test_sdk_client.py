@@ -129,11 +129,28 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @asynccontextmanager
-async def serve(bin_path: Path, workspace: Path, data_dir: Path) -> AsyncIterator[Server]:
+async def serve(
+    bin_path: Path,
+    workspace: Path,
+    data_dir: Path,
+    preset: str = "iris",
+    extra_roots: tuple[str, ...] = (),
+) -> AsyncIterator[Server]:
+    """Serves `workspace` (plus `extra_roots`, each `PATH` or `PATH:ro`) with a tool preset:
+    `iris` (seed 000's five tools, the default here), `llm-chat` (seed 002's thirteen) or
+    `full`."""
     tmp = data_dir.parent
     params = StdioServerParameters(
         command=str(bin_path),
-        args=["--data-dir", str(data_dir), "serve", str(workspace)],
+        args=[
+            "--data-dir",
+            str(data_dir),
+            "--preset",
+            preset,
+            "serve",
+            str(workspace),
+            *extra_roots,
+        ],
         # Keep a developer's own ringfence config out of the run.
         env={
             "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
@@ -186,7 +203,9 @@ async def test_tools_list_schemas_and_annotations(ringfence_bin, dirs):
             assert set(tools) == TOOL_NAMES
             assert len(listed.tools) == len(TOOL_NAMES), "no duplicate tool names"
             required = {
-                "read_file": {"path"},
+                # `path` (seed 000) or `paths` (seed 002): neither is required by the schema;
+                # the tool refuses a call with neither, or with both.
+                "read_file": set(),
                 "write_file": {"path", "content"},
                 "edit_file": {"path", "old_string", "new_string"},
                 "grep": {"pattern"},
@@ -198,6 +217,8 @@ async def test_tools_list_schemas_and_annotations(ringfence_bin, dirs):
                 assert schema["type"] == "object", name
                 assert set(schema.get("required", [])) == required[name], name
                 assert required[name] <= set(schema["properties"]), name
+                if name == "read_file":
+                    assert {"path", "offset", "limit"} <= set(schema["properties"])
                 ann = tool.annotations
                 assert ann is not None, f"{name} has no annotations"
                 read_only = _attr(ann, "read_only_hint", "readOnlyHint")
@@ -485,3 +506,110 @@ async def test_grep_with_progress_callback(ringfence_bin, dirs):
         if total is not None:
             assert p <= total
     print(f"progress notifications received: {len(events)} {events}")
+
+
+# --- Seed 002 (preset llm-chat) ------------------------------------------------------------
+
+LLM_CHAT_TOOLS = {
+    "search_entries": set(),
+    "list_directory": {"path"},
+    "read_file": set(),
+    "write_file": {"path", "content"},
+    "replace_file_lines": {"path", "content", "start_line"},
+    "insert_file_content": {"path", "content"},
+    "replace_file_content": {"path", "old_content", "new_content"},
+    "entry_info": {"path"},
+    "delete_file": {"path"},
+    "create_folder": {"path"},
+    "move_file": {"source", "destination"},
+    "file_access_info": set(),
+    "switch_workspace": {"path"},
+}
+
+
+async def test_llm_chat_preset_lists_exactly_seed_002_tools(ringfence_bin, dirs):
+    ws, data = dirs
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with serve(ringfence_bin, ws, data, preset="llm-chat") as srv:
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                listed = await srv.session.list_tools()
+            tools = {t.name: t for t in listed.tools}
+            assert set(tools) == set(LLM_CHAT_TOOLS)
+            for name, required in LLM_CHAT_TOOLS.items():
+                schema = _attr(tools[name], "input_schema", "inputSchema")
+                assert schema["type"] == "object", name
+                assert set(schema.get("required", [])) == required, name
+            # read_file takes both seeds' forms.
+            props = _attr(tools["read_file"], "input_schema", "inputSchema")["properties"]
+            assert {"path", "offset", "limit", "paths", "start_line", "end_line", "max_chars"} <= set(props)
+
+
+async def test_seed_002_documented_flow(ringfence_bin, dirs):
+    ws, data = dirs
+    (ws / "exists.txt").write_text("".join(f"line {i}\n" for i in range(1, 6)))
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with serve(ringfence_bin, ws, data, preset="llm-chat") as srv:
+            # Batch read with a partial failure: one result per file, each with its status.
+            result = await srv.call("read_file", {"paths": ["exists.txt", "missing.txt"]})
+            assert not is_error(result)
+            blocks = [c.text for c in result.content if getattr(c, "type", None) == "text"]
+            assert blocks[0].startswith(f"--- {ws}/exists.txt (lines 1-5 of 5) ---\n")
+            assert blocks[1] == (
+                f"File not found: ENOENT: no such file or directory, stat '{ws}/missing.txt'"
+            )
+            statuses = [r["status"] for r in structured(result)["results"]]
+            assert statuses == ["success", "error"]
+
+            text = await srv.ok("write_file", {"path": "notes.txt", "content": "Hello, world!"})
+            assert text.startswith(f"Written: {ws}/notes.txt")
+            text = await srv.ok(
+                "replace_file_lines",
+                {"path": "exists.txt", "content": "const x = 42;", "start_line": 2, "end_line": 3},
+            )
+            assert text == f"Replaced lines 2-3 in {ws}/exists.txt"
+            text = await srv.ok(
+                "insert_file_content",
+                {"path": "exists.txt", "content": "import x;", "line": 1},
+            )
+            assert text == f"Inserted content at line 1 in {ws}/exists.txt"
+            text = await srv.ok(
+                "replace_file_content",
+                {"path": "exists.txt", "old_content": "line", "new_content": "row"},
+            )
+            assert text == f"Replaced content in {ws}/exists.txt"
+            assert (ws / "exists.txt").read_text() == "import x;\nrow 1\nconst x = 42;\nline 4\nline 5\n"
+
+            text = await srv.ok("create_folder", {"path": "src/components"})
+            assert text == f"Created directory: {ws}/src/components/"
+            text = await srv.ok("move_file", {"source": "notes.txt", "destination": "src/notes.txt"})
+            assert text == f"Moved: {ws}/notes.txt -> {ws}/src/notes.txt"
+            text = await srv.ok("list_directory", {"path": "."})
+            assert text == "exists.txt\nsrc/"
+            text = await srv.ok("search_entries", {"name_pattern": "\\.txt$"})
+            assert text == "exists.txt\nsrc/notes.txt"
+            text = await srv.ok("entry_info", {"path": "src/notes.txt"})
+            assert text.splitlines()[:3] == [f"Path: {ws}/src/notes.txt", "Type: file", "Size: 13 bytes"]
+            text = await srv.ok("delete_file", {"path": "src", "recursive": True})
+            assert text == f"Deleted directory: {ws}/src"
+
+
+async def test_seed_002_several_directories(ringfence_bin, dirs, tmp_path):
+    ws, data = dirs
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_text("started\n")
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with serve(ringfence_bin, ws, data, preset="llm-chat", extra_roots=(f"{logs}:ro",)) as srv:
+            text = await srv.ok("file_access_info", {})
+            assert text == (
+                "Configured file system access:\n"
+                f"  {str(ws):<56} write  (current workspace)\n"
+                f"  {str(logs):<56} read"
+            )
+            text = await srv.ok("switch_workspace", {"path": str(logs)})
+            assert text == f"Switched workspace to: {logs}"
+            text = await srv.ok("read_file", {"paths": ["app.log"]})
+            assert "started" in text
+            msg = await srv.err("write_file", {"path": "new.log", "content": "x"})
+            assert "read-only" in msg, msg
+            assert not (logs / "new.log").exists()

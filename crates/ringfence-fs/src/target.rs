@@ -299,9 +299,9 @@ impl Target {
                     format!("{}: is a directory; give a file path", self.input),
                 ));
             }
-            TargetState::Exists(EntryKind::Other | EntryKind::Symlink) => {
-                return Err(self.not_a_file());
-            }
+            // Devices, sockets, FIFOs are never replaced. A symlink (only from
+            // `resolve_entry`) is replaced as an entry by the rename, never followed.
+            TargetState::Exists(EntryKind::Other) => return Err(self.not_a_file()),
             _ => {}
         }
         let parent = self.parent.as_ref().ok_or_else(|| {

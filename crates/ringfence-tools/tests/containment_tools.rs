@@ -402,6 +402,12 @@ enum Role {
     MoveSource,
     MoveDest,
     Switch,
+    CopySource,
+    CopyDest,
+    MultiEdit,
+    Undo,
+    Tree,
+    Media,
 }
 
 impl Role {
@@ -422,6 +428,11 @@ impl Role {
             Role::CreateFolder => "create_folder",
             Role::MoveSource | Role::MoveDest => "move_file",
             Role::Switch => "switch_workspace",
+            Role::CopySource | Role::CopyDest => "copy_file",
+            Role::MultiEdit => "multi_edit",
+            Role::Undo => "undo_edit",
+            Role::Tree => "directory_tree",
+            Role::Media => "read_media_file",
         }
     }
 
@@ -453,6 +464,16 @@ impl Role {
                 json!({"source": "legit.txt", "destination": p, "overwrite": true})
             }
             Role::Switch => json!({"path": p}),
+            Role::CopySource => json!({"source": p, "destination": "copied"}),
+            Role::CopyDest => {
+                json!({"source": "legit.txt", "destination": p, "overwrite": true})
+            }
+            Role::MultiEdit => json!({"path": p, "edits": [
+                {"old_string": "never-present-old", "new_string": "PWNED"}
+            ]}),
+            Role::Undo => json!({"path": p}),
+            Role::Tree => json!({"path": p, "max_depth": 9}),
+            Role::Media => json!({"path": p}),
         }
     }
 
@@ -460,13 +481,21 @@ impl Role {
     fn acts_on_entry(self) -> bool {
         matches!(
             self,
-            Role::EntryInfo | Role::Delete | Role::MoveSource | Role::MoveDest
+            Role::EntryInfo
+                | Role::Delete
+                | Role::MoveSource
+                | Role::MoveDest
+                | Role::CopySource
+                | Role::CopyDest
         )
     }
 
     /// `path` is optional and an empty one means the workspace.
     fn optional_path(self) -> bool {
-        matches!(self, Role::Grep | Role::Glob | Role::SearchEntries)
+        matches!(
+            self,
+            Role::Grep | Role::Glob | Role::SearchEntries | Role::Tree
+        )
     }
 }
 
@@ -474,7 +503,7 @@ impl Role {
 fn check_entry_success(role: Role, link: &str, before: &Tree, after: &Tree) -> Vec<String> {
     let mut problems = Vec::new();
     for (what, k) in diff(before, after) {
-        if k != link && k != "moved" && k != "legit.txt" {
+        if k != link && k != "moved" && k != "copied" && k != "legit.txt" {
             problems.push(format!("unexpected change in the root: {what} {k}"));
         }
     }
@@ -500,6 +529,18 @@ fn check_entry_success(role: Role, link: &str, before: &Tree, after: &Tree) -> V
                 || after.contains_key("legit.txt")
             {
                 problems.push(format!("legit.txt did not replace the link {link}"));
+            }
+        }
+        Role::CopySource => {
+            if after.get(link) != was.as_ref() || after.get("copied") != was.as_ref() {
+                problems.push(format!("{link} was not copied as a link to `copied`"));
+            }
+        }
+        Role::CopyDest => {
+            if after.get(link) != Some(&Node::File(LEGIT.as_bytes().to_vec()))
+                || !after.contains_key("legit.txt")
+            {
+                problems.push(format!("legit.txt was not copied over the link {link}"));
             }
         }
         _ => problems.push("only entry tools may succeed".into()),
@@ -672,6 +713,36 @@ async fn escapes_move_file_source() {
 #[tokio::test]
 async fn escapes_move_file_destination() {
     run_table(Role::MoveDest).await;
+}
+
+#[tokio::test]
+async fn escapes_copy_file_source() {
+    run_table(Role::CopySource).await;
+}
+
+#[tokio::test]
+async fn escapes_copy_file_destination() {
+    run_table(Role::CopyDest).await;
+}
+
+#[tokio::test]
+async fn escapes_multi_edit() {
+    run_table(Role::MultiEdit).await;
+}
+
+#[tokio::test]
+async fn escapes_undo_edit() {
+    run_table(Role::Undo).await;
+}
+
+#[tokio::test]
+async fn escapes_directory_tree() {
+    run_table(Role::Tree).await;
+}
+
+#[tokio::test]
+async fn escapes_read_media_file() {
+    run_table(Role::Media).await;
 }
 
 #[tokio::test]

@@ -10,13 +10,13 @@ use ringfence_tools::{Journal, Limits, Session, SpillStore, Toolbox};
 use crate::config::Config;
 
 /// What the instructions at `initialize` teach the model.
-pub const INSTRUCTIONS: &str = "ringfence gives you file tools confined to the directories the user allowed (the workspace).\n\
+pub const INSTRUCTIONS: &str = "ringfence gives you file tools confined to the directories the user allowed. Call file_access_info (when offered) to see them, with their access (read or write) and the current workspace.\n\
 \n\
-Paths: give paths relative to the workspace (`notes/todo.md`). `~` is the workspace root and `~/x` a path in it (not the user's home). Absolute paths work only inside the workspace. `..` may move within the workspace, never out of it; symbolic links that lead outside are refused, and some paths may be blocked by the user's denylist.\n\
+Paths: relative paths (`notes/todo.md`) resolve against the current workspace; `~` is the current workspace (not the user's home). Absolute paths work inside the allowed directories. `..` may move within a directory, never out of it; symbolic links that lead outside are refused, and some paths may be blocked by the user's denylist. switch_workspace changes the current workspace.\n\
 \n\
-Read first: write_file may create a new file at once, but overwriting an existing file or changing it with edit_file requires that you read it with read_file in this session first, and that it has not changed since. If it changed, read it again.\n\
+Read first: a new file can be written at once, but overwriting or editing an existing file requires that you read it with read_file in this session first, and that it has not changed since. If it changed, read it again. undo_edit reverts ringfence's last change to a file.\n\
 \n\
-Large output: read_file returns at most 500 lines or 30,000 characters, grep at most 100 matches, glob at most 100 paths. When a cap cuts the output, a notice says what was shown and gives the path of a file holding the full output: read it with read_file using offset and limit, or search it with grep. Page through big files with read_file offset/limit, and through many matches with grep head_limit/offset.";
+Large output: read_file returns at most 500 lines or 30,000 characters (10,000 characters per file with `paths`), grep 100 matches, glob 100 paths, list_directory 1,000 entries. When a cap cuts the output, a notice says what was shown and gives the path of a file holding the full output: read it with read_file using offset and limit, or search it with grep. Page through big files with read_file offset/limit (or start_line/end_line with `paths`).";
 
 /// Everything built from the configuration.
 pub struct App {
