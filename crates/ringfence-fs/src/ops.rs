@@ -11,7 +11,7 @@ use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, PermissionsExt};
 
 use crate::error::{FsErrorKind, FsResult};
-use crate::target::{EntryKind, Target, TargetState, WriteOptions, fsync_dir, temp_name};
+use crate::target::{EntryKind, Target, TargetState, WriteOptions, fsync_dir, open_dot, temp_name};
 
 /// What a removal or copy touched.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -188,12 +188,7 @@ impl Target {
         let (parent, name) = self.refuse_root("deleted")?;
         let mut count = TreeCount::default();
         match self.state() {
-            TargetState::Missing => {
-                return Err(self.err(
-                    FsErrorKind::NotFound,
-                    format!("{}: no such file or directory", self.input()),
-                ));
-            }
+            TargetState::Missing => return Err(self.not_found()),
             TargetState::Exists(EntryKind::Dir) => {
                 if recursive {
                     self.refuse_denied_inside("delete", None)?;
@@ -245,10 +240,7 @@ impl Target {
             )
         })?;
         if !self.exists() {
-            return Err(self.err(
-                FsErrorKind::NotFound,
-                format!("{}: no such file or directory", self.input()),
-            ));
+            return Err(self.not_found());
         }
         if Arc::ptr_eq(self.root(), dest.root()) && self.rel() == dest.rel() {
             return Err(self.err(
@@ -388,12 +380,7 @@ impl Target {
         }
         let mut count = TreeCount::default();
         match self.state() {
-            TargetState::Missing => {
-                return Err(self.err(
-                    FsErrorKind::NotFound,
-                    format!("{}: no such file or directory", self.input()),
-                ));
-            }
+            TargetState::Missing => return Err(self.not_found()),
             TargetState::Exists(EntryKind::File) => {
                 let (file, meta) = self.open_read()?;
                 let mut reader = file.into_std();
@@ -500,26 +487,12 @@ fn place(dir: &Dir, tmp: &str, name: &OsStr, overwrite: bool) -> io::Result<()> 
 }
 
 fn set_dir_mode(dir: &Dir, mode: u32) -> io::Result<()> {
-    use rustix::fs::{Mode, OFlags};
-    let fd = rustix::fs::openat(
-        dir,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-        Mode::empty(),
-    )?;
-    rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))?;
+    rustix::fs::fchmod(open_dot(dir)?, rustix::fs::Mode::from_raw_mode(mode))?;
     Ok(())
 }
 
 fn sync_fs(dir: &Dir) -> io::Result<()> {
-    use rustix::fs::{Mode, OFlags};
-    let fd = rustix::fs::openat(
-        dir,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-        Mode::empty(),
-    )?;
-    rustix::fs::syncfs(&fd)?;
+    rustix::fs::syncfs(open_dot(dir)?)?;
     Ok(())
 }
 

@@ -168,7 +168,7 @@ impl Target {
         FsError::from_io(&self.input, err)
     }
 
-    fn not_found(&self) -> FsError {
+    pub(crate) fn not_found(&self) -> FsError {
         self.err(
             FsErrorKind::NotFound,
             format!("{}: no such file or directory", self.input),
@@ -442,15 +442,20 @@ pub(crate) fn temp_name(name: &OsString) -> String {
 /// had already replaced the file, and never flushed the directory. So open `.` beneath the
 /// handle for reading (no ambient path involved) and fsync that.
 pub(crate) fn fsync_dir(dir: &Dir) -> io::Result<()> {
+    rustix::fs::fsync(open_dot(dir)?)?;
+    Ok(())
+}
+
+/// The directory itself, opened for reading beneath its own handle (cap-std's handles are
+/// `O_PATH`, on which fsync, fchmod and syncfs fail).
+pub(crate) fn open_dot(dir: &Dir) -> io::Result<rustix::fd::OwnedFd> {
     use rustix::fs::{Mode, OFlags};
-    let fd = rustix::fs::openat(
+    Ok(rustix::fs::openat(
         dir,
         ".",
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
         Mode::empty(),
-    )?;
-    rustix::fs::fsync(&fd)?;
-    Ok(())
+    )?)
 }
 
 fn fchmod(file: &File, mode: u32) -> io::Result<()> {

@@ -1,8 +1,12 @@
 //! Persistence for ringfence: one embedded SQLite database under the data directory.
 //!
-//! The database runs in WAL mode with `synchronous=FULL`: a change is on disk before the call
-//! that made it returns, and a crash at any moment leaves the previous or the new state,
-//! never a torn one. The schema is versioned (`PRAGMA user_version`) and migrated forward at
+//! The database runs in WAL mode. With [`Durability::Full`] (`synchronous=FULL`) a change is
+//! on disk before the call that made it returns; with [`Durability::Process`]
+//! (`synchronous=NORMAL`) a committed change survives the process being killed at any moment
+//! but the last commits may be lost if the machine loses power — the edit journal uses it,
+//! since it must not double the cost of every edit (the edited file itself is always
+//! written durably). Either way a crash leaves the previous or the new state, never a torn
+//! one. The schema is versioned (`PRAGMA user_version`) and migrated forward at
 //! open, one transaction per step.
 
 use std::path::{Path, PathBuf};
@@ -56,15 +60,37 @@ pub struct Store {
     path: PathBuf,
 }
 
+/// How durable a commit is when the call returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// On disk (`synchronous=FULL`): survives power loss.
+    Full,
+    /// In the write-ahead log (`synchronous=NORMAL`): survives the process being killed, not
+    /// necessarily a power loss.
+    Process,
+}
+
 impl Store {
     /// Opens (creating if needed) the database at `path` and migrates it to the current
     /// schema. A database from a newer ringfence is refused rather than misread.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_with(path, Durability::Full)
+    }
+
+    /// [`open`](Self::open) with a chosen durability for this connection's commits.
+    pub fn open_with(path: &Path, durability: Durability) -> Result<Store, StoreError> {
         let conn = Connection::open(path)
             .map_err(|e| StoreError(format!("cannot open the database {}: {e}", path.display())))?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(
+            None,
+            "synchronous",
+            match durability {
+                Durability::Full => "FULL",
+                Durability::Process => "NORMAL",
+            },
+        )?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         let store = Store {
             conn: Mutex::new(conn),
@@ -113,14 +139,73 @@ impl Store {
 }
 
 /// The edit journal in the database.
+///
+/// Records are committed by a background thread, in order, so a large previous version
+/// (megabytes into the write-ahead log, and the checkpoint after it) never adds to the
+/// latency of the edit that produced it. Every read of the journal (`latest`, `depth`,
+/// `remove`) first waits for the queue to drain, and [`Journal::flush`] waits for it
+/// explicitly (the binary flushes before it exits), so nothing recorded is ever missing
+/// from a later query.
 #[derive(Debug, Clone)]
 pub struct SqliteJournal {
     store: Arc<Store>,
+    queue: Arc<Queue>,
+}
+
+#[derive(Debug)]
+struct Queue {
+    tx: Mutex<Option<std::sync::mpsc::Sender<JournalEntry>>>,
+    pending: Mutex<usize>,
+    drained: std::sync::Condvar,
 }
 
 impl SqliteJournal {
     pub fn new(store: Arc<Store>) -> SqliteJournal {
-        SqliteJournal { store }
+        let (tx, rx) = std::sync::mpsc::channel::<JournalEntry>();
+        let queue = Arc::new(Queue {
+            tx: Mutex::new(Some(tx)),
+            pending: Mutex::new(0),
+            drained: std::sync::Condvar::new(),
+        });
+        let (worker_store, worker_queue) = (store.clone(), queue.clone());
+        std::thread::Builder::new()
+            .name("ringfence-journal".into())
+            .spawn(move || {
+                for entry in rx {
+                    if let Err(e) = record_now(&worker_store, entry) {
+                        tracing::error!(error = %e, "edit journal write failed; that change cannot be undone");
+                    }
+                    let mut n = worker_queue
+                        .pending
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner());
+                    *n -= 1;
+                    if *n == 0 {
+                        worker_queue.drained.notify_all();
+                    }
+                }
+            })
+            .expect("spawn the journal thread");
+        SqliteJournal { store, queue }
+    }
+
+    /// Waits until every queued record is committed.
+    fn drain(&self) {
+        let mut n = self.queue.pending.lock().unwrap_or_else(|e| e.into_inner());
+        while *n > 0 {
+            n = self
+                .queue
+                .drained
+                .wait(n)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl Drop for SqliteJournal {
+    /// A journal dropped with records still queued stores them first.
+    fn drop(&mut self) {
+        self.drain();
     }
 }
 
@@ -133,50 +218,24 @@ fn now_ms() -> i64 {
 
 impl Journal for SqliteJournal {
     fn record(&self, entry: JournalEntry) -> Result<(), String> {
-        let mut conn = self.store.conn();
-        let tx = conn.transaction().map_err(|e| e.to_string())?;
-        let size = entry.before.as_ref().map_or(0, |b| b.len() as i64);
-        tx.execute(
-            "INSERT INTO edit_journal (root, rel, tool, at_ms, before, after_hash, size)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                entry.key.root,
-                entry.key.rel,
-                entry.tool,
-                now_ms(),
-                entry.before,
-                entry.after_hash.map(|h| h.to_vec()),
-                size
-            ],
-        )
-        .map_err(|e| e.to_string())?;
-        // The per-file bound.
-        tx.execute(
-            "DELETE FROM edit_journal WHERE root = ?1 AND rel = ?2 AND id NOT IN (
-                SELECT id FROM edit_journal WHERE root = ?1 AND rel = ?2 ORDER BY id DESC LIMIT ?3)",
-            params![entry.key.root, entry.key.rel, HISTORY_PER_FILE as i64],
-        )
-        .map_err(|e| e.to_string())?;
-        // The global bound: drop the oldest versions until under it.
-        let total: i64 = tx
-            .query_row("SELECT COALESCE(SUM(size), 0) FROM edit_journal", [], |r| {
-                r.get(0)
-            })
-            .map_err(|e| e.to_string())?;
-        if total > JOURNAL_MAX_BYTES {
-            tx.execute(
-                "DELETE FROM edit_journal WHERE id IN (
-                    SELECT id FROM (
-                        SELECT id, SUM(size) OVER (ORDER BY id DESC) AS kept FROM edit_journal
-                    ) WHERE kept > ?1)",
-                params![JOURNAL_MAX_BYTES],
-            )
-            .map_err(|e| e.to_string())?;
+        let tx = self.queue.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(tx) = tx.as_ref() else {
+            return Err("the journal is closed".into());
+        };
+        *self.queue.pending.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        if tx.send(entry).is_err() {
+            *self.queue.pending.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+            return Err("the journal thread has stopped".into());
         }
-        tx.commit().map_err(|e| e.to_string())
+        Ok(())
+    }
+
+    fn flush(&self) {
+        self.drain();
     }
 
     fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, String> {
+        self.drain();
         self.store
             .conn()
             .query_row(
@@ -202,6 +261,7 @@ impl Journal for SqliteJournal {
     }
 
     fn remove(&self, id: i64) -> Result<(), String> {
+        self.drain();
         self.store
             .conn()
             .execute("DELETE FROM edit_journal WHERE id = ?1", params![id])
@@ -210,6 +270,7 @@ impl Journal for SqliteJournal {
     }
 
     fn depth(&self, key: &FileKey) -> Result<usize, String> {
+        self.drain();
         self.store
             .conn()
             .query_row(
@@ -220,6 +281,51 @@ impl Journal for SqliteJournal {
             .map(|n| n as usize)
             .map_err(|e| e.to_string())
     }
+}
+
+/// Commits one record and applies the bounds (per file, then in all).
+fn record_now(store: &Store, entry: JournalEntry) -> Result<(), String> {
+    let mut conn = store.conn();
+    let tx = conn.transaction().map_err(|e| e.to_string())?;
+    let size = entry.before.as_ref().map_or(0, |b| b.len() as i64);
+    tx.execute(
+        "INSERT INTO edit_journal (root, rel, tool, at_ms, before, after_hash, size)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            entry.key.root,
+            entry.key.rel,
+            entry.tool,
+            now_ms(),
+            entry.before,
+            entry.after_hash.map(|h| h.to_vec()),
+            size
+        ],
+    )
+    .map_err(|e| e.to_string())?;
+    // The per-file bound.
+    tx.execute(
+            "DELETE FROM edit_journal WHERE root = ?1 AND rel = ?2 AND id NOT IN (
+                SELECT id FROM edit_journal WHERE root = ?1 AND rel = ?2 ORDER BY id DESC LIMIT ?3)",
+            params![entry.key.root, entry.key.rel, HISTORY_PER_FILE as i64],
+        )
+        .map_err(|e| e.to_string())?;
+    // The global bound: drop the oldest versions until under it.
+    let total: i64 = tx
+        .query_row("SELECT COALESCE(SUM(size), 0) FROM edit_journal", [], |r| {
+            r.get(0)
+        })
+        .map_err(|e| e.to_string())?;
+    if total > JOURNAL_MAX_BYTES {
+        tx.execute(
+            "DELETE FROM edit_journal WHERE id IN (
+                    SELECT id FROM (
+                        SELECT id, SUM(size) OVER (ORDER BY id DESC) AS kept FROM edit_journal
+                    ) WHERE kept > ?1)",
+            params![JOURNAL_MAX_BYTES],
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    tx.commit().map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

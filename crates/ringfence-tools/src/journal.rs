@@ -61,6 +61,9 @@ pub trait Journal: Send + Sync + std::fmt::Debug {
     fn remove(&self, id: i64) -> Result<(), String>;
     /// How many changes of a file are kept.
     fn depth(&self, key: &FileKey) -> Result<usize, String>;
+    /// Waits until every recorded change is stored (journals that store in the background
+    /// must, before the process exits).
+    fn flush(&self) {}
 }
 
 /// Changes kept per file.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use ringfence_fs::{Access, ClientRoots, Denylist, Root, RootOrigin, RootSpec, Workspace};
 use ringfence_mcp::{McpServer, ServerIdentity};
-use ringfence_store::{SqliteJournal, Store};
+use ringfence_store::{Durability, SqliteJournal, Store};
 use ringfence_tools::{Journal, Limits, Session, SpillStore, Toolbox};
 
 use crate::config::Config;
@@ -128,6 +128,13 @@ impl App {
         self.journal = open_journal(&self.data_dir);
     }
 
+    /// Waits until the journal has stored every change (before the process exits).
+    pub fn flush_journal(&self) {
+        if let Some(j) = &self.journal {
+            j.flush();
+        }
+    }
+
     /// Deletes saved outputs older than the retention period.
     pub fn prune_spill(&self) {
         let days = self.limits.spill_retention_days;
@@ -157,7 +164,7 @@ fn open_journal(data_dir: &std::path::Path) -> Option<Arc<dyn Journal>> {
         tracing::error!(error = %e, "cannot create the data directory; edits will not be journaled for undo");
         return None;
     }
-    match Store::open(&data_dir.join("ringfence.db")) {
+    match Store::open_with(&data_dir.join("ringfence.db"), Durability::Process) {
         Ok(store) => Some(Arc::new(SqliteJournal::new(Arc::new(store)))),
         Err(e) => {
             tracing::error!(error = %e, "cannot open the database; edits will not be journaled for undo");

@@ -184,7 +184,9 @@ fn serve(app: App) -> ExitCode {
         tools = app.toolbox.len(),
         "serving MCP on stdio"
     );
-    match runtime().block_on(server.serve_stdio()) {
+    let result = runtime().block_on(server.serve_stdio());
+    app.flush_journal();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&format!("MCP session failed: {e}")),
     }
@@ -235,7 +237,9 @@ fn call(app: App, tool_name: &str, json: &str) -> ExitCode {
         cancel: tokio_util::sync::CancellationToken::new(),
         progress: Progress::none(),
     };
-    match runtime().block_on(tool.call(ctx, args)) {
+    let result = runtime().block_on(tool.call(ctx, args));
+    app.flush_journal();
+    match result {
         Ok(out) => {
             print_out(&out.all_text());
             ExitCode::SUCCESS

@@ -7,9 +7,9 @@ use serde_json::json;
 
 use ringfence_fs::TransferOptions;
 
-use crate::error::{ToolError, ToolErrorKind, ToolResult};
-use crate::files::move_file::into_dir;
+use crate::error::ToolResult;
 use crate::files::text::thousands;
+use crate::files::transfer_targets;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -41,25 +41,7 @@ impl BlockingTool for CopyFile {
         open_world: false,
     };
     fn run(ctx: &ToolContext, args: CopyFileArgs) -> ToolResult<ToolOutput> {
-        let ws = &ctx.session.workspace;
-        let source = ws.resolve_entry(&args.source)?;
-        if !source.exists() {
-            return Err(ToolError::new(
-                ToolErrorKind::NotFound,
-                format!("{}: no such file or directory", source.absolute().display()),
-            ));
-        }
-        let dest = ws.resolve_entry(&into_dir(&args.destination, source.rel()))?;
-        if dest.is_dir() && !source.is_dir() && !args.destination.ends_with('/') {
-            return Err(ToolError::new(
-                ToolErrorKind::AlreadyExists,
-                format!(
-                    "{}: is an existing directory; to copy the file into it, end the destination with `/` (\"{}/\") or give the full new path",
-                    dest.absolute().display(),
-                    args.destination
-                ),
-            ));
-        }
+        let (source, dest) = transfer_targets(ctx, &args.source, &args.destination, "copy")?;
         let cancel = ctx.cancel.clone();
         let count = source.copy_to(
             &dest,

@@ -7,6 +7,7 @@ use serde_json::json;
 use ringfence_fs::{EntryKind, TargetState};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::files::existing_entry;
 use crate::journal::{self, Before, MAX_JOURNALED_BYTES};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
@@ -36,14 +37,8 @@ impl BlockingTool for DeleteFile {
     };
     fn run(ctx: &ToolContext, args: DeleteFileArgs) -> ToolResult<ToolOutput> {
         let ws = &ctx.session.workspace;
-        let target = ws.resolve_entry(&args.path)?;
+        let target = existing_entry(ctx, &args.path)?;
         let abs = target.absolute();
-        if target.state() == TargetState::Missing {
-            return Err(ToolError::new(
-                ToolErrorKind::NotFound,
-                format!("{}: no such file or directory", abs.display()),
-            ));
-        }
         if !target.rel().is_empty() && ws.holds_current(&target) {
             return Err(ToolError::new(
                 ToolErrorKind::Refused,

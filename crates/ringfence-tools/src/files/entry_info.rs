@@ -8,7 +8,8 @@ use serde_json::json;
 
 use ringfence_fs::{EntryKind, MetadataExt, PermissionsExt, TargetState};
 
-use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::error::ToolResult;
+use crate::files::existing_entry;
 use crate::files::text::thousands;
 use crate::files::time::format_iso;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
@@ -36,14 +37,8 @@ impl BlockingTool for EntryInfo {
     };
     fn run(ctx: &ToolContext, args: EntryInfoArgs) -> ToolResult<ToolOutput> {
         let ws = &ctx.session.workspace;
-        let target = ws.resolve_entry(&args.path)?;
+        let target = existing_entry(ctx, &args.path)?;
         let abs = target.absolute();
-        if target.state() == TargetState::Missing {
-            return Err(ToolError::new(
-                ToolErrorKind::NotFound,
-                format!("{}: no such file or directory", abs.display()),
-            ));
-        }
         let meta = target.metadata()?;
         let ft = meta.file_type();
         let kind = file_type_name(&ft);

@@ -64,6 +64,47 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
     ]
 }
 
+/// Resolves `path` as an entry (a final symlink is the link itself) that must exist.
+pub(crate) fn existing_entry(ctx: &ToolContext, path: &str) -> ToolResult<Target> {
+    let target = ctx.session.workspace.resolve_entry(path)?;
+    if !target.exists() {
+        return Err(ToolError::new(
+            ToolErrorKind::NotFound,
+            format!("{}: no such file or directory", target.absolute().display()),
+        ));
+    }
+    Ok(target)
+}
+
+/// The source and destination of a move or copy: the source must exist; a destination
+/// ending in `/` names the source's name inside that directory; an existing directory as the
+/// destination of a file is an error that says how to move or copy into it.
+pub(crate) fn transfer_targets(
+    ctx: &ToolContext,
+    source: &str,
+    destination: &str,
+    verb: &str,
+) -> ToolResult<(Target, Target)> {
+    let source_t = existing_entry(ctx, source)?;
+    let dest_input = if destination.ends_with('/') && destination != "/" {
+        let rel = source_t.rel();
+        format!("{destination}{}", rel.rsplit('/').next().unwrap_or(rel))
+    } else {
+        destination.to_owned()
+    };
+    let dest = ctx.session.workspace.resolve_entry(&dest_input)?;
+    if dest.is_dir() && !source_t.is_dir() && !destination.ends_with('/') {
+        return Err(ToolError::new(
+            ToolErrorKind::AlreadyExists,
+            format!(
+                "{}: is an existing directory; to {verb} the file into it, end the destination with `/` (\"{destination}/\") or give the full new path",
+                dest.absolute().display()
+            ),
+        ));
+    }
+    Ok((source_t, dest))
+}
+
 /// How a result names an entry: relative to the current workspace when it lies inside it
 /// (what the model passes back to other tools), otherwise absolute.
 pub(crate) fn display_path(ctx: &ToolContext, root: &Arc<ringfence_fs::Root>, rel: &str) -> String {

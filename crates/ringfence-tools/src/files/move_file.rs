@@ -7,6 +7,7 @@ use serde_json::json;
 use ringfence_fs::{MoveMethod, TransferOptions};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::files::transfer_targets;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -39,31 +40,13 @@ impl BlockingTool for MoveFile {
     };
     fn run(ctx: &ToolContext, args: MoveFileArgs) -> ToolResult<ToolOutput> {
         let ws = &ctx.session.workspace;
-        let source = ws.resolve_entry(&args.source)?;
-        if !source.exists() {
-            return Err(ToolError::new(
-                ToolErrorKind::NotFound,
-                format!("{}: no such file or directory", source.absolute().display()),
-            ));
-        }
+        let (source, dest) = transfer_targets(ctx, &args.source, &args.destination, "move")?;
         if ws.holds_current(&source) {
             return Err(ToolError::new(
                 ToolErrorKind::Refused,
                 format!(
                     "{}: holds the current workspace; call switch_workspace to move elsewhere first",
                     source.absolute().display()
-                ),
-            ));
-        }
-        let dest_input = into_dir(&args.destination, source.rel());
-        let dest = ws.resolve_entry(&dest_input)?;
-        if dest.is_dir() && !source.is_dir() && !args.destination.ends_with('/') {
-            return Err(ToolError::new(
-                ToolErrorKind::AlreadyExists,
-                format!(
-                    "{}: is an existing directory; to move the file into it, end the destination with `/` (\"{}/\") or give the full new path",
-                    dest.absolute().display(),
-                    args.destination
                 ),
             ));
         }
@@ -88,15 +71,5 @@ impl BlockingTool for MoveFile {
             "source": from.display().to_string(),
             "destination": to.display().to_string(),
         })))
-    }
-}
-
-/// `dir/` names the source's own name inside `dir`.
-pub(crate) fn into_dir(destination: &str, source_rel: &str) -> String {
-    if destination.ends_with('/') && destination != "/" {
-        let name = source_rel.rsplit('/').next().unwrap_or(source_rel);
-        format!("{destination}{name}")
-    } else {
-        destination.to_owned()
     }
 }
