@@ -1290,6 +1290,23 @@ async fn read_only_root_refuses_every_mutation() {
             "move_file",
             json!({"source": "sub", "destination": ro("sub")}),
         ),
+        (
+            "multi_edit",
+            json!({"path": file, "edits": [{"old_string": "line one", "new_string": "PWNED"}]}),
+        ),
+        (
+            "copy_file",
+            json!({"source": "legit.txt", "destination": ro("copied.txt")}),
+        ),
+        (
+            "copy_file",
+            json!({"source": "legit.txt", "destination": file, "overwrite": true}),
+        ),
+        (
+            "copy_file",
+            json!({"source": "sub", "destination": ro("sub_copy")}),
+        ),
+        ("undo_edit", json!({"path": file})),
     ];
     let mut failures = Vec::new();
     for (tool, args) in calls {
