@@ -123,9 +123,25 @@ impl App {
         })
     }
 
-    /// Opens the edit journal (for serving and calls; listing tools touches no files).
+    /// Opens the edit journal (for serving and calls; listing tools touches no files) on a
+    /// background thread: opening and migrating the database must not delay the MCP
+    /// handshake. A call that needs the journal before it is open waits for it.
     pub fn open_journal(&mut self) {
-        self.journal = open_journal(&self.data_dir);
+        let lazy = Arc::new(LazyJournal {
+            cell: std::sync::OnceLock::new(),
+            data_dir: self.data_dir.clone(),
+        });
+        let opener = lazy.clone();
+        let spawned = std::thread::Builder::new()
+            .name("ringfence-journal-open".into())
+            .spawn(move || {
+                // Failures are logged by open_journal; calls then report them.
+                let _ = opener.get();
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot open the journal in the background; it opens on first use");
+        }
+        self.journal = Some(lazy);
     }
 
     /// Waits until the journal has stored every change (before the process exits).
@@ -152,6 +168,47 @@ impl App {
             if let Err(err) = root.dir() {
                 tracing::warn!(root = root.label(), error = %err.message(), "root is not usable yet; calls will fail until it exists");
             }
+        }
+    }
+}
+
+/// The edit journal, opened on first use (or by a background thread at start-up).
+#[derive(Debug)]
+struct LazyJournal {
+    cell: std::sync::OnceLock<Option<Arc<dyn Journal>>>,
+    data_dir: std::path::PathBuf,
+}
+
+impl LazyJournal {
+    fn get(&self) -> Result<&Arc<dyn Journal>, String> {
+        self.cell
+            .get_or_init(|| open_journal(&self.data_dir))
+            .as_ref()
+            .ok_or_else(|| {
+                "the edit journal's database could not be opened (see the server log)".to_owned()
+            })
+    }
+}
+
+impl Journal for LazyJournal {
+    fn record(&self, entry: ringfence_tools::JournalEntry) -> Result<(), String> {
+        self.get()?.record(entry)
+    }
+    fn latest(
+        &self,
+        key: &ringfence_tools::FileKey,
+    ) -> Result<Option<ringfence_tools::JournalRecord>, String> {
+        self.get()?.latest(key)
+    }
+    fn remove(&self, id: i64) -> Result<(), String> {
+        self.get()?.remove(id)
+    }
+    fn depth(&self, key: &ringfence_tools::FileKey) -> Result<usize, String> {
+        self.get()?.depth(key)
+    }
+    fn flush(&self) {
+        if let Some(Some(j)) = self.cell.get() {
+            j.flush();
         }
     }
 }
