@@ -195,6 +195,11 @@ impl Root {
         &self.absolute
     }
 
+    /// The root's real location (symlinks above it resolved), to compare roots that nest.
+    pub(crate) fn canonical(&self) -> FsResult<PathBuf> {
+        Ok(self.opened()?.canonical)
+    }
+
     /// The directory capability, opening (and for default/internal roots creating) it on
     /// first use.
     pub fn dir(&self) -> FsResult<Arc<Dir>> {

@@ -282,45 +282,63 @@ impl Workspace {
             .collect();
         let mut effective: Vec<Arc<Root>> = Vec::new();
         let mut used = vec![false; client.len()];
+        // Configured roots inside a client root stay whole.
         for root in self.configured.iter() {
-            if client.iter().any(|c| root.absolute_path().starts_with(c)) {
+            let covered: Vec<usize> = (0..client.len())
+                .filter(|&i| root.absolute_path().starts_with(&client[i]))
+                .collect();
+            if !covered.is_empty() {
                 effective.push(root.clone());
-                for (i, c) in client.iter().enumerate() {
-                    if root.absolute_path().starts_with(c) {
-                        used[i] = true;
-                    }
+                for i in covered {
+                    used[i] = true;
                 }
-                continue;
             }
-            for (i, c) in client.iter().enumerate() {
+        }
+        // A client root inside configured roots becomes a sub-root of the deepest of them
+        // (its access level, its denylist), unless it is that root itself.
+        for (i, c) in client.iter().enumerate() {
+            let mut best: Option<(&Arc<Root>, Vec<String>)> = None;
+            for root in self.configured.iter() {
                 let comps = match root.relative_components(c, Lookup::Spelling) {
                     Ok(Some(comps)) => Some(comps),
                     Ok(None) => root.relative_components(c, Lookup::Alias).ok().flatten(),
                     Err(_) => None,
                 };
-                let Some(comps) = comps else { continue };
-                used[i] = true;
-                let input = c.display().to_string();
-                let sub = resolve_beneath(root, &input, comps.into(), Last::Follow).and_then(|t| {
-                    if t.is_dir() && !root.denylist().is_denied(t.rel(), true) {
-                        if t.rel().is_empty() {
-                            Ok(root.clone())
-                        } else {
-                            Root::subroot(&t).map(Arc::new)
-                        }
+                if let Some(comps) = comps
+                    && best.as_ref().is_none_or(|(_, b)| comps.len() < b.len())
+                {
+                    best = Some((root, comps));
+                }
+            }
+            let Some((root, comps)) = best else { continue };
+            used[i] = true;
+            if comps.is_empty() || effective.iter().any(|r| Arc::ptr_eq(r, root)) {
+                // The configured root itself, or one already kept whole.
+                if !effective.iter().any(|r| Arc::ptr_eq(r, root)) {
+                    effective.push(root.clone());
+                }
+                continue;
+            }
+            let input = c.display().to_string();
+            let sub = resolve_beneath(root, &input, comps.into(), Last::Follow).and_then(|t| {
+                if t.is_dir() && !root.denylist().is_denied(t.rel(), true) {
+                    if t.rel().is_empty() {
+                        Ok(root.clone())
                     } else {
-                        Err(FsError::new(
-                            FsErrorKind::NotADirectory,
-                            &input,
-                            "not a usable directory",
-                        ))
+                        Root::subroot(&t).map(Arc::new)
                     }
-                });
-                match sub {
-                    Ok(r) => effective.push(r),
-                    Err(e) => {
-                        tracing::warn!(root = %input, reason = %e.message(), "client root inside a configured root is not usable; ignored");
-                    }
+                } else {
+                    Err(FsError::new(
+                        FsErrorKind::NotADirectory,
+                        &input,
+                        "not a usable directory",
+                    ))
+                }
+            });
+            match sub {
+                Ok(r) => effective.push(r),
+                Err(e) => {
+                    tracing::warn!(root = %input, reason = %e.message(), "client root inside a configured root is not usable; ignored");
                 }
             }
         }
@@ -331,7 +349,14 @@ impl Workspace {
                 .map(|r| r.denylist_arc())
                 .unwrap_or_default();
             for (i, c) in client.iter().enumerate() {
-                if used[i] {
+                // Never re-add, read-write, a place inside a configured root (one that is
+                // missing right now, say): that would bypass its access level.
+                if used[i]
+                    || self
+                        .configured
+                        .iter()
+                        .any(|r| c.starts_with(r.absolute_path()))
+                {
                     continue;
                 }
                 let spec =
@@ -414,8 +439,16 @@ impl Workspace {
             Anchor::Root(root) => (root, false),
             Anchor::Internal(root) => (root, true),
         };
+        let mut root = root;
+        let mut target = resolve_beneath(&root, input, components, last)?;
+        // Where roots nest, the most specific one decides (its access level, its denylist),
+        // however the path was spelled: `vendor/x` typed relative to `~/proj` lands in the
+        // read-only root `~/proj/vendor` just as `/home/me/proj/vendor/x` does.
+        if !internal && let Some((inner, comps)) = self.deeper_root(&root, target.rel()) {
+            target = resolve_beneath(&inner, input, comps, last)?;
+            root = inner;
+        }
         let root = &root;
-        let mut target = resolve_beneath(root, input, components, last)?;
         if internal {
             // The documented contract of `with_internal_root`: tools may read spilled output
             // but never write there, even though the root itself is read-write.
@@ -430,6 +463,55 @@ impl Workspace {
             ));
         }
         Ok(target)
+    }
+
+    /// A root nested inside `root` that holds the resolved location `rel` of `root`, with
+    /// the components of that location below it: the deepest such root; between two roots
+    /// at the same place, a read-only one over a read-write one.
+    fn deeper_root(&self, root: &Arc<Root>, rel: &str) -> Option<(Arc<Root>, VecDeque<String>)> {
+        let st = self.state();
+        if st.roots.len() < 2 {
+            return None;
+        }
+        let base = root.canonical().ok()?;
+        let location = if rel.is_empty() {
+            base.clone()
+        } else {
+            base.join(rel)
+        };
+        let mut best: Option<(Arc<Root>, std::path::PathBuf)> = None;
+        for other in st.roots.iter() {
+            if Arc::ptr_eq(other, root) {
+                continue;
+            }
+            let Ok(canon) = other.canonical() else {
+                continue;
+            };
+            if !location.starts_with(&canon) || !canon.starts_with(&base) {
+                continue;
+            }
+            let same_place = canon == base;
+            if same_place
+                && !(other.access() == crate::root::Access::ReadOnly
+                    && root.access() == crate::root::Access::ReadWrite)
+            {
+                continue;
+            }
+            if best
+                .as_ref()
+                .is_some_and(|(_, b)| b.components().count() >= canon.components().count())
+            {
+                continue;
+            }
+            best = Some((other.clone(), canon));
+        }
+        let (inner, canon) = best?;
+        let rest = location.strip_prefix(&canon).ok()?;
+        let comps = rest
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        Some((inner, comps))
     }
 
     fn anchor(&self, input: &str) -> FsResult<(Anchor, VecDeque<String>)> {

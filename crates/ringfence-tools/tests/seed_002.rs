@@ -1109,3 +1109,79 @@ async fn switch_workspace_to_subdirectories_and_back() {
         assert_eq!(err.kind, kind, "{bad}: {}", err.message);
     }
 }
+
+#[tokio::test]
+async fn a_read_only_root_nested_in_a_writable_one_stays_read_only_by_any_spelling() {
+    let fx = Fx::with_roots(
+        Limits::default(),
+        &[],
+        &[
+            ("proj", Access::ReadWrite),
+            ("proj/vendor", Access::ReadOnly),
+        ],
+    );
+    fx.write("vendor/lib.rs", "pub fn f() {}\n");
+    fx.ok("read_file", json!({"path": "vendor/lib.rs"})).await;
+    let vendor_abs = fx.roots[1].join("lib.rs").display().to_string();
+    for (tool, args) in [
+        (
+            "write_file",
+            json!({"path": "vendor/lib.rs", "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "vendor/new.rs", "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "./sub/../vendor/new.rs", "content": "x"}),
+        ),
+        ("write_file", json!({"path": vendor_abs, "content": "x"})),
+        (
+            "edit_file",
+            json!({"path": "vendor/lib.rs", "old_string": "f()", "new_string": "g()"}),
+        ),
+        ("delete_file", json!({"path": "vendor/lib.rs"})),
+        ("create_folder", json!({"path": "vendor/new"})),
+        (
+            "move_file",
+            json!({"source": "vendor/lib.rs", "destination": "lib.rs"}),
+        ),
+        (
+            "copy_file",
+            json!({"source": "vendor/lib.rs", "destination": "vendor/copy.rs"}),
+        ),
+    ] {
+        let err = fx.err(tool, args.clone()).await;
+        assert_eq!(
+            err.kind,
+            ToolErrorKind::ReadOnly,
+            "{tool} {args}: {}",
+            err.message
+        );
+    }
+    // The nested root itself cannot be deleted from the outer one.
+    let err = fx
+        .err("delete_file", json!({"path": "vendor", "recursive": true}))
+        .await;
+    assert!(
+        matches!(err.kind, ToolErrorKind::ReadOnly | ToolErrorKind::Refused),
+        "{err:?}"
+    );
+    assert_eq!(fx.read_str("vendor/lib.rs"), "pub fn f() {}\n");
+    let names: Vec<_> = std::fs::read_dir(&fx.roots[1]).unwrap().collect();
+    assert_eq!(names.len(), 1);
+    // Copying a directory into a nested root that lies inside it is still "into itself".
+    fx.write("sub/a.txt", "a");
+    let fx2 = Fx::with_roots(
+        Limits::default(),
+        &[],
+        &[("p", Access::ReadWrite), ("p/sub", Access::ReadWrite)],
+    );
+    fx2.write("sub/a.txt", "a");
+    let inside = fx2.roots[1].join("x").display().to_string();
+    let err = fx2
+        .err("copy_file", json!({"source": "sub", "destination": inside}))
+        .await;
+    assert_eq!(err.kind, ToolErrorKind::Refused, "{}", err.message);
+}
