@@ -289,7 +289,20 @@ impl Target {
                 Ok(MoveMethod::Renamed)
             }
             Err(rustix::io::Errno::XDEV) => {
-                self.copy_to(dest, opts, &|| false)?;
+                let copied = self.copy_to(dest, opts, &|| false)?;
+                if copied.skipped > 0 {
+                    // Removing the source would delete what the copy left out (special or
+                    // unreadable entries): undo the copy instead and say so.
+                    let _ = dest.remove(true);
+                    return Err(self.err(
+                        FsErrorKind::Refused,
+                        format!(
+                            "{}: cannot move this directory to another file system: {} entries in it (devices, sockets, FIFOs or unreadable ones) cannot be copied, and moving would delete them. Nothing was moved",
+                            self.input(),
+                            copied.skipped
+                        ),
+                    ));
+                }
                 self.remove(true)?;
                 Ok(MoveMethod::CopiedAndRemoved)
             }

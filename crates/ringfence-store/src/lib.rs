@@ -22,15 +22,15 @@ const MIGRATIONS: &[&str] = &[
     // 1: the edit journal.
     "CREATE TABLE edit_journal (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
-        root TEXT NOT NULL,
-        rel TEXT NOT NULL,
+        path TEXT NOT NULL,
         tool TEXT NOT NULL,
         at_ms INTEGER NOT NULL,
         before BLOB,
+        mode INTEGER,
         after_hash BLOB,
         size INTEGER NOT NULL
     );
-    CREATE INDEX edit_journal_file ON edit_journal (root, rel, id);",
+    CREATE INDEX edit_journal_file ON edit_journal (path, id);",
 ];
 
 /// Bytes of previous versions kept in the journal across all files; the oldest go first.
@@ -239,11 +239,12 @@ impl Journal for SqliteJournal {
         self.store
             .conn()
             .query_row(
-                "SELECT id, tool, at_ms, before, after_hash FROM edit_journal
-                 WHERE root = ?1 AND rel = ?2 ORDER BY id DESC LIMIT 1",
-                params![key.root, key.rel],
+                "SELECT id, tool, at_ms, before, after_hash, mode FROM edit_journal
+                 WHERE path = ?1 ORDER BY id DESC LIMIT 1",
+                params![key.path],
                 |r| {
                     let after: Option<Vec<u8>> = r.get(4)?;
+                    let mode: Option<i64> = r.get(5)?;
                     Ok(JournalRecord {
                         id: r.get(0)?,
                         at_ms: r.get(2)?,
@@ -252,6 +253,7 @@ impl Journal for SqliteJournal {
                             tool: r.get(1)?,
                             before: r.get(3)?,
                             after_hash: after.and_then(|a| a.try_into().ok()),
+                            mode: mode.and_then(|m| u32::try_from(m).ok()),
                         },
                     })
                 },
@@ -274,8 +276,8 @@ impl Journal for SqliteJournal {
         self.store
             .conn()
             .query_row(
-                "SELECT COUNT(*) FROM edit_journal WHERE root = ?1 AND rel = ?2",
-                params![key.root, key.rel],
+                "SELECT COUNT(*) FROM edit_journal WHERE path = ?1",
+                params![key.path],
                 |r| r.get::<_, i64>(0),
             )
             .map(|n| n as usize)
@@ -289,14 +291,14 @@ fn record_now(store: &Store, entry: JournalEntry) -> Result<(), String> {
     let tx = conn.transaction().map_err(|e| e.to_string())?;
     let size = entry.before.as_ref().map_or(0, |b| b.len() as i64);
     tx.execute(
-        "INSERT INTO edit_journal (root, rel, tool, at_ms, before, after_hash, size)
+        "INSERT INTO edit_journal (path, tool, at_ms, before, mode, after_hash, size)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
-            entry.key.root,
-            entry.key.rel,
+            entry.key.path,
             entry.tool,
             now_ms(),
             entry.before,
+            entry.mode.map(i64::from),
             entry.after_hash.map(|h| h.to_vec()),
             size
         ],
@@ -304,11 +306,11 @@ fn record_now(store: &Store, entry: JournalEntry) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     // The per-file bound.
     tx.execute(
-            "DELETE FROM edit_journal WHERE root = ?1 AND rel = ?2 AND id NOT IN (
-                SELECT id FROM edit_journal WHERE root = ?1 AND rel = ?2 ORDER BY id DESC LIMIT ?3)",
-            params![entry.key.root, entry.key.rel, HISTORY_PER_FILE as i64],
-        )
-        .map_err(|e| e.to_string())?;
+        "DELETE FROM edit_journal WHERE path = ?1 AND id NOT IN (
+                SELECT id FROM edit_journal WHERE path = ?1 ORDER BY id DESC LIMIT ?2)",
+        params![entry.key.path, HISTORY_PER_FILE as i64],
+    )
+    .map_err(|e| e.to_string())?;
     // The global bound: drop the oldest versions until under it.
     let total: i64 = tx
         .query_row("SELECT COALESCE(SUM(size), 0) FROM edit_journal", [], |r| {
@@ -334,8 +336,7 @@ mod tests {
 
     fn key(rel: &str) -> FileKey {
         FileKey {
-            root: "/r".into(),
-            rel: rel.into(),
+            path: format!("/r/{rel}"),
         }
     }
 
@@ -345,6 +346,7 @@ mod tests {
             tool: "write_file".into(),
             before: Some(before.to_vec()),
             after_hash: Some([7; 32]),
+            mode: Some(0o600),
         }
     }
 
@@ -364,6 +366,7 @@ mod tests {
         let latest = j.latest(&key("a")).unwrap().unwrap();
         assert_eq!(latest.entry.before.as_deref(), Some(&b"two"[..]));
         assert_eq!(latest.entry.after_hash, Some([7; 32]));
+        assert_eq!(latest.entry.mode, Some(0o600));
         j.remove(latest.id).unwrap();
         let latest = j.latest(&key("a")).unwrap().unwrap();
         assert_eq!(latest.entry.before.as_deref(), Some(&b"one"[..]));

@@ -12,18 +12,18 @@ use ringfence_fs::Target;
 
 use crate::tool::ToolContext;
 
-/// Identifies a file across restarts: its root as configured and its path inside.
+/// Identifies a file across restarts and across roots: its absolute path, spelled from the
+/// root as configured (so a file reached through a narrowed sub-root and through its
+/// configured root is one file).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FileKey {
-    pub root: String,
-    pub rel: String,
+    pub path: String,
 }
 
 impl FileKey {
     pub fn of(target: &Target) -> FileKey {
         FileKey {
-            root: target.root().absolute_path().display().to_string(),
-            rel: target.rel().to_owned(),
+            path: target.absolute().display().to_string(),
         }
     }
 }
@@ -38,6 +38,8 @@ pub struct JournalEntry {
     pub before: Option<Vec<u8>>,
     /// BLAKE3 of the bytes ringfence left; `None` if it deleted the file.
     pub after_hash: Option<[u8; 32]>,
+    /// The file's permission bits before, when it existed (restored if undo recreates it).
+    pub mode: Option<u32>,
 }
 
 /// A recorded change with its id and time.
@@ -142,13 +144,15 @@ impl<'a> Before<'a> {
 }
 
 /// Journals a change a tool just made to `target` (`after`: what it left, `None` if it
-/// deleted the file). Returns a note for the result when the change could not be kept.
+/// deleted the file; `mode`: the file's permission bits before). Returns a note for the
+/// result when the change could not be kept.
 pub(crate) fn note(
     ctx: &ToolContext,
     target: &Target,
     tool: &str,
     before: Before<'_>,
     after: Option<&[u8]>,
+    mode: Option<u32>,
 ) -> Option<String> {
     let journal = ctx.journal.as_ref()?;
     let before = match before {
@@ -166,6 +170,7 @@ pub(crate) fn note(
         tool: tool.to_owned(),
         before,
         after_hash: after.map(|a| *blake3::hash(a).as_bytes()),
+        mode,
     };
     match journal.record(entry) {
         Ok(()) => None,

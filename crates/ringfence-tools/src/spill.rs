@@ -38,7 +38,9 @@ impl SpillStore {
         })?;
         Ok(SpillWriter {
             file: std::io::BufWriter::with_capacity(64 * 1024, file.into_std()),
-            path: self.root.absolute_path().join(name),
+            path: self.root.absolute_path().join(&name),
+            dir,
+            name,
         })
     }
 
@@ -80,6 +82,8 @@ impl SpillStore {
 pub struct SpillWriter {
     file: std::io::BufWriter<std::fs::File>,
     path: PathBuf,
+    dir: Arc<ringfence_fs::Dir>,
+    name: String,
 }
 
 impl SpillWriter {
@@ -90,6 +94,15 @@ impl SpillWriter {
                 format!("could not save the full output: {e}"),
             )
         })
+    }
+
+    /// Drops a spill that is no longer wanted, removing its file.
+    pub fn discard(self) {
+        let SpillWriter {
+            file, dir, name, ..
+        } = self;
+        drop(file);
+        let _ = dir.remove_file(&name);
     }
 
     pub fn finish(mut self) -> ToolResult<PathBuf> {

@@ -45,6 +45,8 @@ async fn copy_file_copies_content_and_mode_and_never_overwrites_unasked() {
         .await;
     assert_eq!(err.kind, ToolErrorKind::AlreadyExists);
     assert_eq!(fx.read_str("other.txt"), "keep me");
+    // Replacing it needs what write_file needs: a read of it first.
+    fx.ok("read_file", json!({"path": "other.txt"})).await;
     fx.ok(
         "copy_file",
         json!({"source": "run.sh", "destination": "other.txt", "overwrite": true}),
@@ -399,4 +401,84 @@ async fn undo_in_a_read_only_root_is_refused() {
     let p = fx.roots[1].join("x.txt").display().to_string();
     let err = fx.err("undo_edit", json!({"path": p})).await;
     assert_eq!(err.kind, ToolErrorKind::ReadOnly);
+}
+
+#[tokio::test]
+async fn overwriting_by_move_or_copy_needs_a_read_and_can_be_undone() {
+    let fx = Fx::new();
+    fx.write("new.txt", "new\n");
+    fx.write("old.txt", "precious\n");
+    for tool in ["copy_file", "move_file"] {
+        let err = fx
+            .err(
+                tool,
+                json!({"source": "new.txt", "destination": "old.txt", "overwrite": true}),
+            )
+            .await;
+        assert_eq!(err.kind, ToolErrorKind::NotReadFirst, "{tool}");
+        assert_eq!(fx.read_str("old.txt"), "precious\n");
+    }
+    fx.ok("read_file", json!({"path": "old.txt"})).await;
+    fx.ok(
+        "move_file",
+        json!({"source": "new.txt", "destination": "old.txt", "overwrite": true}),
+    )
+    .await;
+    assert_eq!(fx.read_str("old.txt"), "new\n");
+    // Both sides come back: the replaced file, and the moved one at its old path.
+    fx.ok("undo_edit", json!({"path": "old.txt"})).await;
+    assert_eq!(fx.read_str("old.txt"), "precious\n");
+    fx.ok("undo_edit", json!({"path": "new.txt"})).await;
+    assert_eq!(fx.read_str("new.txt"), "new\n");
+}
+
+#[tokio::test]
+async fn undo_of_a_delete_restores_the_mode() {
+    let fx = Fx::new();
+    fx.write("key.pem", "secret\n");
+    std::fs::set_permissions(fx.path("key.pem"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    fx.ok("delete_file", json!({"path": "key.pem"})).await;
+    fx.ok("undo_edit", json!({"path": "key.pem"})).await;
+    let mode = std::fs::metadata(fx.path("key.pem"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+#[tokio::test]
+async fn late_non_utf8_bytes_are_decoded_not_replaced() {
+    let fx = Fx::new();
+    // 10,000 ASCII bytes (past the 8,192-byte sample), then windows-1252.
+    let mut bytes = "a\n".repeat(5000).into_bytes();
+    bytes.extend_from_slice(b"caf\xe9\n");
+    fx.write("late.txt", &bytes);
+    let out = fx
+        .ok(
+            "read_file",
+            json!({"path": "late.txt", "offset": 5001, "limit": 1}),
+        )
+        .await;
+    assert!(out.contains("café"), "{out}");
+    assert!(out.contains("Decoded from windows-1252"), "{out}");
+    // A whole-file write keeps the encoding instead of turning it into UTF-8.
+    fx.ok(
+        "write_file",
+        json!({"path": "late.txt", "content": "déjà vu\n"}),
+    )
+    .await;
+    assert_eq!(fx.read("late.txt"), b"d\xe9j\xe0 vu\n".to_vec());
+}
+
+#[tokio::test]
+async fn blank_lines_before_a_missing_final_newline_survive_a_line_edit() {
+    let fx = Fx::new();
+    fx.write("b.txt", "x\n\n\ny");
+    fx.ok("read_file", json!({"path": "b.txt"})).await;
+    fx.ok(
+        "replace_file_lines",
+        json!({"path": "b.txt", "content": "", "start_line": 4}),
+    )
+    .await;
+    assert_eq!(fx.read_str("b.txt"), "x\n\n");
 }

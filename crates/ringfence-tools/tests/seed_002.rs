@@ -979,6 +979,7 @@ async fn move_file_refuses_to_overwrite_unless_asked() {
     assert_eq!(err.kind, ToolErrorKind::AlreadyExists);
     assert!(err.message.contains("overwrite"), "{}", err.message);
     assert_eq!(fx.read_str("b.txt"), "B");
+    fx.ok("read_file", json!({"path": "b.txt"})).await;
     fx.ok(
         "move_file",
         json!({"source": "a.txt", "destination": "b.txt", "overwrite": true}),

@@ -9,7 +9,7 @@ use ringfence_fs::TransferOptions;
 
 use crate::error::ToolResult;
 use crate::files::text::thousands;
-use crate::files::transfer_targets;
+use crate::files::{guard_overwrite, journal_overwrite, transfer_targets};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -42,6 +42,11 @@ impl BlockingTool for CopyFile {
     };
     fn run(ctx: &ToolContext, args: CopyFileArgs) -> ToolResult<ToolOutput> {
         let (source, dest) = transfer_targets(ctx, &args.source, &args.destination, "copy")?;
+        let replaced = if args.overwrite {
+            guard_overwrite(ctx, &dest)?
+        } else {
+            None
+        };
         let cancel = ctx.cancel.clone();
         let count = source.copy_to(
             &dest,
@@ -64,6 +69,15 @@ impl BlockingTool for CopyFile {
                     ". Left out {} special files (devices, sockets, FIFOs) or unreadable entries",
                     thousands(count.skipped)
                 ));
+            }
+        }
+        if let Some(old) = &replaced {
+            text.push_str(
+                " (replaced the existing file; undo_edit on the destination brings it back)",
+            );
+            if let Some(note) = journal_overwrite(ctx, &dest, Self::NAME, old) {
+                text.push('\n');
+                text.push_str(&note);
             }
         }
         Ok(ToolOutput::text(text).with_structured(json!({

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use ringfence_fs::{EntryKind, TargetState};
+use ringfence_fs::{EntryKind, PermissionsExt, TargetState};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::existing_entry;
@@ -54,27 +54,29 @@ impl BlockingTool for DeleteFile {
             TargetState::Exists(EntryKind::Other) => "special file",
             _ => "file",
         };
-        // A single regular file is journaled, so undo_edit can bring it back.
-        let before =
-            if target.state() == TargetState::Exists(EntryKind::File) && ctx.journal.is_some() {
-                match target.open_read() {
-                    Ok((_, meta)) if meta.len() as usize > MAX_JOURNALED_BYTES => Some(None),
-                    Ok(_) => crate::files::read_whole(&target, MAX_JOURNALED_BYTES as u64)
-                        .ok()
-                        .map(|(b, _)| Some(b)),
-                    Err(_) => None,
-                }
-            } else {
-                None
-            };
+        // A single regular file is journaled (content and mode), so undo_edit can bring it
+        // back.
+        let before = if target.state() == TargetState::Exists(EntryKind::File)
+            && ctx.journal.is_some()
+        {
+            match target.open_read() {
+                Ok((_, meta)) if meta.len() as usize > MAX_JOURNALED_BYTES => Some((None, None)),
+                Ok((_, meta)) => crate::files::read_whole(&target, MAX_JOURNALED_BYTES as u64)
+                    .ok()
+                    .map(|(b, _)| (Some(b), Some(meta.permissions().mode() & 0o7777))),
+                Err(_) => None,
+            }
+        } else {
+            None
+        };
         let count = target.remove(args.recursive)?;
         let mut text = format!("Deleted {kind}: {}", abs.display());
-        if let Some(before) = &before {
-            let b = match before {
+        if let Some((bytes, mode)) = &before {
+            let b = match bytes {
                 Some(bytes) => Before::Content(bytes),
                 None => Before::NotKept,
             };
-            if let Some(note) = journal::note(ctx, &target, Self::NAME, b, None) {
+            if let Some(note) = journal::note(ctx, &target, Self::NAME, b, None, *mode) {
                 text.push('\n');
                 text.push_str(&note);
             }

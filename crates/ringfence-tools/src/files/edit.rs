@@ -162,7 +162,7 @@ pub(crate) fn save(
         Some(b) => Before::Content(b),
         None => Before::NotKept,
     };
-    let journal_note = journal::note(ctx, &ed.target, tool, before, Some(&out));
+    let journal_note = journal::note(ctx, &ed.target, tool, before, Some(&out), None);
     Ok(Saved { journal_note })
 }
 
@@ -216,10 +216,15 @@ pub(crate) fn find(text: &str, needle: &str) -> Found {
             tolerated: None,
         };
     }
+    // Whitespace dropped from the end of the needle was trailing only if the match ends a
+    // line: `x = 1 ` must not match the start of `x = 10;`.
+    let must_end_line = pin.dropped_tail;
+    let hay_bytes = hay.text.as_bytes();
     let mut hits = hay
         .text
         .match_indices(&pin.text)
-        .map(|(i, m)| (i, i + m.len()));
+        .map(|(i, m)| (i, i + m.len()))
+        .filter(|&(_, e)| !must_end_line || e == hay_bytes.len() || hay_bytes[e] == b'\n');
     let (Some(hit), None) = (hits.next(), hits.next()) else {
         return Found {
             ranges: Vec::new(),
@@ -271,6 +276,8 @@ struct Loose {
     text: String,
     /// For each byte of `text`: the original offset and length of what it stands for.
     origin: Vec<(usize, usize)>,
+    /// Whitespace at the very end (after the last line break) was dropped.
+    dropped_tail: bool,
 }
 
 impl Loose {
@@ -305,7 +312,11 @@ impl Loose {
             }
         }
         // Whitespace at the very end is trailing too.
-        Loose { text, origin }
+        Loose {
+            text,
+            origin,
+            dropped_tail: !pending_ws.is_empty(),
+        }
     }
 
     /// The original byte range a range of `text` stands for.
@@ -374,6 +385,15 @@ mod tests {
         let f = find("x = 1  \nx = 1\t\n", "x = 1 \n");
         // Exact "x = 1 \n" does not occur; loosely both lines match.
         assert!(f.ranges.is_empty());
+    }
+
+    #[test]
+    fn dropped_trailing_space_must_end_a_line() {
+        // `x = 1 ` is not the start of `x = 10;`.
+        assert!(find("x = 10;\n", "x = 1 ").ranges.is_empty());
+        // but it is the line `x = 1`.
+        let f = find("y\nx = 1\n", "x = 1 ");
+        assert_eq!(f.ranges, vec![(2, 7)]);
     }
 
     #[test]

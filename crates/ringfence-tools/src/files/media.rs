@@ -22,7 +22,7 @@ impl MediaKind {
 }
 
 /// Bytes [`sniff`] needs at most.
-pub const SNIFF_BYTES: usize = 16;
+pub const SNIFF_BYTES: usize = 18;
 
 /// The media type of a file from its first bytes, or `None` if it is not a known image or
 /// audio format.
@@ -37,7 +37,7 @@ pub fn sniff(head: &[u8]) -> Option<MediaKind> {
         Some(Image("image/gif"))
     } else if at(0, b"RIFF") && at(8, b"WEBP") {
         Some(Image("image/webp"))
-    } else if at(0, b"BM") && head.len() >= 14 {
+    } else if at(0, b"BM") && is_bmp_header(head) {
         Some(Image("image/bmp"))
     } else if at(0, b"RIFF") && at(8, b"WAVE") {
         Some(Audio("audio/wav"))
@@ -55,6 +55,17 @@ pub fn sniff(head: &[u8]) -> Option<MediaKind> {
     } else {
         None
     }
+}
+
+/// A BMP file header: reserved fields zero and a known DIB header size (so a text file that
+/// happens to start with `BM` stays text).
+fn is_bmp_header(head: &[u8]) -> bool {
+    let u32_at = |i: usize| {
+        head.get(i..i + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    head.get(6..10) == Some(&[0, 0, 0, 0][..])
+        && matches!(u32_at(14), Some(12 | 40 | 52 | 56 | 64 | 108 | 124))
 }
 
 /// Turns a media file's bytes into content blocks: the media itself and a line describing
@@ -271,6 +282,10 @@ mod tests {
             Some(MediaKind::Audio("audio/mp4"))
         );
         assert_eq!(sniff(b"plain text here"), None);
+        assert_eq!(sniff(b"BMW and Audi are car makers\n"), None);
+        let mut bmp = b"BM\x36\0\0\0\0\0\0\0\x36\0\0\0\x28\0\0\0".to_vec();
+        bmp.resize(18, 0);
+        assert_eq!(sniff(&bmp), Some(MediaKind::Image("image/bmp")));
         assert_eq!(sniff(b"\x89PN"), None);
         // UTF-16 text with a BOM is not mistaken for MPEG audio.
         assert_eq!(sniff(b"\xff\xfeh\0i\0"), None);

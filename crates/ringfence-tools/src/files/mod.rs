@@ -105,6 +105,37 @@ pub(crate) fn transfer_targets(
     Ok((source_t, dest))
 }
 
+/// Before a move or copy replaces an existing file: the same read-first gate as write_file
+/// (the model must have read what it is about to destroy), and its bytes for the journal.
+pub(crate) fn guard_overwrite(ctx: &ToolContext, dest: &Target) -> ToolResult<Option<Vec<u8>>> {
+    if dest.state() != ringfence_fs::TargetState::Exists(ringfence_fs::EntryKind::File) {
+        return Ok(None);
+    }
+    let (old, current) = read_whole(dest, ctx.limits.max_edit_bytes)?;
+    check_read_first(ctx, dest, &current)?;
+    Ok(Some(old))
+}
+
+/// Journals the replacement of `dest` (whose earlier bytes `old` were) by a move or copy.
+pub(crate) fn journal_overwrite(
+    ctx: &ToolContext,
+    dest: &Target,
+    tool: &str,
+    old: &[u8],
+) -> Option<String> {
+    let after = read_whole(dest, crate::journal::MAX_JOURNALED_BYTES as u64)
+        .ok()
+        .map(|(b, _)| b);
+    crate::journal::note(
+        ctx,
+        dest,
+        tool,
+        crate::journal::Before::of(old),
+        after.as_deref(),
+        None,
+    )
+}
+
 /// How a result names an entry: relative to the current workspace when it lies inside it
 /// (what the model passes back to other tools), otherwise absolute.
 pub(crate) fn display_path(ctx: &ToolContext, root: &Arc<ringfence_fs::Root>, rel: &str) -> String {

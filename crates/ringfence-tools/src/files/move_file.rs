@@ -7,7 +7,7 @@ use serde_json::json;
 use ringfence_fs::{MoveMethod, TransferOptions};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
-use crate::files::transfer_targets;
+use crate::files::{guard_overwrite, journal_overwrite, transfer_targets};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -50,6 +50,11 @@ impl BlockingTool for MoveFile {
                 ),
             ));
         }
+        let replaced = if args.overwrite {
+            guard_overwrite(ctx, &dest)?
+        } else {
+            None
+        };
         let method = source.rename_to(
             &dest,
             TransferOptions {
@@ -60,6 +65,29 @@ impl BlockingTool for MoveFile {
         let mut text = format!("Moved: {} -> {}", from.display(), to.display());
         if method == MoveMethod::CopiedAndRemoved {
             text.push_str(" (copied across file systems, then the source removed)");
+        }
+        if let Some(old) = &replaced {
+            text.push_str(
+                " (replaced the existing file; undo_edit on the destination brings it back)",
+            );
+            if let Some(note) = journal_overwrite(ctx, &dest, Self::NAME, old) {
+                text.push('\n');
+                text.push_str(&note);
+            }
+            // Undoing the destination drops the moved content there; journal the source as
+            // deleted with that content, so undo_edit on the source brings it back too.
+            if let Ok((moved, _)) =
+                crate::files::read_whole(&dest, crate::journal::MAX_JOURNALED_BYTES as u64)
+            {
+                crate::journal::note(
+                    ctx,
+                    &source,
+                    Self::NAME,
+                    crate::journal::Before::Content(&moved),
+                    None,
+                    None,
+                );
+            }
         }
         // What the session knew about the file now belongs to its new path.
         let mut reads = ctx.session.reads();

@@ -93,6 +93,80 @@ struct Window<'a> {
     spill: Option<SpillWriter>,
 }
 
+/// Where a scan sends the lines of its window.
+trait LineSink {
+    fn line(&mut self, line_no: u64, raw: &[u8]) -> ToolResult<()>;
+    /// Forgets every line received: the scan starts over (the file turned out to need
+    /// decoding).
+    fn reset(&mut self);
+}
+
+impl LineSink for Window<'_> {
+    fn line(&mut self, line_no: u64, raw: &[u8]) -> ToolResult<()> {
+        self.push(line_no, raw)
+    }
+    fn reset(&mut self) {
+        self.rendered.clear();
+        self.rendered_chars = 0;
+        self.shown_raw.clear();
+        self.first_shown = 0;
+        self.last_shown = 0;
+        self.lines_in_window = 0;
+        self.cut = false;
+        if let Some(spill) = self.spill.take() {
+            spill.discard();
+        }
+    }
+}
+
+/// The `paths` form's collector: plain lines up to a character budget.
+struct BatchSink {
+    max_chars: usize,
+    body: String,
+    chars: usize,
+    first: u64,
+    last: u64,
+    cut: bool,
+}
+
+impl LineSink for BatchSink {
+    fn line(&mut self, n: u64, raw: &[u8]) -> ToolResult<()> {
+        if self.cut {
+            return Ok(());
+        }
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let line = String::from_utf8_lossy(raw);
+        let line_chars = line.chars().count() + 1;
+        if self.chars + line_chars > self.max_chars {
+            self.cut = true;
+            if self.first == 0 {
+                // One line longer than the whole budget: show its start.
+                self.body
+                    .push_str(&cut_line(&line, self.max_chars.saturating_sub(1).max(1)));
+                self.body.push('\n');
+                self.first = n;
+                self.last = n;
+            }
+            return Ok(());
+        }
+        self.body.push_str(&line);
+        self.body.push('\n');
+        self.chars += line_chars;
+        if self.first == 0 {
+            self.first = n;
+        }
+        self.last = n;
+        Ok(())
+    }
+    fn reset(&mut self) {
+        self.body.clear();
+        self.chars = 0;
+        self.first = 0;
+        self.last = 0;
+        self.cut = false;
+    }
+}
+
 impl Window<'_> {
     fn push(&mut self, line_no: u64, raw: &[u8]) -> ToolResult<()> {
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
@@ -199,6 +273,58 @@ fn read_file(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
 /// What a pass over a file found.
 struct Scan {
     total_lines: u64,
+    /// The whole content was valid UTF-8 (checked for files small enough to be edited;
+    /// larger ones are only sampled).
+    utf8_ok: bool,
+}
+
+/// Validates UTF-8 across chunk boundaries.
+#[derive(Default)]
+struct Utf8Check {
+    pending: Vec<u8>,
+    bad: bool,
+}
+
+impl Utf8Check {
+    fn feed(&mut self, mut data: &[u8]) {
+        if self.bad {
+            return;
+        }
+        if !self.pending.is_empty() {
+            // Complete the character cut by the previous chunk, one byte at a time.
+            while !data.is_empty() && self.pending.len() < 4 {
+                self.pending.push(data[0]);
+                data = &data[1..];
+                match std::str::from_utf8(&self.pending) {
+                    Ok(_) => break,
+                    Err(e) if e.error_len().is_none() => continue,
+                    Err(_) => {
+                        self.bad = true;
+                        return;
+                    }
+                }
+            }
+            if std::str::from_utf8(&self.pending).is_ok() {
+                self.pending.clear();
+            } else if self.pending.len() >= 4 {
+                self.bad = true;
+                return;
+            } else {
+                return; // still incomplete: data ran out
+            }
+        }
+        match std::str::from_utf8(data) {
+            Ok(_) => {}
+            Err(e) if e.error_len().is_none() => {
+                self.pending.extend_from_slice(&data[e.valid_up_to()..]);
+            }
+            Err(_) => self.bad = true,
+        }
+    }
+
+    fn ok_at_end(&self) -> bool {
+        !self.bad && self.pending.is_empty()
+    }
 }
 
 /// Streams `file` line by line, calling `on_line` for every line numbered in `[start, end)`
@@ -211,9 +337,10 @@ fn scan_lines(
     meta: &Metadata,
     start: u64,
     end: u64,
-    on_line: &mut dyn FnMut(u64, &[u8]) -> ToolResult<()>,
+    sink: &mut dyn LineSink,
 ) -> ToolResult<Scan> {
     let limits = &ctx.limits;
+    let mut utf8 = Utf8Check::default();
     let mut reader = file.into_std();
     let mut hasher = blake3::Hasher::new();
     // Sized to the file (small reads are the common case), at most 256 KiB.
@@ -254,6 +381,7 @@ fn scan_lines(
         }
         if track {
             hasher.update(chunk);
+            utf8.feed(chunk);
         }
         size += n as u64;
         last_byte = chunk.last().copied();
@@ -269,11 +397,11 @@ fn scan_lines(
         for nl in memchr::memchr_iter(b'\n', chunk) {
             if line_no >= start && line_no < end {
                 if partial.is_empty() {
-                    on_line(line_no, &chunk[pos..nl])?;
+                    sink.line(line_no, &chunk[pos..nl])?;
                 } else {
                     extend_capped(&mut partial, &chunk[pos..nl]);
                     let line = std::mem::take(&mut partial);
-                    on_line(line_no, &line)?;
+                    sink.line(line_no, &line)?;
                 }
             }
             pos = nl + 1;
@@ -295,10 +423,19 @@ fn scan_lines(
         line_no - 1
     } else {
         if line_no >= start && line_no < end {
-            on_line(line_no, &partial)?;
+            sink.line(line_no, &partial)?;
         }
         line_no
     };
+    let utf8_ok = !track || utf8.ok_at_end();
+    if !utf8_ok {
+        // Not UTF-8 after all: the caller decodes the file instead; no read is recorded
+        // for content the model was not shown.
+        return Ok(Scan {
+            total_lines,
+            utf8_ok,
+        });
+    }
     if track {
         ctx.session.reads().record(
             target,
@@ -309,7 +446,10 @@ fn scan_lines(
             },
         );
     }
-    Ok(Scan { total_lines })
+    Ok(Scan {
+        total_lines,
+        utf8_ok,
+    })
 }
 
 /// Files above this size are not decoded from other encodings (they are reported binary).
@@ -324,28 +464,44 @@ fn scan_any(
     meta: &Metadata,
     start: u64,
     end: u64,
-    on_line: &mut dyn FnMut(u64, &[u8]) -> ToolResult<()>,
+    sink: &mut dyn LineSink,
 ) -> ToolResult<(Scan, Option<TextEncoding>)> {
-    match scan_lines(ctx, target, file, meta, start, end, on_line) {
-        Ok(scan) => Ok((scan, None)),
-        Err(err) if err.kind == ToolErrorKind::Binary && meta.len() <= MAX_DECODE_BYTES => {
-            let (bytes, record) = read_whole(target, MAX_DECODE_BYTES)?;
-            let Some(decoded) = encoding::decode(&bytes) else {
-                return Err(err);
-            };
-            let mut total = 0u64;
-            for (i, line) in decoded.text.split_inclusive('\n').enumerate() {
-                let n = i as u64 + 1;
-                total = n;
-                if n >= start && n < end {
-                    on_line(n, line.strip_suffix('\n').unwrap_or(line).as_bytes())?;
-                }
-            }
-            ctx.session.reads().record(target, record);
-            Ok((Scan { total_lines: total }, Some(decoded.encoding)))
-        }
-        Err(err) => Err(err),
+    let sampled_binary = match scan_lines(ctx, target, file, meta, start, end, sink) {
+        Ok(scan) if scan.utf8_ok => return Ok((scan, None)),
+        // Invalid UTF-8 past the sample: decode rather than show replacement characters.
+        Ok(_) => None,
+        Err(err) if err.kind == ToolErrorKind::Binary => Some(err),
+        Err(err) => return Err(err),
+    };
+    let not_text = || {
+        sampled_binary
+            .clone()
+            .unwrap_or_else(|| binary_error(target))
+    };
+    if meta.len() > MAX_DECODE_BYTES {
+        return Err(not_text());
     }
+    sink.reset();
+    let (bytes, record) = read_whole(target, MAX_DECODE_BYTES)?;
+    let Some(decoded) = encoding::decode(&bytes) else {
+        return Err(not_text());
+    };
+    let mut total = 0u64;
+    for (i, line) in decoded.text.split_inclusive('\n').enumerate() {
+        let n = i as u64 + 1;
+        total = n;
+        if n >= start && n < end {
+            sink.line(n, line.strip_suffix('\n').unwrap_or(line).as_bytes())?;
+        }
+    }
+    ctx.session.reads().record(target, record);
+    Ok((
+        Scan {
+            total_lines: total,
+            utf8_ok: true,
+        },
+        Some(decoded.encoding),
+    ))
 }
 
 /// The note a read of a non-UTF-8 file carries.
@@ -413,9 +569,7 @@ fn read_single(
         cut: false,
         spill: None,
     };
-    let (scan, enc) = scan_any(ctx, &target, file, &meta, start, end, &mut |n, raw| {
-        window.push(n, raw)
-    })?;
+    let (scan, enc) = scan_any(ctx, &target, file, &meta, start, end, &mut window)?;
     let total_lines = scan.total_lines;
     if total_lines == 0 {
         return Ok(ToolOutput::text(format!(
@@ -599,39 +753,15 @@ fn read_one(
     }
     let start = start_line.unwrap_or(1);
     let end = end_line.map(|e| e.saturating_add(1)).unwrap_or(u64::MAX);
-    let mut body = String::new();
-    let mut chars = 0usize;
-    let mut first = 0u64;
-    let mut last = 0u64;
-    let mut cut = false;
-    let (scan, enc) = scan_any(ctx, &target, file, &meta, start, end, &mut |n, raw| {
-        if cut {
-            return Ok(());
-        }
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let line = String::from_utf8_lossy(raw);
-        let line_chars = line.chars().count() + 1;
-        if chars + line_chars > max_chars {
-            cut = true;
-            if first == 0 {
-                // One line longer than the whole budget: show its start.
-                body.push_str(&cut_line(&line, max_chars.saturating_sub(1).max(1)));
-                body.push('\n');
-                first = n;
-                last = n;
-            }
-            return Ok(());
-        }
-        body.push_str(&line);
-        body.push('\n');
-        chars += line_chars;
-        if first == 0 {
-            first = n;
-        }
-        last = n;
-        Ok(())
-    })
-    .map_err(|e| {
+    let mut sink = BatchSink {
+        max_chars,
+        body: String::new(),
+        chars: 0,
+        first: 0,
+        last: 0,
+        cut: false,
+    };
+    let (scan, enc) = scan_any(ctx, &target, file, &meta, start, end, &mut sink).map_err(|e| {
         if e.kind == ToolErrorKind::Binary {
             ToolError::new(
                 ToolErrorKind::Binary,
@@ -644,6 +774,13 @@ fn read_one(
             e
         }
     })?;
+    let BatchSink {
+        body,
+        first,
+        last,
+        cut,
+        ..
+    } = sink;
     let total = scan.total_lines;
     if total == 0 {
         return Ok(format!("--- {} (empty file, 0 lines) ---\n", abs.display()));

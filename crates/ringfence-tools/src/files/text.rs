@@ -54,12 +54,12 @@ impl TextStyle {
         let mut body = normalized.to_owned();
         if self.final_newline && !body.is_empty() && !body.ends_with('\n') {
             body.push('\n');
-        } else if !self.final_newline {
-            while body.ends_with('\n') {
+        } else if !self.final_newline && body.ends_with('\n') {
+            // Only the one line break that would be the final newline: blank lines before
+            // it are content.
+            body.pop();
+            if !self.crlf && body.ends_with('\r') {
                 body.pop();
-                if body.ends_with('\r') {
-                    body.pop();
-                }
             }
         }
         // `normalized` came through `normalize`: every `\n` stands for one `\r\n`. A lone

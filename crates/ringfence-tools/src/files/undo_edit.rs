@@ -100,11 +100,13 @@ fn undo_edit(ctx: &ToolContext, args: UndoEditArgs) -> ToolResult<ToolOutput> {
     let abs = target.absolute();
     let text = match &record.entry.before {
         Some(before) => {
+            // A recreated file gets its old mode back (a 0600 key stays 0600); an existing
+            // one keeps its own.
             target.write_atomic(
                 before,
                 &WriteOptions {
                     create_parents: true,
-                    new_file_mode: None,
+                    new_file_mode: record.entry.mode,
                 },
             )?;
             if let Ok(meta) = target.metadata() {

@@ -8,7 +8,7 @@ use ringfence_fs::{EntryKind, TargetState, WriteOptions};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::text::{TextStyle, thousands};
-use crate::files::{check_read_first, is_text_sample, read_whole, record_for};
+use crate::files::{check_read_first, read_whole, record_for};
 use crate::files::{edit, encoding};
 use crate::journal::{self, Before};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
@@ -52,17 +52,18 @@ fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> 
         TargetState::Exists(EntryKind::File) => {
             let (old, current) = read_whole(&target, ctx.limits.max_edit_bytes)?;
             check_read_first(ctx, &target, &current)?;
-            let sample = &old[..old.len().min(super::SAMPLE_BYTES)];
-            // A text file in another encoding keeps it (or the write is refused).
-            let decoded = if is_text_sample(sample, old.len() <= super::SAMPLE_BYTES) {
+            // The whole file decides, not a sample: UTF-8 text keeps its conventions, text in
+            // another encoding keeps that encoding (or the write is refused).
+            let utf8 = std::str::from_utf8(&old).ok().filter(|t| !t.contains('\0'));
+            let decoded = if utf8.is_some() {
                 None
             } else {
                 encoding::decode(&old)
             };
             let style = if let Some(d) = &decoded {
                 TextStyle::detect(&d.text)
-            } else if is_text_sample(sample, old.len() <= super::SAMPLE_BYTES) {
-                TextStyle::detect(&String::from_utf8_lossy(&old))
+            } else if let Some(text) = utf8 {
+                TextStyle::detect(text)
             } else {
                 // Replacing a binary file with text: nothing to keep but the mode.
                 TextStyle {
@@ -147,7 +148,7 @@ fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> 
         Some(b) => Before::of(b),
         None => Before::Absent,
     };
-    if let Some(note) = journal::note(ctx, &target, "write_file", before, Some(&data)) {
+    if let Some(note) = journal::note(ctx, &target, "write_file", before, Some(&data), None) {
         text.push(' ');
         text.push_str(&note);
     }
