@@ -252,6 +252,14 @@ impl Workspace {
         Ok(())
     }
 
+    /// Makes every resolution fail with `reason` (fail closed) until roots are applied.
+    pub fn block(&self, reason: String) {
+        self.state
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .blocked = Some(reason);
+    }
+
     /// Why nothing is reachable, when the client's roots left no directory.
     pub fn blocked(&self) -> Option<String> {
         self.state().blocked

@@ -20,7 +20,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use ringfence_tools::{
-    Content, Journal, Limits, Progress, Session, SpillStore, Tool, ToolContext, Toolbox,
+    Content, Journal, Limits, Progress, Session, SpillStore, Tool, ToolContext, ToolError,
+    ToolErrorKind, Toolbox,
 };
 
 /// Identity and instructions the server announces at `initialize`.
@@ -41,7 +42,18 @@ pub struct McpServer {
     spill: Arc<SpillStore>,
     journal: Option<Arc<dyn Journal>>,
     identity: Arc<ServerIdentity>,
+    /// Set once the client's roots (if it has any) were applied; tool calls wait for it.
+    roots_ready: Arc<RootsReady>,
 }
+
+#[derive(Debug, Default)]
+struct RootsReady {
+    done: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+/// How long a tool call waits for the client to answer `roots/list`.
+const ROOTS_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -83,6 +95,7 @@ impl McpServer {
             spill,
             journal: None,
             identity: Arc::new(identity),
+            roots_ready: Arc::new(RootsReady::default()),
         }
     }
 
@@ -126,16 +139,49 @@ impl McpServer {
         let supports = peer
             .peer_info()
             .is_some_and(|info| info.capabilities.roots.is_some());
-        if !supports {
-            return;
-        }
-        match peer.list_roots().await {
-            Ok(result) => {
-                let uris: Vec<String> = result.roots.into_iter().map(|r| r.uri).collect();
-                let summary = self.session.apply_client_roots(&uris);
-                tracing::info!(%summary, "client roots applied");
+        if supports && self.session.uses_client_roots() {
+            match peer.list_roots().await {
+                Ok(result) => {
+                    let uris: Vec<String> = result.roots.into_iter().map(|r| r.uri).collect();
+                    let summary = self.session.apply_client_roots(&uris);
+                    tracing::info!(%summary, "client roots applied");
+                }
+                Err(e) => {
+                    // Fail closed: without the client's answer, the narrowing it asked for
+                    // (by declaring roots) cannot be honoured.
+                    tracing::warn!(error = %e, "roots/list failed; refusing file access");
+                    self.session.client_roots_failed(&e.to_string());
+                }
             }
-            Err(e) => tracing::warn!(error = %e, "roots/list failed; keeping the configured roots"),
+        }
+        self.roots_ready
+            .done
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.roots_ready.notify.notify_waiters();
+    }
+
+    /// Before a tool call: if the client declared roots, wait until they were applied, so no
+    /// call runs against the wider configured roots in the meantime.
+    #[allow(deprecated)]
+    async fn wait_for_roots(&self, peer: &Peer<RoleServer>) -> Result<(), String> {
+        let declared = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if !declared || !self.session.uses_client_roots() {
+            return Ok(());
+        }
+        let ready = &self.roots_ready;
+        let notified = ready.notify.notified();
+        if ready.done.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(());
+        }
+        match tokio::time::timeout(ROOTS_WAIT, notified).await {
+            Ok(()) => Ok(()),
+            Err(_) if ready.done.load(std::sync::atomic::Ordering::SeqCst) => Ok(()),
+            Err(_) => Err(format!(
+                "the MCP client declared roots but has not answered roots/list within {} s; file access is refused until it does",
+                ROOTS_WAIT.as_secs()
+            )),
         }
     }
 }
@@ -226,7 +272,10 @@ impl ServerHandler for McpServer {
             progress: progress_for(&ctx),
         };
         let started = Instant::now();
-        let result = tool.call(tool_ctx, args).await;
+        let result = match self.wait_for_roots(&ctx.peer).await {
+            Ok(()) => tool.call(tool_ctx, args).await,
+            Err(why) => Err(ToolError::new(ToolErrorKind::OutsideWorkspace, why)),
+        };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let response = match result {
             Ok(output) => {

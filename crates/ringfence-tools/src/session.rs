@@ -73,6 +73,18 @@ impl Session {
         self
     }
 
+    /// Whether the client's roots matter in this session (the policy is not `ignore`).
+    pub fn uses_client_roots(&self) -> bool {
+        self.client_roots != ClientRoots::Ignore
+    }
+
+    /// The client's roots could not be obtained: fail closed, every call refused.
+    pub fn client_roots_failed(&self, why: &str) {
+        self.workspace.block(format!(
+            "no directory is available: the MCP client's roots could not be read ({why}), so ringfence cannot tell which directories this session may use"
+        ));
+    }
+
     /// Applies the roots a client announced (`file://` URIs; others are ignored) under this
     /// session's policy. Returns a one-line summary for the log.
     pub fn apply_client_roots(&self, uris: &[String]) -> String {

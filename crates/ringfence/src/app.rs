@@ -48,9 +48,17 @@ impl App {
         let roots = specs
             .into_iter()
             .map(|s| {
-                Root::new(s, denylist.clone())
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string())
+                // ringfence's own data (saved outputs of every configuration, the journal of
+                // earlier file versions) is never reachable through a root that contains it.
+                let list = match data_dir_patterns(&config.data_dir, &s.path) {
+                    Some(extra) => {
+                        let mut patterns = config.denylist.clone();
+                        patterns.extend(extra);
+                        Arc::new(Denylist::new(&patterns).map_err(|e| format!("denylist: {e}"))?)
+                    }
+                    None => denylist.clone(),
+                };
+                Root::new(s, list).map(Arc::new).map_err(|e| e.to_string())
             })
             .collect::<Result<Vec<_>, _>>()?;
         let spill_root = Arc::new(
@@ -228,6 +236,36 @@ fn open_journal(data_dir: &std::path::Path) -> Option<Arc<dyn Journal>> {
             None
         }
     }
+}
+
+/// Denylist patterns that hide the data directory inside a root that contains it (judged
+/// by the paths as written, normalised lexically), or `None` when it is not inside.
+fn data_dir_patterns(data_dir: &std::path::Path, root: &std::path::Path) -> Option<Vec<String>> {
+    let data = ringfence_fs::normalize_lexically(data_dir);
+    let root = ringfence_fs::normalize_lexically(root);
+    let rel = data.strip_prefix(&root).ok()?;
+    let escape = |s: &str| -> String {
+        s.chars()
+            .flat_map(|c| {
+                let special = matches!(c, '*' | '?' | '[' | ']' | '\\' | '!' | '#' | ' ');
+                special
+                    .then_some('\\')
+                    .into_iter()
+                    .chain(std::iter::once(c))
+            })
+            .collect()
+    };
+    let rel = rel.to_string_lossy();
+    Some(if rel.is_empty() {
+        // The root is the data directory itself: hide what ringfence keeps there.
+        vec![
+            "/tool-output/".to_owned(),
+            "/ringfence.db".to_owned(),
+            "/ringfence.db-*".to_owned(),
+        ]
+    } else {
+        vec![format!("/{}/", escape(&rel))]
+    })
 }
 
 /// The spill directory's name for this configuration. Saved outputs are readable through the

@@ -184,7 +184,27 @@ fn serve(app: App) -> ExitCode {
         tools = app.toolbox.len(),
         "serving MCP on stdio"
     );
-    let result = runtime().block_on(server.serve_stdio());
+    // SIGTERM and SIGINT end the session like a closed stdin does, so the journal is
+    // flushed before the process exits.
+    let rt = runtime();
+    let result = rt.block_on(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        tokio::select! {
+            r = server.serve_stdio() => r,
+            _ = term.recv() => {
+                tracing::info!("SIGTERM received; shutting down");
+                Ok(())
+            }
+            _ = int.recv() => {
+                tracing::info!("SIGINT received; shutting down");
+                Ok(())
+            }
+        }
+    });
+    // A blocking read of stdin may still be in flight (after a signal): do not wait for it.
+    rt.shutdown_background();
     app.flush_journal();
     match result {
         Ok(()) => ExitCode::SUCCESS,

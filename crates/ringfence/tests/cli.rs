@@ -460,3 +460,95 @@ fn servers_with_different_roots_do_not_see_each_others_saved_output() {
         );
     }
 }
+
+#[test]
+fn a_data_directory_inside_a_root_is_out_of_reach() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("home");
+    let data = root.join(".local/share/ringfence");
+    std::fs::create_dir_all(&root).unwrap();
+    let call = |tool: &str, args: &str| {
+        ringfence(tmp.path())
+            .args(["--data-dir"])
+            .arg(&data)
+            .args(["call", tool, args, "--root"])
+            .arg(&root)
+            .output()
+            .unwrap()
+    };
+    // A write creates the journal database in the data directory.
+    let o = call("write_file", r#"{"path": "notes.txt", "content": "x\n"}"#);
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert!(data.join("ringfence.db").exists());
+    for args in [
+        r#"{"path": ".local/share/ringfence/ringfence.db"}"#,
+        r#"{"path": ".local/share/ringfence/tool-output"}"#,
+    ] {
+        let o = call("read_file", args);
+        let (out, _) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{args}: {out}");
+        assert!(out.contains("denylist"), "{args}: {out}");
+    }
+    let o = call("glob", r#"{"pattern": "**/*", "include_ignored": true}"#);
+    let (out, _) = text(&o);
+    assert!(out.contains("notes.txt"), "{out}");
+    assert!(!out.contains("ringfence.db"), "{out}");
+}
+
+#[test]
+fn sigterm_flushes_the_journal_so_the_last_edit_can_be_undone() {
+    use std::io::{BufRead, BufReader, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    let data = tmp.path().join("data");
+    let mut child = ringfence(tmp.path())
+        .arg("--data-dir")
+        .arg(&data)
+        .arg("serve")
+        .arg(&root)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |msg: serde_json::Value| {
+        writeln!(stdin, "{msg}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}),
+    );
+    assert!(lines.next().unwrap().unwrap().contains("\"id\":1"));
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    for (id, content) in [(2, "v1\n"), (3, "v2\n")] {
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "write_file", "arguments": {"path": "u.txt", "content": content}}}),
+        );
+        let line = lines.next().unwrap().unwrap();
+        assert!(line.contains(&format!("\"id\":{id}")), "{line}");
+    }
+    // SIGTERM while the session is open (stdin still connected).
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap(); // bounded by the nextest slow-test timeout
+    assert!(status.success(), "{status:?}");
+    drop(stdin);
+    let o = ringfence(tmp.path())
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["call", "undo_edit", r#"{"path": "u.txt"}"#, "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).0);
+    assert_eq!(std::fs::read_to_string(root.join("u.txt")).unwrap(), "v1\n");
+}

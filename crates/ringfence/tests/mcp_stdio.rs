@@ -21,6 +21,8 @@ struct Client {
     progress: Arc<Mutex<Vec<f64>>>,
     /// Roots this client announces (`None`: no roots capability).
     roots: Option<Vec<String>>,
+    /// Answer roots/list with an error instead.
+    roots_fail: bool,
 }
 
 impl ClientHandler for Client {
@@ -39,6 +41,9 @@ impl ClientHandler for Client {
         &self,
         _ctx: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        if self.roots_fail {
+            return Err(rmcp::ErrorData::internal_error("roots unavailable", None));
+        }
         let roots = self
             .roots
             .clone()
@@ -590,5 +595,27 @@ async fn client_roots_never_widen_unless_the_operator_opts_in() {
         )
         .await;
     assert!(out.contains("not yours"), "{out}");
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_whose_roots_cannot_be_read_gets_no_file_access() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start_with(
+        tmp.path(),
+        |root| std::fs::write(root.join("a.txt"), "hello\n").unwrap(),
+        Client {
+            roots: Some(Vec::new()),
+            roots_fail: true,
+            ..Client::default()
+        },
+        &[],
+    )
+    .await;
+    // The very first call already waits for the roots answer, so it is refused too.
+    let (text, structured) = s.error("read_file", json!({"path": "a.txt"})).await;
+    assert_eq!(structured["error"], "outside_workspace", "{text}");
+    assert!(text.contains("roots could not be read"), "{text}");
+    assert!(!text.contains("hello"));
     s.client.cancel().await.unwrap();
 }

@@ -31,6 +31,8 @@ pub struct DirectoryTreeArgs {
 pub struct DirectoryTree;
 
 const DEFAULT_DEPTH: usize = 3;
+/// The most entries one call may show.
+const MAX_ENTRIES: usize = 10_000;
 /// The deepest tree one call may expand.
 const MAX_DEPTH: usize = 64;
 
@@ -54,10 +56,10 @@ impl BlockingTool for DirectoryTree {
             )));
         }
         let cap = args.max_entries.unwrap_or(ctx.limits.max_list_entries);
-        if cap == 0 {
-            return Err(ToolError::invalid(
-                "directory_tree: max_entries must be at least 1",
-            ));
+        if cap == 0 || cap > MAX_ENTRIES {
+            return Err(ToolError::invalid(format!(
+                "directory_tree: max_entries must be between 1 and {MAX_ENTRIES}; the full tree is saved to a file anyway"
+            )));
         }
         let path = args
             .path

@@ -151,7 +151,10 @@ impl BlockingTool for MultiEdit {
 
 /// A unified diff of two versions, cut after [`MAX_DIFF_LINES`] lines.
 pub(crate) fn unified_diff(path: &str, old: &str, new: &str) -> String {
-    let diff = similar::TextDiff::from_lines(old, new);
+    // Bounded: two unrelated 16 MiB versions must not stall the call.
+    let diff = similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_secs(1))
+        .diff_lines(old, new);
     let full = diff
         .unified_diff()
         .context_radius(3)

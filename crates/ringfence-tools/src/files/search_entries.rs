@@ -208,13 +208,40 @@ impl TimeFilter {
 }
 
 /// Matching lines of one file.
-struct Lines<'a> {
+struct Lines<'a, 'c> {
     out: &'a mut Vec<(u64, String)>,
     max_line: usize,
     deadline: Instant,
+    /// Where full batches go, so a file with millions of matching lines is never held whole.
+    collector: &'a Mutex<Collector<'c>>,
+    depth: usize,
+    rel: &'a str,
+    shown: &'a str,
+    suffix: &'a str,
 }
 
-impl Sink for Lines<'_> {
+/// Matching lines handed to the collector at a time.
+const LINE_BATCH: usize = 256;
+
+impl Lines<'_, '_> {
+    fn flush(&mut self) {
+        if self.out.is_empty() {
+            return;
+        }
+        let mut c = self.collector.lock().unwrap_or_else(|e| e.into_inner());
+        for (n, text) in self.out.drain(..) {
+            c.add(Hit {
+                depth: self.depth,
+                is_dir: false,
+                path: self.rel.to_owned(),
+                line: n,
+                text: format!("{}:{n}: {text}{}", self.shown, self.suffix),
+            });
+        }
+    }
+}
+
+impl Sink for Lines<'_, '_> {
     type Error = std::io::Error;
     fn matched(
         &mut self,
@@ -227,6 +254,9 @@ impl Sink for Lines<'_> {
             let text = text.trim_end_matches(['\n', '\r']);
             self.out
                 .push((n + i as u64, cut_line(text, self.max_line).into_owned()));
+        }
+        if self.out.len() >= LINE_BATCH {
+            self.flush();
         }
         Ok(Instant::now() < self.deadline)
     }
@@ -391,25 +421,15 @@ fn search_entries(ctx: &ToolContext, args: SearchEntriesArgs) -> ToolResult<Tool
                     out: &mut lines,
                     max_line,
                     deadline,
+                    collector,
+                    depth,
+                    rel: &entry.rel,
+                    shown: &shown,
+                    suffix: &suffix,
                 };
-                if searcher
-                    .search_file(matcher, &file.into_std(), &mut sink)
-                    .is_err()
-                {
-                    return WalkState::Continue;
-                }
-                if lines.is_empty() {
-                    return WalkState::Continue;
-                }
-                let mut c = collector.lock().unwrap_or_else(|e| e.into_inner());
-                for (n, text) in lines.drain(..) {
-                    c.add(Hit {
-                        depth,
-                        is_dir: false,
-                        path: entry.rel.clone(),
-                        line: n,
-                        text: format!("{shown}:{n}: {text}{suffix}"),
-                    });
+                let searched = searcher.search_file(matcher, &file.into_std(), &mut sink);
+                if searched.is_ok() {
+                    sink.flush();
                 }
             } else {
                 let text = if is_dir {
