@@ -26,6 +26,8 @@ const MIGRATIONS: &[&str] = &[
         tool TEXT NOT NULL,
         at_ms INTEGER NOT NULL,
         before BLOB,
+        patch_prefix INTEGER,
+        patch_suffix INTEGER,
         mode INTEGER,
         after_hash BLOB,
         size INTEGER NOT NULL
@@ -239,12 +241,15 @@ impl Journal for SqliteJournal {
         self.store
             .conn()
             .query_row(
-                "SELECT id, tool, at_ms, before, after_hash, mode FROM edit_journal
+                "SELECT id, tool, at_ms, before, after_hash, mode, patch_prefix, patch_suffix
+                 FROM edit_journal
                  WHERE path = ?1 ORDER BY id DESC LIMIT 1",
                 params![key.path],
                 |r| {
                     let after: Option<Vec<u8>> = r.get(4)?;
                     let mode: Option<i64> = r.get(5)?;
+                    let prefix: Option<i64> = r.get(6)?;
+                    let suffix: Option<i64> = r.get(7)?;
                     Ok(JournalRecord {
                         id: r.get(0)?,
                         at_ms: r.get(2)?,
@@ -254,6 +259,7 @@ impl Journal for SqliteJournal {
                             before: r.get(3)?,
                             after_hash: after.and_then(|a| a.try_into().ok()),
                             mode: mode.and_then(|m| u32::try_from(m).ok()),
+                            patch: prefix.zip(suffix).map(|(p, s)| (p as u64, s as u64)),
                         },
                     })
                 },
@@ -291,13 +297,16 @@ fn record_now(store: &Store, entry: JournalEntry) -> Result<(), String> {
     let tx = conn.transaction().map_err(|e| e.to_string())?;
     let size = entry.before.as_ref().map_or(0, |b| b.len() as i64);
     tx.execute(
-        "INSERT INTO edit_journal (path, tool, at_ms, before, mode, after_hash, size)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO edit_journal
+             (path, tool, at_ms, before, patch_prefix, patch_suffix, mode, after_hash, size)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
             entry.key.path,
             entry.tool,
             now_ms(),
             entry.before,
+            entry.patch.map(|(p, _)| p as i64),
+            entry.patch.map(|(_, s)| s as i64),
             entry.mode.map(i64::from),
             entry.after_hash.map(|h| h.to_vec()),
             size
@@ -347,6 +356,7 @@ mod tests {
             before: Some(before.to_vec()),
             after_hash: Some([7; 32]),
             mode: Some(0o600),
+            patch: Some((3, 4)),
         }
     }
 
@@ -367,6 +377,7 @@ mod tests {
         assert_eq!(latest.entry.before.as_deref(), Some(&b"two"[..]));
         assert_eq!(latest.entry.after_hash, Some([7; 32]));
         assert_eq!(latest.entry.mode, Some(0o600));
+        assert_eq!(latest.entry.patch, Some((3, 4)));
         j.remove(latest.id).unwrap();
         let latest = j.latest(&key("a")).unwrap().unwrap();
         assert_eq!(latest.entry.before.as_deref(), Some(&b"one"[..]));

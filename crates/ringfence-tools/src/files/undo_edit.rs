@@ -12,7 +12,7 @@ use crate::files::multi_edit::unified_diff;
 use crate::files::text::thousands;
 use crate::files::time::format_iso;
 use crate::files::{read_whole, record_for};
-use crate::journal::FileKey;
+use crate::journal::{FileKey, earlier_version};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -98,7 +98,15 @@ fn undo_edit(ctx: &ToolContext, args: UndoEditArgs) -> ToolResult<ToolOutput> {
     }
     ctx.check_cancelled()?;
     let abs = target.absolute();
-    let text = match &record.entry.before {
+    let earlier = earlier_version(&record.entry, current.as_deref());
+    if record.entry.before.is_some() && earlier.is_none() {
+        return Err(conflict(
+            &target,
+            &what,
+            "the recorded change does not fit the file as it is",
+        ));
+    }
+    let text = match &earlier {
         Some(before) => {
             // A recreated file gets its old mode back (a 0600 key stays 0600); an existing
             // one keeps its own.
