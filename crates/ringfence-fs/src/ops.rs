@@ -230,37 +230,11 @@ impl Target {
         self.require_writable()?;
         dest.require_writable()?;
         let (src_parent, src_name) = self.refuse_root("moved")?;
-        let (dest_parent, dest_name) = dest.parent_and_name().ok_or_else(|| {
-            dest.err(
-                FsErrorKind::AlreadyExists,
-                format!(
-                    "{}: is a configured root directory; give a path inside it",
-                    dest.input()
-                ),
-            )
-        })?;
         if !self.exists() {
             return Err(self.not_found());
         }
-        if Arc::ptr_eq(self.root(), dest.root()) && self.rel() == dest.rel() {
-            return Err(self.err(
-                FsErrorKind::Refused,
-                format!(
-                    "{}: source and destination are the same entry",
-                    self.input()
-                ),
-            ));
-        }
+        let (dest_parent, dest_name) = self.transfer_slot(dest, opts)?;
         self.refuse_into_itself(dest)?;
-        if dest.exists() && !opts.overwrite {
-            return Err(dest.err(
-                FsErrorKind::AlreadyExists,
-                format!(
-                    "{}: the destination already exists; pass overwrite: true to replace it, or choose another name",
-                    dest.input()
-                ),
-            ));
-        }
         if self.is_dir() {
             self.refuse_denied_inside("move", Some(dest))?;
         }
@@ -332,6 +306,44 @@ impl Target {
         }
     }
 
+    /// Where a move or copy to `dest` lands (its parent handle and name), after the checks
+    /// both share: not a root, not the source itself, not an existing entry unless
+    /// overwriting.
+    fn transfer_slot<'d>(
+        &self,
+        dest: &'d Target,
+        opts: TransferOptions,
+    ) -> FsResult<(&'d Arc<Dir>, &'d OsString)> {
+        let slot = dest.parent_and_name().ok_or_else(|| {
+            dest.err(
+                FsErrorKind::AlreadyExists,
+                format!(
+                    "{}: is a configured root directory; give a path inside it",
+                    dest.input()
+                ),
+            )
+        })?;
+        if Arc::ptr_eq(self.root(), dest.root()) && self.rel() == dest.rel() {
+            return Err(self.err(
+                FsErrorKind::Refused,
+                format!(
+                    "{}: source and destination are the same entry",
+                    self.input()
+                ),
+            ));
+        }
+        if dest.exists() && !opts.overwrite {
+            return Err(dest.err(
+                FsErrorKind::AlreadyExists,
+                format!(
+                    "{}: the destination already exists; pass overwrite: true to replace it, or choose another name",
+                    dest.input()
+                ),
+            ));
+        }
+        Ok(slot)
+    }
+
     fn refuse_into_itself(&self, dest: &Target) -> FsResult<()> {
         if self.is_dir()
             && Arc::ptr_eq(self.root(), dest.root())
@@ -364,33 +376,7 @@ impl Target {
         stop: &dyn Fn() -> bool,
     ) -> FsResult<TreeCount> {
         dest.require_writable()?;
-        let (dest_parent, dest_name) = dest.parent_and_name().ok_or_else(|| {
-            dest.err(
-                FsErrorKind::AlreadyExists,
-                format!(
-                    "{}: is a configured root directory; give a path inside it",
-                    dest.input()
-                ),
-            )
-        })?;
-        if Arc::ptr_eq(self.root(), dest.root()) && self.rel() == dest.rel() {
-            return Err(self.err(
-                FsErrorKind::Refused,
-                format!(
-                    "{}: source and destination are the same entry",
-                    self.input()
-                ),
-            ));
-        }
-        if dest.exists() && !opts.overwrite {
-            return Err(dest.err(
-                FsErrorKind::AlreadyExists,
-                format!(
-                    "{}: the destination already exists; pass overwrite: true to replace it, or choose another name",
-                    dest.input()
-                ),
-            ));
-        }
+        let (dest_parent, dest_name) = self.transfer_slot(dest, opts)?;
         let mut count = TreeCount::default();
         match self.state() {
             TargetState::Missing => return Err(self.not_found()),
