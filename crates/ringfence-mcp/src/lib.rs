@@ -349,3 +349,30 @@ mod tests {
         }
     }
 }
+
+/// Largest JSON-RPC request body accepted over HTTP (a write_file of a big file fits).
+const MAX_HTTP_BODY: usize = 64 * 1024 * 1024;
+
+/// MCP streamable HTTP at `/mcp` on `listener`, until `shutdown` is cancelled. Every MCP
+/// session gets its own server from `factory` (its own workspace state, read tracker and
+/// client roots). rmcp validates the `Host` header (loopback names only by default, against
+/// DNS rebinding) and bounds request bodies.
+pub async fn serve_http(
+    listener: tokio::net::TcpListener,
+    factory: impl Fn() -> Result<McpServer, std::io::Error> + Send + Sync + 'static,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> std::io::Result<()> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown.child_token())
+        .with_max_request_body_bytes(MAX_HTTP_BODY);
+    let service =
+        StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
+    let router = axum::Router::new().nest_service("/mcp", service);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}

@@ -60,6 +60,10 @@ enum Command {
         /// Directories the tools may reach, each `PATH` or `PATH:ro` (read-only). Default: the
         /// configured roots, else `<data dir>/workspace`.
         roots: Vec<String>,
+        /// Serve MCP streamable HTTP at `http://ADDR/mcp` instead of stdio (e.g.
+        /// `127.0.0.1:8765`). Loopback addresses only until authentication exists.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
     },
     /// Run one tool call and print its result.
     Call {
@@ -118,7 +122,7 @@ fn fail(msg: &str) -> ExitCode {
 pub fn run_main() -> ExitCode {
     let cli = Cli::parse();
     let roots = match &cli.command {
-        Command::Serve { roots } | Command::Call { roots, .. } => roots.clone(),
+        Command::Serve { roots, .. } | Command::Call { roots, .. } => roots.clone(),
         Command::Tools { .. } => Vec::new(),
     };
     let over = Overrides {
@@ -158,7 +162,10 @@ pub fn run_main() -> ExitCode {
         app.open_journal();
     }
     match cli.command {
-        Command::Serve { .. } => serve(app),
+        Command::Serve {
+            http: Some(addr), ..
+        } => serve_http(app, &addr),
+        Command::Serve { http: None, .. } => serve(app),
         Command::Call { tool, json, .. } => call(app, &tool, &json),
         Command::Tools { format } => tools(&app, format),
     }
@@ -209,6 +216,60 @@ fn serve(app: App) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&format!("MCP session failed: {e}")),
+    }
+}
+
+/// `serve --http ADDR`: MCP streamable HTTP, one server (and session state) per MCP session.
+fn serve_http(app: App, addr: &str) -> ExitCode {
+    let addr: std::net::SocketAddr = match addr.parse() {
+        Ok(a) => a,
+        Err(e) => {
+            return fail(&format!(
+                "serve --http {addr}: not a socket address ({e}); use e.g. 127.0.0.1:8765"
+            ));
+        }
+    };
+    // Fail closed: anything but loopback would serve every file tool to the network, and
+    // there is no authentication to put in front of it yet.
+    if !addr.ip().is_loopback() {
+        return fail(&format!(
+            "serve --http {addr}: only loopback addresses (127.0.0.1, ::1) can be served: binding another address needs authentication, which this version cannot configure yet"
+        ));
+    }
+    raise_fd_limit();
+    app.check_roots();
+    app.prune_spill();
+    let app = std::sync::Arc::new(app);
+    let rt = runtime();
+    let result = rt.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let factory_app = app.clone();
+        let factory = move || factory_app.server().map_err(std::io::Error::other);
+        tracing::info!(
+            version = env!("CARGO_PKG_VERSION"),
+            tools = app.toolbox.len(),
+            url = %format!("http://{}/mcp", listener.local_addr()?),
+            "serving MCP over streamable HTTP"
+        );
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM received; shutting down"),
+                _ = int.recv() => tracing::info!("SIGINT received; shutting down"),
+            }
+            stop.cancel();
+        });
+        ringfence_mcp::serve_http(listener, factory, shutdown).await
+    });
+    rt.shutdown_timeout(std::time::Duration::from_secs(5));
+    app.flush_journal();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&format!("serve --http {addr}: {e}")),
     }
 }
 

@@ -1,0 +1,161 @@
+"""End-to-end over MCP streamable HTTP: the official Python SDK's `streamable_http_client`
+against `ringfence serve --http 127.0.0.1:0` (the port the OS picks is read from the log).
+
+What is built so far of the HTTP transport: loopback serving at `/mcp` with MCP sessions,
+one ringfence session (workspace state, read tracker) per MCP session, Host validation,
+refusal to bind anything but loopback (authentication does not exist yet), SIGTERM shutdown.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import anyio
+import httpx2
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from test_sdk_client import CALL_TIMEOUT_S, TEST_TIMEOUT_S, _binary, is_error, text_of
+
+pytestmark = pytest.mark.anyio
+
+URL_RE = re.compile(r"url=(http://\S+/mcp)")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class HttpServer:
+    def __init__(self, proc: subprocess.Popen[bytes], url: str, log: Path):
+        self.proc = proc
+        self.url = url
+        self.log = log
+
+
+def start_server(tmp: Path, *extra: str) -> HttpServer:
+    ws = tmp / "ws"
+    ws.mkdir(exist_ok=True)
+    log = tmp / "http.log"
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp),
+        "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
+        "RINGFENCE_LOG": "info",
+    }
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [str(_binary()), "--data-dir", str(tmp / "data"), *extra,
+             "serve", "--http", "127.0.0.1:0", str(ws)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=out, env=env,
+        )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        m = URL_RE.search(log.read_text(errors="replace"))
+        if m:
+            return HttpServer(proc, m.group(1), log)
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(f"server did not start:\n{log.read_text(errors='replace')}")
+
+
+@pytest.fixture
+def http_server(tmp_path: Path):
+    srv = start_server(tmp_path)
+    yield srv
+    if srv.proc.poll() is None:
+        srv.proc.send_signal(signal.SIGTERM)
+        try:
+            srv.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            srv.proc.kill()
+
+
+@asynccontextmanager
+async def client(url: str) -> AsyncIterator[ClientSession]:
+    async with streamable_http_client(url) as streams:
+        read, write = streams[0], streams[1]
+        async with ClientSession(read, write) as session:
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                await session.initialize()
+            yield session
+
+
+async def call(session: ClientSession, name: str, args: dict[str, Any]) -> Any:
+    with anyio.fail_after(CALL_TIMEOUT_S):
+        return await session.call_tool(name, args)
+
+
+async def test_tools_over_http(http_server, tmp_path):
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with client(http_server.url) as s:
+            listed = await s.list_tools()
+            assert {"read_file", "write_file", "search_entries"} <= {t.name for t in listed.tools}
+            r = await call(s, "write_file", {"path": "notes.txt", "content": "over http\n"})
+            assert not is_error(r), text_of(r)
+            r = await call(s, "read_file", {"path": "notes.txt"})
+            assert text_of(r).startswith("     1\tover http")
+            r = await call(s, "read_file", {"path": "../../etc/passwd"})
+            assert is_error(r)
+    assert (tmp_path / "ws" / "notes.txt").read_text() == "over http\n"
+
+
+async def test_each_http_session_has_its_own_state(http_server, tmp_path):
+    (tmp_path / "ws" / "shared.txt").write_text("original\n")
+    (tmp_path / "ws" / "sub").mkdir()
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with client(http_server.url) as a, client(http_server.url) as b:
+            # A reads the file; B has not, so B may not overwrite it.
+            await call(a, "read_file", {"path": "shared.txt"})
+            r = await call(b, "write_file", {"path": "shared.txt", "content": "from b\n"})
+            assert is_error(r) and "read_file" in text_of(r), text_of(r)
+            r = await call(a, "write_file", {"path": "shared.txt", "content": "from a\n"})
+            assert not is_error(r), text_of(r)
+            # A's workspace switch does not move B.
+            await call(a, "switch_workspace", {"path": "sub"})
+            r = await call(b, "list_directory", {"path": "."})
+            assert "shared.txt" in text_of(r)
+            r = await call(a, "list_directory", {"path": "."})
+            assert "shared.txt" not in text_of(r)
+    assert (tmp_path / "ws" / "shared.txt").read_text() == "from a\n"
+
+
+async def test_foreign_host_header_is_refused(http_server):
+    # DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own Host.
+    async with httpx2.AsyncClient() as h:
+        r = await h.post(
+            http_server.url,
+            headers={"Host": "evil.example", "Accept": "application/json, text/event-stream",
+                     "Content-Type": "application/json"},
+            content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        )
+        assert r.status_code == 403, r.text
+
+
+def test_non_loopback_bind_is_refused_without_authentication(tmp_path):
+    proc = subprocess.run(
+        [str(_binary()), "--data-dir", str(tmp_path / "data"), "serve", "--http", "0.0.0.0:0",
+         str(tmp_path)],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert proc.returncode == 2
+    assert "loopback" in proc.stderr and "authentication" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_sigterm_stops_the_http_server(tmp_path):
+    srv = start_server(tmp_path)
+    srv.proc.send_signal(signal.SIGTERM)
+    assert srv.proc.wait(timeout=15) == 0
+    assert "SIGTERM received" in srv.log.read_text(errors="replace")
