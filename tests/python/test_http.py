@@ -143,6 +143,19 @@ async def test_foreign_host_header_is_refused(http_server):
         assert r.status_code == 403, r.text
 
 
+async def test_browser_origin_is_refused(http_server):
+    # A web page on any origin (even localhost) must not drive the server.
+    async with httpx2.AsyncClient() as h:
+        r = await h.post(
+            http_server.url,
+            headers={"Origin": "http://localhost:3000",
+                     "Accept": "application/json, text/event-stream",
+                     "Content-Type": "application/json"},
+            content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        )
+        assert r.status_code == 403, r.text
+
+
 def test_non_loopback_bind_is_refused_without_authentication(tmp_path):
     proc = subprocess.run(
         [str(_binary()), "--data-dir", str(tmp_path / "data"), "serve", "--http", "0.0.0.0:0",

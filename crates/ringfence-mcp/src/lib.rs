@@ -337,8 +337,9 @@ const MAX_HTTP_BODY: usize = 64 * 1024 * 1024;
 
 /// MCP streamable HTTP at `/mcp` on `listener`, until `shutdown` is cancelled. Every MCP
 /// session gets its own server from `factory` (its own workspace state, read tracker and
-/// client roots). rmcp validates the `Host` header (loopback names only by default, against
-/// DNS rebinding) and bounds request bodies.
+/// client roots). rmcp validates the `Host` header (loopback names only by default) and
+/// the `Origin` header (none allowed: a web page cannot drive it), against DNS rebinding,
+/// and bounds request bodies.
 pub async fn serve_http(
     listener: tokio::net::TcpListener,
     factory: impl Fn() -> Result<McpServer, std::io::Error> + Send + Sync + 'static,
@@ -348,7 +349,10 @@ pub async fn serve_http(
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
     };
+    // No browser origin is allowed (an MCP client is not a web page); requests without an
+    // `Origin` header — every native client — pass.
     let config = StreamableHttpServerConfig::default()
+        .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token())
         .with_max_request_body_bytes(MAX_HTTP_BODY);
     let service =
