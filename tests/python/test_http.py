@@ -83,8 +83,10 @@ def http_server(tmp_path: Path):
 
 
 @asynccontextmanager
-async def client(url: str) -> AsyncIterator[ClientSession]:
-    async with streamable_http_client(url) as streams:
+async def client(url: str, token: str | None = None) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    http = httpx2.AsyncClient(headers=headers, timeout=CALL_TIMEOUT_S)
+    async with http, streamable_http_client(url, http_client=http) as streams:
         read, write = streams[0], streams[1]
         async with ClientSession(read, write) as session:
             with anyio.fail_after(CALL_TIMEOUT_S):
@@ -172,3 +174,59 @@ def test_sigterm_stops_the_http_server(tmp_path):
     srv.proc.send_signal(signal.SIGTERM)
     assert srv.proc.wait(timeout=15) == 0
     assert "SIGTERM received" in srv.log.read_text(errors="replace")
+
+
+def token_hash(token: str) -> str:
+    out = subprocess.run([str(_binary()), "token-hash"], input=token, capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+async def test_bearer_tokens(tmp_path):
+    alice, bob = "alice-" + "a" * 30, "bob-" + "b" * 30
+    cfg = tmp_path / "ringfence.toml"
+    cfg.write_text(
+        "[http]\n"
+        f'tokens = [{{ user = "alice", hash = "{token_hash(alice)}" }},'
+        f' {{ user = "bob", hash = "{token_hash(bob)}" }}]\n'
+    )
+    assert alice not in cfg.read_text()  # only hashes are stored
+    srv = start_server(tmp_path, "--config", str(cfg))
+    try:
+        base = srv.url.rsplit("/mcp", 1)[0]
+        body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+        hdrs = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        async with httpx2.AsyncClient() as h:
+            # Health checks need no token.
+            r = await h.get(base + "/healthz")
+            assert r.status_code == 200 and r.text.strip() == "ok"
+            r = await h.post(srv.url, headers=hdrs, content=body)
+            assert r.status_code == 401
+            assert r.headers["www-authenticate"].startswith("Bearer")
+            r = await h.post(srv.url, headers={**hdrs, "Authorization": "Bearer wrong-token-xxxxxxxx"},
+                             content=body)
+            assert r.status_code == 401
+            assert "invalid_token" in r.headers["www-authenticate"]
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            for name, token in (("alice", alice), ("bob", bob)):
+                async with client(srv.url, token) as s:
+                    r = await call(s, "write_file", {"path": f"{name}.txt", "content": "hi\n"})
+                    assert not is_error(r), text_of(r)
+        log = srv.log.read_text(errors="replace")
+        assert alice not in log and bob not in log  # tokens are never logged
+    finally:
+        srv.proc.send_signal(signal.SIGTERM)
+        srv.proc.wait(timeout=15)
+
+
+def test_bad_token_hash_in_config_fails_closed(tmp_path):
+    cfg = tmp_path / "ringfence.toml"
+    cfg.write_text('[http]\ntokens = [{ user = "alice", hash = "plain-text-token" }]\n')
+    proc = subprocess.run(
+        [str(_binary()), "--config", str(cfg), "--data-dir", str(tmp_path / "data"),
+         "serve", "--http", "127.0.0.1:0", str(tmp_path)],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert proc.returncode == 2
+    assert "http.tokens[0]" in proc.stderr and "token-hash" in proc.stderr

@@ -335,36 +335,203 @@ fn base64(data: &[u8]) -> String {
 /// Largest JSON-RPC request body accepted over HTTP (a write_file of a big file fits).
 const MAX_HTTP_BODY: usize = 64 * 1024 * 1024;
 
+/// Bearer tokens accepted by the HTTP transport, each mapped to a user. Only BLAKE3 hashes of
+/// the tokens are kept (the configuration never holds a token in plain text).
+#[derive(Debug, Clone, Default)]
+pub struct TokenAuth {
+    /// (hash of the token, user)
+    tokens: Vec<([u8; 32], String)>,
+}
+
+impl TokenAuth {
+    /// `entries`: (user, `blake3:<64 hex>`). Errors name the entry.
+    pub fn new(entries: &[(String, String)]) -> Result<TokenAuth, String> {
+        let mut tokens = Vec::new();
+        for (i, (user, hash)) in entries.iter().enumerate() {
+            if user.trim().is_empty() {
+                return Err(format!("http.tokens[{i}]: `user` is empty"));
+            }
+            let hex = hash.strip_prefix("blake3:").ok_or_else(|| {
+                format!(
+                    "http.tokens[{i}]: `hash` must look like blake3:<64 hex digits>; make one with `ringfence token-hash`"
+                )
+            })?;
+            let bytes = parse_hex32(hex).ok_or_else(|| {
+                format!("http.tokens[{i}]: `hash` is not 64 hex digits after `blake3:`")
+            })?;
+            if tokens.iter().any(|(h, _)| *h == bytes) {
+                return Err(format!(
+                    "http.tokens[{i}]: the same token hash appears twice"
+                ));
+            }
+            tokens.push((bytes, user.clone()));
+        }
+        Ok(TokenAuth { tokens })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// The user a presented token belongs to. Every stored hash is compared, in constant
+    /// time per comparison, so timing does not tell which entry matched or how much of it.
+    pub fn user_of(&self, token: &str) -> Option<&str> {
+        let presented = *blake3::hash(token.as_bytes()).as_bytes();
+        let mut found = None;
+        for (hash, user) in &self.tokens {
+            let diff = hash
+                .iter()
+                .zip(presented.iter())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+            if diff == 0 {
+                found = Some(user.as_str());
+            }
+        }
+        found
+    }
+}
+
+/// The configuration form of a token's hash.
+pub fn token_hash(token: &str) -> String {
+    format!("blake3:{}", blake3::hash(token.as_bytes()).to_hex())
+}
+
+fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// How the HTTP transport is set up.
+#[derive(Debug, Clone, Default)]
+pub struct HttpOptions {
+    /// Bearer tokens; `None` or empty: no authentication (loopback only).
+    pub auth: Option<Arc<TokenAuth>>,
+    /// Accepted `Host` names besides the loopback ones (for a non-loopback bind).
+    pub allowed_hosts: Vec<String>,
+}
+
 /// MCP streamable HTTP at `/mcp` on `listener`, until `shutdown` is cancelled. Every MCP
 /// session gets its own server from `factory` (its own workspace state, read tracker and
-/// client roots). rmcp validates the `Host` header (loopback names only by default) and
-/// the `Origin` header (none allowed: a web page cannot drive it), against DNS rebinding,
-/// and bounds request bodies.
+/// client roots). rmcp validates the `Host` header (loopback names, plus `allowed_hosts`)
+/// and the `Origin` header (none allowed: a web page cannot drive it), against DNS
+/// rebinding, and bounds request bodies. With tokens, every `/mcp` request needs
+/// `Authorization: Bearer <token>` (401 with a `WWW-Authenticate` challenge otherwise).
+/// `/healthz` answers `ok` without authentication.
 pub async fn serve_http(
     listener: tokio::net::TcpListener,
     factory: impl Fn() -> Result<McpServer, std::io::Error> + Send + Sync + 'static,
     shutdown: tokio_util::sync::CancellationToken,
+    options: HttpOptions,
 ) -> std::io::Result<()> {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
     };
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    hosts.extend(options.allowed_hosts.iter().cloned());
     // No browser origin is allowed (an MCP client is not a web page); requests without an
     // `Origin` header — every native client — pass.
     let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
         .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token())
         .with_max_request_body_bytes(MAX_HTTP_BODY);
     let service =
         StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let mut mcp = axum::Router::new().nest_service("/mcp", service);
+    if let Some(auth) = options.auth.filter(|a| !a.is_empty()) {
+        mcp = mcp.layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                let auth = auth.clone();
+                async move { authenticate(&auth, req, next).await }
+            },
+        ));
+    }
+    let router = mcp.route("/healthz", axum::routing::get(|| async { "ok\n" }));
     axum::serve(listener, router)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
 }
 
+async fn authenticate(
+    auth: &TokenAuth,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        });
+    let (user, why) = match presented {
+        None => (None, "missing bearer token"),
+        Some(token) => match auth.user_of(token.trim()) {
+            Some(user) => (Some(user.to_owned()), ""),
+            None => (None, "invalid token"),
+        },
+    };
+    match user {
+        Some(user) => {
+            tracing::debug!(%user, "authenticated HTTP request");
+            next.run(req).await
+        }
+        None => {
+            tracing::warn!(reason = why, "HTTP request refused");
+            let challenge = if presented.is_some() {
+                "Bearer realm=\"ringfence\", error=\"invalid_token\""
+            } else {
+                "Bearer realm=\"ringfence\""
+            };
+            (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, challenge)],
+                format!("{why}: send Authorization: Bearer <token>\n"),
+            )
+                .into_response()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn token_hashes_verify_and_reject() {
+        let auth = super::TokenAuth::new(&[
+            ("alice".into(), super::token_hash("alice-secret-token")),
+            ("bob".into(), super::token_hash("bob-secret-token-2")),
+        ])
+        .unwrap();
+        assert_eq!(auth.user_of("alice-secret-token"), Some("alice"));
+        assert_eq!(auth.user_of("bob-secret-token-2"), Some("bob"));
+        assert_eq!(auth.user_of("alice-secret-token "), None);
+        assert_eq!(auth.user_of(""), None);
+        for bad in [
+            vec![("".to_string(), super::token_hash("x"))],
+            vec![("u".to_string(), "sha256:00".to_string())],
+            vec![("u".to_string(), "blake3:zz".to_string())],
+            vec![
+                ("u".to_string(), super::token_hash("same")),
+                ("v".to_string(), super::token_hash("same")),
+            ],
+        ] {
+            assert!(super::TokenAuth::new(&bad).is_err(), "{bad:?}");
+        }
+    }
+
     #[test]
     fn base64_matches_rfc4648_vectors() {
         for (input, expected) in [

@@ -27,6 +27,8 @@ pub struct App {
     pub journal: Option<Arc<dyn Journal>>,
     data_dir: std::path::PathBuf,
     client_roots: ClientRoots,
+    /// `[http]` settings for `serve --http`.
+    pub http: crate::config::HttpConfig,
     roots: Vec<Arc<Root>>,
 }
 
@@ -99,6 +101,7 @@ impl App {
             journal: None,
             data_dir: config.data_dir.clone(),
             client_roots: config.client_roots,
+            http: config.http.clone(),
             roots,
         })
     }

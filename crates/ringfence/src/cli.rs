@@ -75,6 +75,8 @@ enum Command {
         #[arg(long = "root", value_name = "ROOT")]
         roots: Vec<String>,
     },
+    /// Read a bearer token from stdin and print the hash to put in `[http] tokens`.
+    TokenHash,
     /// Print the tool definitions.
     Tools {
         #[arg(long, value_enum, default_value_t = Format::Mcp)]
@@ -123,7 +125,7 @@ pub fn run_main() -> ExitCode {
     let cli = Cli::parse();
     let roots = match &cli.command {
         Command::Serve { roots, .. } | Command::Call { roots, .. } => roots.clone(),
-        Command::Tools { .. } => Vec::new(),
+        Command::Tools { .. } | Command::TokenHash => Vec::new(),
     };
     let over = Overrides {
         config: cli.config.clone(),
@@ -158,6 +160,9 @@ pub fn run_main() -> ExitCode {
         Ok(a) => a,
         Err(e) => return fail(&format!("configuration error: {e}")),
     };
+    if matches!(cli.command, Command::TokenHash) {
+        return token_hash();
+    }
     if !matches!(cli.command, Command::Tools { .. }) {
         app.open_journal();
     }
@@ -168,6 +173,7 @@ pub fn run_main() -> ExitCode {
         Command::Serve { http: None, .. } => serve(app),
         Command::Call { tool, json, .. } => call(app, &tool, &json),
         Command::Tools { format } => tools(&app, format),
+        Command::TokenHash => token_hash(),
     }
 }
 
@@ -229,13 +235,27 @@ fn serve_http(app: App, addr: &str) -> ExitCode {
             ));
         }
     };
-    // Fail closed: anything but loopback would serve every file tool to the network, and
-    // there is no authentication to put in front of it yet.
-    if !addr.ip().is_loopback() {
+    let entries: Vec<(String, String)> = app
+        .http
+        .tokens
+        .iter()
+        .map(|t| (t.user.clone(), t.hash.clone()))
+        .collect();
+    let auth = match ringfence_mcp::TokenAuth::new(&entries) {
+        Ok(a) => a,
+        Err(e) => return fail(&format!("configuration error: {e}")),
+    };
+    // Fail closed: anything but loopback would serve every file tool to the network, so it
+    // needs authentication.
+    if !addr.ip().is_loopback() && auth.is_empty() {
         return fail(&format!(
-            "serve --http {addr}: only loopback addresses (127.0.0.1, ::1) can be served: binding another address needs authentication, which this version cannot configure yet"
+            "serve --http {addr}: binding a non-loopback address requires authentication: add bearer tokens under [http] tokens in the configuration (make a hash with `ringfence token-hash`), or bind 127.0.0.1"
         ));
     }
+    let options = ringfence_mcp::HttpOptions {
+        auth: Some(std::sync::Arc::new(auth)),
+        allowed_hosts: app.http.allowed_hosts.clone(),
+    };
     raise_fd_limit();
     app.check_roots();
     app.prune_spill();
@@ -263,7 +283,7 @@ fn serve_http(app: App, addr: &str) -> ExitCode {
             }
             stop.cancel();
         });
-        ringfence_mcp::serve_http(listener, factory, shutdown).await
+        ringfence_mcp::serve_http(listener, factory, shutdown, options).await
     });
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
     app.flush_journal();
@@ -271,6 +291,22 @@ fn serve_http(app: App, addr: &str) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&format!("serve --http {addr}: {e}")),
     }
+}
+
+/// `token-hash`: the configuration form of a token read from stdin.
+fn token_hash() -> ExitCode {
+    let mut token = String::new();
+    if let Err(e) = std::io::stdin().read_to_string(&mut token) {
+        return fail(&format!("cannot read the token from stdin: {e}"));
+    }
+    let token = token.trim();
+    if token.len() < 16 {
+        return fail(
+            "the token is shorter than 16 characters; use a long random one (e.g. `openssl rand -hex 32`)",
+        );
+    }
+    print_out(&ringfence_mcp::token_hash(token));
+    ExitCode::SUCCESS
 }
 
 /// Writes a command's output; a closed pipe (`| head`) is not an error.

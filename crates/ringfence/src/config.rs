@@ -24,6 +24,26 @@ pub struct FileConfig {
     pub client_roots: Option<String>,
     pub limits: Option<Limits>,
     pub tools: Option<ToolsConfig>,
+    pub http: Option<HttpConfig>,
+}
+
+/// `[http]`: the streamable HTTP transport.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Bearer tokens, as hashes (`ringfence token-hash` makes one), each for a user.
+    #[serde(default)]
+    pub tokens: Vec<TokenEntry>,
+    /// `Host` names accepted besides the loopback ones (needed when binding elsewhere).
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenEntry {
+    pub user: String,
+    pub hash: String,
 }
 
 /// A root in the file: `"/path"`, `"/path:ro"`, or `{ path = "/path", access = "read" }`.
@@ -80,6 +100,7 @@ pub struct Config {
     pub denylist: Vec<String>,
     pub log: String,
     pub limits: Limits,
+    pub http: HttpConfig,
     pub client_roots: ClientRoots,
     pub preset: Preset,
     pub enable: Option<Vec<String>>,
@@ -397,6 +418,7 @@ impl Config {
             denylist,
             log,
             limits,
+            http: file.http.clone().unwrap_or_default(),
             client_roots,
             preset,
             enable,
