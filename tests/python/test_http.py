@@ -8,6 +8,7 @@ refusal to bind anything but loopback (authentication does not exist yet), SIGTE
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -218,6 +219,36 @@ async def test_bearer_tokens(tmp_path):
     finally:
         srv.proc.send_signal(signal.SIGTERM)
         srv.proc.wait(timeout=15)
+    # Every call is in the audit trail under the token's user, contents redacted.
+    lines = audit(tmp_path, "--user", "alice")
+    assert [l["tool"] for l in lines] == ["write_file"]
+    assert lines[0]["args"]["path"] == "alice.txt"
+    assert lines[0]["args"]["content"]["len"] == 3 and "hi" not in json.dumps(lines[0])
+    assert lines[0]["outcome"] == "ok"
+    assert [l["user"] for l in audit(tmp_path, "--tool", "write_file")] == ["alice", "bob"]
+
+
+def audit(tmp: Path, *filters: str) -> list[dict[str, Any]]:
+    out = subprocess.run(
+        [str(_binary()), "--data-dir", str(tmp / "data"), "audit", *filters],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    return [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
+
+
+async def test_failed_calls_are_audited_too(http_server, tmp_path):
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with client(http_server.url) as s:
+            await call(s, "read_file", {"path": "../../etc/passwd"})
+            await call(s, "read_file", {"path": "missing.txt"})
+    http_server.proc.send_signal(signal.SIGTERM)
+    http_server.proc.wait(timeout=15)
+    lines = audit(tmp_path, "--outcome", "error")
+    assert [(l["user"], l["error"]) for l in lines] == [
+        ("local", "outside_workspace"), ("local", "not_found")]
+    assert all(l["duration_ms"] >= 0 and l["session"] for l in lines)
+    assert audit(tmp_path, "--since", "2999") == []
 
 
 def test_bad_token_hash_in_config_fails_closed(tmp_path):

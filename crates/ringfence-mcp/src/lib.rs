@@ -32,6 +32,62 @@ pub struct ServerIdentity {
     pub instructions: String,
 }
 
+/// The user an HTTP request was authenticated as (put in the request's extensions by the
+/// bearer-token middleware).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthUser(pub String);
+
+/// One tool call, as the audit trail records it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AuditEvent {
+    /// RFC 3339 UTC, milliseconds.
+    pub time: String,
+    pub user: String,
+    pub session: String,
+    pub tool: String,
+    /// The arguments with file contents replaced by their length and hash.
+    pub args: Value,
+    pub outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'static str>,
+    pub duration_ms: f64,
+}
+
+/// Where audit events go. Implementations must not block the call (queue and return).
+pub trait AuditSink: Send + Sync + std::fmt::Debug {
+    fn record(&self, event: AuditEvent);
+}
+
+/// Argument keys whose values are file contents: recorded as length and hash only.
+const CONTENT_KEYS: &[&str] = &[
+    "content",
+    "old_string",
+    "new_string",
+    "old_content",
+    "new_content",
+];
+
+/// The arguments with every content value (and any string over 512 bytes) replaced by
+/// `{"len": bytes, "blake3": first 16 hex digits}`.
+pub fn redact_args(args: &Value) -> Value {
+    fn walk(v: &Value, content: bool) -> Value {
+        match v {
+            Value::String(s) if content || s.len() > 512 => json!({
+                "len": s.len(),
+                "blake3": &blake3::hash(s.as_bytes()).to_hex()[..16],
+            }),
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), walk(v, CONTENT_KEYS.contains(&k.as_str()))))
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(|v| walk(v, content)).collect()),
+            other => other.clone(),
+        }
+    }
+    walk(args, false)
+}
+
 /// Everything a served session needs. Cheap to clone.
 #[derive(Clone)]
 pub struct McpServer {
@@ -41,6 +97,9 @@ pub struct McpServer {
     limits: Arc<Limits>,
     spill: Arc<SpillStore>,
     journal: Option<Arc<dyn Journal>>,
+    audit: Option<Arc<dyn AuditSink>>,
+    /// Names this MCP session in the audit trail.
+    session_id: Arc<str>,
     identity: Arc<ServerIdentity>,
     /// Set once the client's roots (if it has any) were applied; tool calls wait for it.
     roots_ready: Arc<RootsReady>,
@@ -94,9 +153,17 @@ impl McpServer {
             limits,
             spill,
             journal: None,
+            audit: None,
+            session_id: uuid::Uuid::new_v4().simple().to_string().into(),
             identity: Arc::new(identity),
             roots_ready: Arc::new(RootsReady::default()),
         }
+    }
+
+    /// Records every tool call in an audit trail.
+    pub fn with_audit(mut self, audit: Arc<dyn AuditSink>) -> McpServer {
+        self.audit = Some(audit);
+        self
     }
 
     /// Journals writes and edits for `undo_edit`.
@@ -263,6 +330,7 @@ impl ServerHandler for McpServer {
             ));
         };
         let args = Value::Object(request.arguments.unwrap_or_default());
+        let audited_args = self.audit.as_ref().map(|_| redact_args(&args));
         let tool_ctx = ToolContext {
             session: self.session.clone(),
             limits: self.limits.clone(),
@@ -277,6 +345,24 @@ impl ServerHandler for McpServer {
             Err(why) => Err(ToolError::new(ToolErrorKind::OutsideWorkspace, why)),
         };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        if let (Some(audit), Some(args)) = (&self.audit, audited_args) {
+            let user = ctx
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|p| p.extensions.get::<AuthUser>())
+                .map(|u| u.0.clone())
+                .unwrap_or_else(|| "local".to_owned());
+            audit.record(AuditEvent {
+                time: rfc3339_now(),
+                user,
+                session: self.session_id.to_string(),
+                tool: name.to_string(),
+                args,
+                outcome: if result.is_ok() { "ok" } else { "error" },
+                error: result.as_ref().err().map(|e| e.kind.as_str()),
+                duration_ms: (elapsed_ms * 1000.0).round() / 1000.0,
+            });
+        }
         let response = match result {
             Ok(output) => {
                 tracing::debug!(tool = %name, elapsed_ms, "tool call ok");
@@ -300,6 +386,32 @@ impl ServerHandler for McpServer {
         };
         Ok(response.into())
     }
+}
+
+/// The current time as `2026-12-02T15:04:05.123Z`.
+fn rfc3339_now() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let (secs, frac) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:03}Z",
+        sod / 3600,
+        (sod / 60) % 60,
+        sod % 60
+    )
 }
 
 fn content_block(content: Content) -> ContentBlock {
@@ -487,6 +599,8 @@ async fn authenticate(
     match user {
         Some(user) => {
             tracing::debug!(%user, "authenticated HTTP request");
+            let mut req = req;
+            req.extensions_mut().insert(AuthUser(user));
             next.run(req).await
         }
         None => {
@@ -508,6 +622,30 @@ async fn authenticate(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn audit_args_hide_contents() {
+        let args = serde_json::json!({
+            "path": "notes.txt",
+            "content": "secret text",
+            "edits": [{"old_string": "a", "new_string": "b"}],
+            "pattern": "x".repeat(600),
+        });
+        let r = super::redact_args(&args);
+        assert_eq!(r["path"], "notes.txt");
+        assert_eq!(r["content"]["len"], 11);
+        assert_eq!(r["content"]["blake3"].as_str().unwrap().len(), 16);
+        assert_eq!(r["edits"][0]["old_string"]["len"], 1);
+        assert_eq!(r["pattern"]["len"], 600);
+        assert!(!r.to_string().contains("secret"));
+    }
+
+    #[test]
+    fn rfc3339_shape() {
+        let t = super::rfc3339_now();
+        assert_eq!(t.len(), 24, "{t}");
+        assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
+    }
+
     #[test]
     fn token_hashes_verify_and_reject() {
         let auth = super::TokenAuth::new(&[

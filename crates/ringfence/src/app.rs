@@ -29,6 +29,8 @@ pub struct App {
     client_roots: ClientRoots,
     /// `[http]` settings for `serve --http`.
     pub http: crate::config::HttpConfig,
+    /// The audit trail (opened for `serve`).
+    pub audit: Option<Arc<crate::audit::AuditFile>>,
     roots: Vec<Arc<Root>>,
 }
 
@@ -102,6 +104,7 @@ impl App {
             data_dir: config.data_dir.clone(),
             client_roots: config.client_roots,
             http: config.http.clone(),
+            audit: None,
             roots,
         })
     }
@@ -128,8 +131,12 @@ impl App {
                 instructions: INSTRUCTIONS.into(),
             },
         );
-        Ok(match &self.journal {
+        let server = match &self.journal {
             Some(j) => server.with_journal(j.clone()),
+            None => server,
+        };
+        Ok(match &self.audit {
+            Some(a) => server.with_audit(a.clone()),
             None => server,
         })
     }
@@ -155,11 +162,30 @@ impl App {
         self.journal = Some(lazy);
     }
 
-    /// Waits until the journal has stored every change (before the process exits).
+    /// Starts the audit trail (`<data dir>/audit/audit.jsonl`). Without it the server still
+    /// runs; the failure is logged.
+    pub fn open_audit(&mut self) {
+        match crate::audit::AuditFile::open(&self.data_dir) {
+            Ok(a) => self.audit = Some(a),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot open the audit log; tool calls are not audited")
+            }
+        }
+    }
+
+    /// Waits until the journal has stored every change and the audit trail every line
+    /// (before the process exits).
     pub fn flush_journal(&self) {
         if let Some(j) = &self.journal {
             j.flush();
         }
+        if let Some(a) = &self.audit {
+            a.close();
+        }
+    }
+
+    pub fn data_dir(&self) -> &std::path::Path {
+        &self.data_dir
     }
 
     /// Deletes saved outputs older than the retention period.

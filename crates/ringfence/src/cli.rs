@@ -77,6 +77,25 @@ enum Command {
     },
     /// Read a bearer token from stdin and print the hash to put in `[http] tokens`.
     TokenHash,
+    /// Print audit-trail lines (JSON, oldest first) matching every filter given.
+    Audit {
+        #[arg(long)]
+        user: Option<String>,
+        #[arg(long)]
+        tool: Option<String>,
+        /// `ok` or `error`.
+        #[arg(long)]
+        outcome: Option<String>,
+        #[arg(long)]
+        session: Option<String>,
+        /// Lines at or after this time (RFC 3339 UTC, e.g. 2026-12-02T15:00:00Z or a prefix
+        /// such as 2026-12-02).
+        #[arg(long)]
+        since: Option<String>,
+        /// Lines before this time.
+        #[arg(long)]
+        until: Option<String>,
+    },
     /// Print the tool definitions.
     Tools {
         #[arg(long, value_enum, default_value_t = Format::Mcp)]
@@ -125,7 +144,7 @@ pub fn run_main() -> ExitCode {
     let cli = Cli::parse();
     let roots = match &cli.command {
         Command::Serve { roots, .. } | Command::Call { roots, .. } => roots.clone(),
-        Command::Tools { .. } | Command::TokenHash => Vec::new(),
+        Command::Tools { .. } | Command::TokenHash | Command::Audit { .. } => Vec::new(),
     };
     let over = Overrides {
         config: cli.config.clone(),
@@ -163,8 +182,32 @@ pub fn run_main() -> ExitCode {
     if matches!(cli.command, Command::TokenHash) {
         return token_hash();
     }
+    if let Command::Audit {
+        user,
+        tool,
+        outcome,
+        session,
+        since,
+        until,
+    } = &cli.command
+    {
+        return audit_query(
+            app.data_dir(),
+            crate::audit::Query {
+                user: user.clone(),
+                tool: tool.clone(),
+                outcome: outcome.clone(),
+                session: session.clone(),
+                since: since.clone(),
+                until: until.clone(),
+            },
+        );
+    }
     if !matches!(cli.command, Command::Tools { .. }) {
         app.open_journal();
+    }
+    if matches!(cli.command, Command::Serve { .. }) {
+        app.open_audit();
     }
     match cli.command {
         Command::Serve {
@@ -174,6 +217,7 @@ pub fn run_main() -> ExitCode {
         Command::Call { tool, json, .. } => call(app, &tool, &json),
         Command::Tools { format } => tools(&app, format),
         Command::TokenHash => token_hash(),
+        Command::Audit { .. } => unreachable!("handled above"),
     }
 }
 
@@ -290,6 +334,29 @@ fn serve_http(app: App, addr: &str) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&format!("serve --http {addr}: {e}")),
+    }
+}
+
+/// `audit`: the matching lines of the audit trail.
+fn audit_query(data_dir: &std::path::Path, q: crate::audit::Query) -> ExitCode {
+    if let Some(o) = &q.outcome
+        && o != "ok"
+        && o != "error"
+    {
+        return fail(&format!("audit --outcome {o}: use ok or error"));
+    }
+    let mut text = String::new();
+    match crate::audit::query(data_dir, &q, &mut |line| {
+        text.push_str(line);
+        text.push('\n');
+    }) {
+        Ok(_) => {
+            if !text.is_empty() {
+                print_out(&text);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&format!("cannot read the audit log: {e}")),
     }
 }
 

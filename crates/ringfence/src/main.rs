@@ -1,6 +1,7 @@
 //! The `ringfence` binary.
 
 mod app;
+mod audit;
 mod cli;
 mod config;
 mod env_vars;

@@ -1,0 +1,184 @@
+//! The audit trail: every tool call as one JSON line in `<data dir>/audit/audit.jsonl`,
+//! written by a background thread (a call only queues its line), rotated by size, and
+//! queried with `ringfence audit`.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+
+use ringfence_mcp::{AuditEvent, AuditSink};
+
+/// Lines queued at most; beyond that lines are counted as dropped (and the count logged)
+/// rather than blocking a call.
+const QUEUE: usize = 16_384;
+/// The current file is rotated when it grows past this.
+pub const MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// Rotated files kept (`audit.jsonl.1` is the newest).
+pub const KEEP: usize = 5;
+
+#[derive(Debug)]
+pub struct AuditFile {
+    tx: Mutex<Option<SyncSender<String>>>,
+    dropped: AtomicU64,
+    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+pub fn audit_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("audit").join("audit.jsonl")
+}
+
+impl AuditFile {
+    #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
+    pub fn open(data_dir: &Path) -> std::io::Result<Arc<AuditFile>> {
+        let path = audit_path(data_dir);
+        std::fs::create_dir_all(path.parent().expect("audit dir"))?;
+        let file = open_append(&path)?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        let worker = std::thread::Builder::new()
+            .name("ringfence-audit".into())
+            .spawn(move || write_loop(path, file, rx))?;
+        Ok(Arc::new(AuditFile {
+            tx: Mutex::new(Some(tx)),
+            dropped: AtomicU64::new(0),
+            worker: Mutex::new(Some(worker)),
+        }))
+    }
+
+    /// Writes everything queued and stops the writer (before the process exits).
+    pub fn close(&self) {
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(w) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = w.join();
+        }
+        let dropped = self.dropped.load(Ordering::Relaxed);
+        if dropped > 0 {
+            tracing::error!(
+                dropped,
+                "audit lines were dropped because the writer fell behind"
+            );
+        }
+    }
+}
+
+impl AuditSink for AuditFile {
+    fn record(&self, event: AuditEvent) {
+        let Ok(line) = serde_json::to_string(&event) else {
+            return;
+        };
+        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(tx) = tx.as_ref() else { return };
+        match tx.try_send(line) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                if n.is_power_of_two() {
+                    tracing::error!(dropped = n, "audit queue full; audit lines dropped");
+                }
+            }
+        }
+    }
+}
+
+#[allow(clippy::disallowed_methods)]
+fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+}
+
+#[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
+fn write_loop(path: PathBuf, file: std::fs::File, rx: Receiver<String>) {
+    let mut size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut out = std::io::BufWriter::new(file);
+    while let Ok(line) = rx.recv() {
+        let mut batch = vec![line];
+        batch.extend(rx.try_iter());
+        for line in batch {
+            if size > MAX_BYTES {
+                let _ = out.flush();
+                for k in (1..KEEP).rev() {
+                    let _ = std::fs::rename(rotated(&path, k), rotated(&path, k + 1));
+                }
+                let _ = std::fs::rename(&path, rotated(&path, 1));
+                match open_append(&path) {
+                    Ok(f) => out = std::io::BufWriter::new(f),
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot reopen the audit log");
+                        return;
+                    }
+                }
+                size = 0;
+            }
+            if let Err(e) = writeln!(out, "{line}") {
+                tracing::error!(error = %e, "audit write failed");
+            }
+            size += line.len() as u64 + 1;
+        }
+        let _ = out.flush();
+    }
+    let _ = out.flush();
+}
+
+fn rotated(path: &Path, k: usize) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".{k}"));
+    PathBuf::from(s)
+}
+
+/// What `ringfence audit` selects.
+#[derive(Debug, Default)]
+pub struct Query {
+    pub user: Option<String>,
+    pub tool: Option<String>,
+    pub outcome: Option<String>,
+    pub session: Option<String>,
+    /// RFC 3339 prefixes compare as strings (all times are UTC, same format).
+    pub since: Option<String>,
+    pub until: Option<String>,
+}
+
+impl Query {
+    fn matches(&self, v: &serde_json::Value) -> bool {
+        let field = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("");
+        self.user.as_deref().is_none_or(|u| field("user") == u)
+            && self.tool.as_deref().is_none_or(|t| field("tool") == t)
+            && self
+                .outcome
+                .as_deref()
+                .is_none_or(|o| field("outcome") == o)
+            && self
+                .session
+                .as_deref()
+                .is_none_or(|s| field("session") == s)
+            && self.since.as_deref().is_none_or(|s| field("time") >= s)
+            && self.until.as_deref().is_none_or(|u| field("time") < u)
+    }
+}
+
+/// The matching lines, oldest first, across the rotated files and the current one.
+#[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
+pub fn query(data_dir: &Path, q: &Query, out: &mut dyn FnMut(&str)) -> std::io::Result<usize> {
+    let path = audit_path(data_dir);
+    let mut files: Vec<PathBuf> = (1..=KEEP).rev().map(|k| rotated(&path, k)).collect();
+    files.push(path);
+    let mut n = 0;
+    for f in files {
+        let Ok(file) = std::fs::File::open(&f) else {
+            continue;
+        };
+        for line in std::io::BufReader::new(file).lines() {
+            let line = line?;
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            if q.matches(&v) {
+                out(&line);
+                n += 1;
+            }
+        }
+    }
+    Ok(n)
+}
