@@ -202,6 +202,9 @@ async def test_bearer_tokens(tmp_path):
             # Health checks need no token.
             r = await h.get(base + "/healthz")
             assert r.status_code == 200 and r.text.strip() == "ok"
+            # Metrics are behind the same authentication as /mcp.
+            r = await h.get(base + "/metrics")
+            assert r.status_code == 401
             r = await h.post(srv.url, headers=hdrs, content=body)
             assert r.status_code == 401
             assert r.headers["www-authenticate"].startswith("Bearer")
@@ -235,6 +238,21 @@ def audit(tmp: Path, *filters: str) -> list[dict[str, Any]]:
     )
     assert out.returncode == 0, out.stderr
     return [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
+
+
+async def test_metrics(http_server):
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with client(http_server.url) as s:
+            await call(s, "write_file", {"path": "m.txt", "content": "x\n"})
+            await call(s, "read_file", {"path": "nope.txt"})
+            async with httpx2.AsyncClient() as h:
+                r = await h.get(http_server.url.rsplit("/mcp", 1)[0] + "/metrics")
+            assert r.status_code == 200
+            text = r.text
+            assert 'ringfence_tool_calls_total{tool="write_file",outcome="ok"} 1' in text
+            assert 'ringfence_tool_calls_total{tool="read_file",outcome="error"} 1' in text
+            assert 'ringfence_tool_call_duration_seconds_count{tool="write_file"} 1' in text
+            assert "ringfence_active_sessions 1" in text
 
 
 async def test_failed_calls_are_audited_too(http_server, tmp_path):

@@ -7,7 +7,7 @@
 //! reports become `notifications/progress` when the client sent a progress token.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use rmcp::model::{
@@ -88,6 +88,119 @@ pub fn redact_args(args: &Value) -> Value {
     walk(args, false)
 }
 
+/// Counters for `/metrics` (Prometheus text format): tool calls by tool and outcome, their
+/// latency as a histogram, and the MCP sessions alive.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    calls: Mutex<std::collections::BTreeMap<String, ToolStats>>,
+    sessions: std::sync::atomic::AtomicI64,
+}
+
+#[derive(Debug, Default, Clone)]
+struct ToolStats {
+    ok: u64,
+    error: u64,
+    /// Counts per bucket of [`BUCKETS`] (not cumulative), plus one for larger.
+    buckets: [u64; BUCKETS.len() + 1],
+    sum_seconds: f64,
+}
+
+/// Latency bucket bounds, seconds.
+const BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0, 10.0];
+
+impl Metrics {
+    fn record(&self, tool: &str, ok: bool, seconds: f64) {
+        let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        let st = calls.entry(tool.to_owned()).or_default();
+        if ok {
+            st.ok += 1;
+        } else {
+            st.error += 1;
+        }
+        let i = BUCKETS
+            .iter()
+            .position(|b| seconds <= *b)
+            .unwrap_or(BUCKETS.len());
+        st.buckets[i] += 1;
+        st.sum_seconds += seconds;
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        use std::fmt::Write as _;
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut out = String::new();
+        out.push_str("# HELP ringfence_tool_calls_total Tool calls by tool and outcome.\n");
+        out.push_str("# TYPE ringfence_tool_calls_total counter\n");
+        for (tool, st) in &calls {
+            let _ = writeln!(
+                out,
+                "ringfence_tool_calls_total{{tool=\"{tool}\",outcome=\"ok\"}} {}",
+                st.ok
+            );
+            let _ = writeln!(
+                out,
+                "ringfence_tool_calls_total{{tool=\"{tool}\",outcome=\"error\"}} {}",
+                st.error
+            );
+        }
+        out.push_str("# HELP ringfence_tool_call_duration_seconds Tool call latency.\n");
+        out.push_str("# TYPE ringfence_tool_call_duration_seconds histogram\n");
+        for (tool, st) in &calls {
+            let mut cumulative = 0;
+            for (i, bound) in BUCKETS.iter().enumerate() {
+                cumulative += st.buckets[i];
+                let _ = writeln!(
+                    out,
+                    "ringfence_tool_call_duration_seconds_bucket{{tool=\"{tool}\",le=\"{bound}\"}} {cumulative}"
+                );
+            }
+            let total = st.ok + st.error;
+            let _ = writeln!(
+                out,
+                "ringfence_tool_call_duration_seconds_bucket{{tool=\"{tool}\",le=\"+Inf\"}} {total}"
+            );
+            let _ = writeln!(
+                out,
+                "ringfence_tool_call_duration_seconds_sum{{tool=\"{tool}\"}} {}",
+                st.sum_seconds
+            );
+            let _ = writeln!(
+                out,
+                "ringfence_tool_call_duration_seconds_count{{tool=\"{tool}\"}} {total}"
+            );
+        }
+        out.push_str("# HELP ringfence_active_sessions MCP sessions alive.\n");
+        out.push_str("# TYPE ringfence_active_sessions gauge\n");
+        let _ = writeln!(
+            out,
+            "ringfence_active_sessions {}",
+            self.sessions.load(std::sync::atomic::Ordering::Relaxed)
+        );
+        out
+    }
+
+    /// Counts a session alive until the returned guard (held by every clone of its server)
+    /// is dropped.
+    pub fn session(self: &Arc<Self>) -> Arc<SessionGuard> {
+        self.sessions
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Arc::new(SessionGuard(self.clone()))
+    }
+}
+
+/// Keeps a session counted in [`Metrics`] while it lives.
+#[derive(Debug)]
+pub struct SessionGuard(Arc<Metrics>);
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        self.0
+            .sessions
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Everything a served session needs. Cheap to clone.
 #[derive(Clone)]
 pub struct McpServer {
@@ -98,6 +211,7 @@ pub struct McpServer {
     spill: Arc<SpillStore>,
     journal: Option<Arc<dyn Journal>>,
     audit: Option<Arc<dyn AuditSink>>,
+    metrics: Option<(Arc<Metrics>, Arc<SessionGuard>)>,
     /// Names this MCP session in the audit trail.
     session_id: Arc<str>,
     identity: Arc<ServerIdentity>,
@@ -154,10 +268,17 @@ impl McpServer {
             spill,
             journal: None,
             audit: None,
+            metrics: None,
             session_id: uuid::Uuid::new_v4().simple().to_string().into(),
             identity: Arc::new(identity),
             roots_ready: Arc::new(RootsReady::default()),
         }
+    }
+
+    /// Counts this session and its calls in `metrics`.
+    pub fn with_metrics(mut self, metrics: &Arc<Metrics>) -> McpServer {
+        self.metrics = Some((metrics.clone(), metrics.session()));
+        self
     }
 
     /// Records every tool call in an audit trail.
@@ -345,6 +466,9 @@ impl ServerHandler for McpServer {
             Err(why) => Err(ToolError::new(ToolErrorKind::OutsideWorkspace, why)),
         };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        if let Some((metrics, _)) = &self.metrics {
+            metrics.record(&name, result.is_ok(), elapsed_ms / 1000.0);
+        }
         if let (Some(audit), Some(args)) = (&self.audit, audited_args) {
             let user = ctx
                 .extensions
@@ -526,6 +650,8 @@ pub struct HttpOptions {
     pub auth: Option<Arc<TokenAuth>>,
     /// Accepted `Host` names besides the loopback ones (for a non-loopback bind).
     pub allowed_hosts: Vec<String>,
+    /// Served at `/metrics` (behind the same authentication as `/mcp`).
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 /// MCP streamable HTTP at `/mcp` on `listener`, until `shutdown` is cancelled. Every MCP
@@ -534,7 +660,7 @@ pub struct HttpOptions {
 /// and the `Origin` header (none allowed: a web page cannot drive it), against DNS
 /// rebinding, and bounds request bodies. With tokens, every `/mcp` request needs
 /// `Authorization: Bearer <token>` (401 with a `WWW-Authenticate` challenge otherwise).
-/// `/healthz` answers `ok` without authentication.
+/// `/healthz` answers `ok` without authentication; `/metrics` (when given) needs it.
 pub async fn serve_http(
     listener: tokio::net::TcpListener,
     factory: impl Fn() -> Result<McpServer, std::io::Error> + Send + Sync + 'static,
@@ -560,6 +686,23 @@ pub async fn serve_http(
     let service =
         StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
     let mut mcp = axum::Router::new().nest_service("/mcp", service);
+    if let Some(metrics) = options.metrics.clone() {
+        mcp = mcp.route(
+            "/metrics",
+            axum::routing::get(move || {
+                let metrics = metrics.clone();
+                async move {
+                    (
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "text/plain; version=0.0.4",
+                        )],
+                        metrics.render(),
+                    )
+                }
+            }),
+        );
+    }
     if let Some(auth) = options.auth.filter(|a| !a.is_empty()) {
         mcp = mcp.layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| {
@@ -637,6 +780,28 @@ mod tests {
         assert_eq!(r["edits"][0]["old_string"]["len"], 1);
         assert_eq!(r["pattern"]["len"], 600);
         assert!(!r.to_string().contains("secret"));
+    }
+
+    #[test]
+    fn metrics_render_counts_and_histograms() {
+        let m = std::sync::Arc::new(super::Metrics::default());
+        let guard = m.session();
+        m.record("read_file", true, 0.002);
+        m.record("read_file", false, 3.0);
+        let text = m.render();
+        assert!(text.contains("ringfence_tool_calls_total{tool=\"read_file\",outcome=\"ok\"} 1"));
+        assert!(
+            text.contains("ringfence_tool_calls_total{tool=\"read_file\",outcome=\"error\"} 1")
+        );
+        assert!(text.contains(
+            "ringfence_tool_call_duration_seconds_bucket{tool=\"read_file\",le=\"0.0025\"} 1"
+        ));
+        assert!(text.contains(
+            "ringfence_tool_call_duration_seconds_bucket{tool=\"read_file\",le=\"+Inf\"} 2"
+        ));
+        assert!(text.contains("ringfence_active_sessions 1"));
+        drop(guard);
+        assert!(m.render().contains("ringfence_active_sessions 0"));
     }
 
     #[test]

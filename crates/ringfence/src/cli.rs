@@ -296,9 +296,11 @@ fn serve_http(app: App, addr: &str) -> ExitCode {
             "serve --http {addr}: binding a non-loopback address requires authentication: add bearer tokens under [http] tokens in the configuration (make a hash with `ringfence token-hash`), or bind 127.0.0.1"
         ));
     }
+    let metrics = std::sync::Arc::new(ringfence_mcp::Metrics::default());
     let options = ringfence_mcp::HttpOptions {
         auth: Some(std::sync::Arc::new(auth)),
         allowed_hosts: app.http.allowed_hosts.clone(),
+        metrics: Some(metrics.clone()),
     };
     raise_fd_limit();
     app.check_roots();
@@ -310,7 +312,12 @@ fn serve_http(app: App, addr: &str) -> ExitCode {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let shutdown = tokio_util::sync::CancellationToken::new();
         let factory_app = app.clone();
-        let factory = move || factory_app.server().map_err(std::io::Error::other);
+        let factory = move || {
+            factory_app
+                .server()
+                .map(|s| s.with_metrics(&metrics))
+                .map_err(std::io::Error::other)
+        };
         tracing::info!(
             version = env!("CARGO_PKG_VERSION"),
             tools = app.toolbox.len(),
