@@ -512,30 +512,9 @@ impl ServerHandler for McpServer {
     }
 }
 
-/// The current time as `2026-12-02T15:04:05.123Z`.
+/// The current time as `2026-12-02T15:04:05.123Z` (the file tools' own ISO 8601 format).
 fn rfc3339_now() -> String {
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
-    let (secs, frac) = (ms.div_euclid(1000), ms.rem_euclid(1000));
-    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:03}Z",
-        sod / 3600,
-        (sod / 60) % 60,
-        sod % 60
-    )
+    ringfence_tools::files::time::format_iso(std::time::SystemTime::now())
 }
 
 fn content_block(content: Content) -> ContentBlock {
