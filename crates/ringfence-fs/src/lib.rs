@@ -24,7 +24,9 @@ pub use cap_std::fs::{Dir, File, FileType, Metadata, MetadataExt, PermissionsExt
 pub use denylist::Denylist;
 pub use error::{FsError, FsErrorKind, FsResult};
 pub use ops::{MoveMethod, TransferOptions, TreeCount};
-pub use root::{Access, Root, RootOrigin, RootSpec, normalize_lexically};
+pub use root::{
+    Access, Root, RootOrigin, RootSpec, USER_PLACEHOLDER, normalize_lexically, user_dir_name,
+};
 pub use target::{EntryKind, Target, TargetState, WriteOptions};
 pub use walk::{WalkEntry, WalkOptions, WalkState, walk, walk_sorted};
 pub use workspace::{ClientRoots, CurrentDir, MAX_PATH_BYTES, MAX_SYMLINKS, Workspace};

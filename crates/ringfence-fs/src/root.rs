@@ -36,6 +36,40 @@ pub enum RootOrigin {
     Default,
     /// Internal storage of ringfence itself (spilled tool output): created on first use.
     Internal,
+    /// One user's directory made from a configured template (`/srv/ringfence/{user}`):
+    /// created on first use, readable by the server's account only (mode 0700).
+    PerUser,
+}
+
+/// The placeholder a root template names the user with, as a whole path component.
+pub const USER_PLACEHOLDER: &str = "{user}";
+
+/// A user name as one path component: ASCII letters, digits and `-_.@+` are kept, anything
+/// else (and a leading `.`) becomes `%XX` per byte, so distinct names give distinct
+/// directories, none of them `.`, `..`, hidden or containing `/`. Names over 128 bytes are
+/// cut and suffixed with a hash of the whole name.
+pub fn user_dir_name(user: &str) -> String {
+    let mut out = String::with_capacity(user.len());
+    for (i, b) in user.bytes().enumerate() {
+        let keep = b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'_' | b'@' | b'+')
+            || (b == b'.' && i > 0);
+        if keep {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("%00");
+    }
+    if out.len() > 128 {
+        let hash = blake3::hash(user.as_bytes()).to_hex();
+        out.truncate(100);
+        out.push('~');
+        out.push_str(&hash[..16]);
+    }
+    out
 }
 
 /// A root's configuration, before anything is opened.
@@ -71,6 +105,46 @@ impl RootSpec {
             return Err("root path contains a NUL byte".into());
         }
         Ok(RootSpec::configured(PathBuf::from(path), access))
+    }
+
+    /// Whether the path names the user (`{user}` as one of its components): then every
+    /// user gets their own root, made with [`RootSpec::for_user`].
+    pub fn is_template(&self) -> bool {
+        self.path
+            .components()
+            .any(|c| c.as_os_str() == USER_PLACEHOLDER)
+    }
+
+    /// A template's root for `user`: every `{user}` component replaced by
+    /// [`user_dir_name`]`(user)`, created on first use. A spec that is not a template is
+    /// returned unchanged (shared by every user).
+    pub fn for_user(&self, user: &str) -> RootSpec {
+        if !self.is_template() {
+            return self.clone();
+        }
+        let name = user_dir_name(user);
+        let path: PathBuf = self
+            .path
+            .components()
+            .map(|c| {
+                if c.as_os_str() == USER_PLACEHOLDER {
+                    std::ffi::OsString::from(&name)
+                } else {
+                    c.as_os_str().to_owned()
+                }
+            })
+            .collect();
+        let label = self.label.replace(USER_PLACEHOLDER, &name);
+        RootSpec {
+            label: if label.is_empty() {
+                label_for(&path)
+            } else {
+                label
+            },
+            path,
+            access: self.access,
+            origin: RootOrigin::PerUser,
+        }
     }
 
     pub fn configured(path: PathBuf, access: Access) -> RootSpec {
@@ -229,9 +303,18 @@ impl Root {
                 ),
             )
         };
-        if self.spec.origin != RootOrigin::Configured
-            && let Err(err) = std::fs::create_dir_all(&self.absolute)
-        {
+        let created = match self.spec.origin {
+            RootOrigin::Configured => Ok(()),
+            RootOrigin::Default | RootOrigin::Internal => std::fs::create_dir_all(&self.absolute),
+            RootOrigin::PerUser => {
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&self.absolute)
+            }
+        };
+        if let Err(err) = created {
             return Err(FsError::from_io(&self.spec.label, err));
         }
         let dir = match Dir::open_ambient_dir(&self.absolute, ambient_authority()) {
@@ -333,4 +416,51 @@ pub fn normalize_lexically(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_dir_names_are_single_safe_distinct_components() {
+        assert_eq!(user_dir_name("alice"), "alice");
+        assert_eq!(user_dir_name("a.b-c_d@e+f"), "a.b-c_d@e+f");
+        assert_eq!(user_dir_name("auth0|123"), "auth0%7C123");
+        assert_eq!(user_dir_name(".."), "%2E.");
+        assert_eq!(user_dir_name("."), "%2E");
+        assert_eq!(user_dir_name("../x"), "%2E.%2Fx");
+        assert_eq!(user_dir_name(""), "%00");
+        assert_eq!(user_dir_name("é"), "%C3%A9");
+        // `%` itself is encoded, so an encoded name cannot collide with a literal one.
+        assert_ne!(user_dir_name("a|b"), user_dir_name("a%7Cb"));
+        let long = "x".repeat(300);
+        let name = user_dir_name(&long);
+        assert!(name.len() <= 128, "{}", name.len());
+        assert_ne!(name, user_dir_name(&"x".repeat(301)));
+        for user in ["a/b", "..", "/", "a\0b", "\\", ".hidden"] {
+            let n = user_dir_name(user);
+            assert!(
+                !n.contains('/') && !n.contains('\0') && !n.starts_with('.'),
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
+    fn templates_expand_per_user() {
+        let spec = RootSpec::configured("/srv/rf/{user}/work".into(), Access::ReadOnly);
+        assert!(spec.is_template());
+        let a = spec.for_user("alice");
+        assert_eq!(a.path, PathBuf::from("/srv/rf/alice/work"));
+        assert_eq!(a.origin, RootOrigin::PerUser);
+        assert_eq!(a.access, Access::ReadOnly);
+        let evil = spec.for_user("../bob");
+        assert_eq!(evil.path, PathBuf::from("/srv/rf/%2E.%2Fbob/work"));
+        // Only a whole component is a placeholder; a shared root stays as it is.
+        let shared = RootSpec::configured("/srv/x{user}".into(), Access::ReadWrite);
+        assert!(!shared.is_template());
+        assert_eq!(shared.for_user("alice").path, PathBuf::from("/srv/x{user}"));
+        assert_eq!(shared.for_user("alice").origin, RootOrigin::Configured);
+    }
 }

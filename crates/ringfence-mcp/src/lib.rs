@@ -8,7 +8,18 @@
 
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+mod http;
+mod metrics;
+mod oauth;
+
+pub use http::{
+    Auth, HttpOptions, RateLimits, ResourceMetadata, TlsConfig, TokenAuth, load_tls, serve_http,
+    token_hash,
+};
+pub use metrics::{Metrics, SessionGuard};
+pub use oauth::{AuthFailure, JwtConfig, JwtValidator, KeySource};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -88,117 +99,21 @@ pub fn redact_args(args: &Value) -> Value {
     walk(args, false)
 }
 
-/// Counters for `/metrics` (Prometheus text format): tool calls by tool and outcome, their
-/// latency as a histogram, and the MCP sessions alive.
-#[derive(Debug, Default)]
-pub struct Metrics {
-    calls: Mutex<std::collections::BTreeMap<String, ToolStats>>,
-    sessions: std::sync::atomic::AtomicI64,
+/// What a tool call runs in: the client's session and where its long outputs are saved.
+#[derive(Debug, Clone)]
+pub struct SessionParts {
+    pub session: Arc<Session>,
+    pub spill: Arc<SpillStore>,
 }
 
-#[derive(Debug, Default, Clone)]
-struct ToolStats {
-    ok: u64,
-    error: u64,
-    /// Counts per bucket of [`BUCKETS`] (not cumulative), plus one for larger.
-    buckets: [u64; BUCKETS.len() + 1],
-    sum_seconds: f64,
-}
+/// Makes the session of an authenticated user (their roots, their spill directory).
+pub type UserSessions = Arc<dyn Fn(&str) -> Result<SessionParts, String> + Send + Sync>;
 
-/// Latency bucket bounds, seconds.
-const BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0, 10.0];
-
-impl Metrics {
-    fn record(&self, tool: &str, ok: bool, seconds: f64) {
-        let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
-        let st = calls.entry(tool.to_owned()).or_default();
-        if ok {
-            st.ok += 1;
-        } else {
-            st.error += 1;
-        }
-        let i = BUCKETS
-            .iter()
-            .position(|b| seconds <= *b)
-            .unwrap_or(BUCKETS.len());
-        st.buckets[i] += 1;
-        st.sum_seconds += seconds;
-    }
-
-    /// The Prometheus text exposition.
-    pub fn render(&self) -> String {
-        use std::fmt::Write as _;
-        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let mut out = String::new();
-        out.push_str("# HELP ringfence_tool_calls_total Tool calls by tool and outcome.\n");
-        out.push_str("# TYPE ringfence_tool_calls_total counter\n");
-        for (tool, st) in &calls {
-            let _ = writeln!(
-                out,
-                "ringfence_tool_calls_total{{tool=\"{tool}\",outcome=\"ok\"}} {}",
-                st.ok
-            );
-            let _ = writeln!(
-                out,
-                "ringfence_tool_calls_total{{tool=\"{tool}\",outcome=\"error\"}} {}",
-                st.error
-            );
-        }
-        out.push_str("# HELP ringfence_tool_call_duration_seconds Tool call latency.\n");
-        out.push_str("# TYPE ringfence_tool_call_duration_seconds histogram\n");
-        for (tool, st) in &calls {
-            let mut cumulative = 0;
-            for (i, bound) in BUCKETS.iter().enumerate() {
-                cumulative += st.buckets[i];
-                let _ = writeln!(
-                    out,
-                    "ringfence_tool_call_duration_seconds_bucket{{tool=\"{tool}\",le=\"{bound}\"}} {cumulative}"
-                );
-            }
-            let total = st.ok + st.error;
-            let _ = writeln!(
-                out,
-                "ringfence_tool_call_duration_seconds_bucket{{tool=\"{tool}\",le=\"+Inf\"}} {total}"
-            );
-            let _ = writeln!(
-                out,
-                "ringfence_tool_call_duration_seconds_sum{{tool=\"{tool}\"}} {}",
-                st.sum_seconds
-            );
-            let _ = writeln!(
-                out,
-                "ringfence_tool_call_duration_seconds_count{{tool=\"{tool}\"}} {total}"
-            );
-        }
-        out.push_str("# HELP ringfence_active_sessions MCP sessions alive.\n");
-        out.push_str("# TYPE ringfence_active_sessions gauge\n");
-        let _ = writeln!(
-            out,
-            "ringfence_active_sessions {}",
-            self.sessions.load(std::sync::atomic::Ordering::Relaxed)
-        );
-        out
-    }
-
-    /// Counts a session alive until the returned guard (held by every clone of its server)
-    /// is dropped.
-    pub fn session(self: &Arc<Self>) -> Arc<SessionGuard> {
-        self.sessions
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Arc::new(SessionGuard(self.clone()))
-    }
-}
-
-/// Keeps a session counted in [`Metrics`] while it lives.
-#[derive(Debug)]
-pub struct SessionGuard(Arc<Metrics>);
-
-impl Drop for SessionGuard {
-    fn drop(&mut self) {
-        self.0
-            .sessions
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-    }
+/// The session an MCP session works in: fixed (stdio), or made for the user who sent its
+/// first request and bound to them from then on (HTTP).
+struct SessionSlot {
+    make: Option<UserSessions>,
+    bound: Mutex<Option<(String, SessionParts)>>,
 }
 
 /// Everything a served session needs. Cheap to clone.
@@ -206,9 +121,10 @@ impl Drop for SessionGuard {
 pub struct McpServer {
     toolbox: Arc<Toolbox>,
     tools: Arc<Vec<McpTool>>,
-    session: Arc<Session>,
+    slot: Arc<SessionSlot>,
     limits: Arc<Limits>,
-    spill: Arc<SpillStore>,
+    /// Calls running longer are cancelled and answered with a `timeout` error.
+    call_timeout: Option<Duration>,
     journal: Option<Arc<dyn Journal>>,
     audit: Option<Arc<dyn AuditSink>>,
     metrics: Option<(Arc<Metrics>, Arc<SessionGuard>)>,
@@ -252,6 +168,7 @@ pub fn mcp_tool(tool: &dyn Tool) -> McpTool {
 }
 
 impl McpServer {
+    /// A server for one session (stdio, tests): every call runs in `session`.
     pub fn new(
         toolbox: Toolbox,
         session: Arc<Session>,
@@ -259,13 +176,42 @@ impl McpServer {
         spill: Arc<SpillStore>,
         identity: ServerIdentity,
     ) -> McpServer {
+        let user = session.user().to_owned();
+        let slot = SessionSlot {
+            make: None,
+            bound: Mutex::new(Some((user, SessionParts { session, spill }))),
+        };
+        Self::with_slot(toolbox, slot, limits, identity)
+    }
+
+    /// A server for one HTTP MCP session of several users: the session is made by
+    /// `sessions` for the user of the first request and refuses requests of anyone else.
+    pub fn for_users(
+        toolbox: Toolbox,
+        sessions: UserSessions,
+        limits: Arc<Limits>,
+        identity: ServerIdentity,
+    ) -> McpServer {
+        let slot = SessionSlot {
+            make: Some(sessions),
+            bound: Mutex::new(None),
+        };
+        Self::with_slot(toolbox, slot, limits, identity)
+    }
+
+    fn with_slot(
+        toolbox: Toolbox,
+        slot: SessionSlot,
+        limits: Arc<Limits>,
+        identity: ServerIdentity,
+    ) -> McpServer {
         let tools = toolbox.iter().map(|t| mcp_tool(t.as_ref())).collect();
         McpServer {
             toolbox: Arc::new(toolbox),
             tools: Arc::new(tools),
-            session,
+            slot: Arc::new(slot),
             limits,
-            spill,
+            call_timeout: None,
             journal: None,
             audit: None,
             metrics: None,
@@ -273,6 +219,32 @@ impl McpServer {
             identity: Arc::new(identity),
             roots_ready: Arc::new(RootsReady::default()),
         }
+    }
+
+    /// Stops calls that run longer than `limit` (they answer with a `timeout` error).
+    pub fn with_call_timeout(mut self, limit: Option<Duration>) -> McpServer {
+        self.call_timeout = limit;
+        self
+    }
+
+    /// The session for `user`: made and bound on first use; refused for anyone else.
+    fn parts_for(&self, user: &str) -> Result<SessionParts, String> {
+        let mut bound = self.slot.bound.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((owner, parts)) = bound.as_ref() {
+            if owner == user {
+                return Ok(parts.clone());
+            }
+            tracing::warn!(%user, session = %self.session_id, "request for another user's MCP session refused");
+            return Err("this MCP session belongs to another user; start your own session".into());
+        }
+        let make = self
+            .slot
+            .make
+            .as_ref()
+            .ok_or_else(|| "this server has no session".to_owned())?;
+        let parts = make(user)?;
+        *bound = Some((user.to_owned(), parts.clone()));
+        Ok(parts)
     }
 
     /// Counts this session and its calls in `metrics`.
@@ -323,22 +295,29 @@ impl McpServer {
     /// specification's SEP-2577 but still what desktop clients send; without them the
     /// configured roots apply unchanged.
     #[allow(deprecated)]
-    async fn refresh_client_roots(&self, peer: Peer<RoleServer>) {
+    async fn refresh_client_roots(&self, peer: Peer<RoleServer>, user: &str) {
         let supports = peer
             .peer_info()
             .is_some_and(|info| info.capabilities.roots.is_some());
-        if supports && self.session.uses_client_roots() {
+        let session = match self.parts_for(user) {
+            Ok(parts) => parts.session,
+            Err(why) => {
+                tracing::warn!(%why, "client roots not applied");
+                return;
+            }
+        };
+        if supports && session.uses_client_roots() {
             match peer.list_roots().await {
                 Ok(result) => {
                     let uris: Vec<String> = result.roots.into_iter().map(|r| r.uri).collect();
-                    let summary = self.session.apply_client_roots(&uris);
+                    let summary = session.apply_client_roots(&uris);
                     tracing::info!(%summary, "client roots applied");
                 }
                 Err(e) => {
                     // Fail closed: without the client's answer, the narrowing it asked for
                     // (by declaring roots) cannot be honoured.
                     tracing::warn!(error = %e, "roots/list failed; refusing file access");
-                    self.session.client_roots_failed(&e.to_string());
+                    session.client_roots_failed(&e.to_string());
                 }
             }
         }
@@ -351,11 +330,15 @@ impl McpServer {
     /// Before a tool call: if the client declared roots, wait until they were applied, so no
     /// call runs against the wider configured roots in the meantime.
     #[allow(deprecated)]
-    async fn wait_for_roots(&self, peer: &Peer<RoleServer>) -> Result<(), String> {
+    async fn wait_for_roots(
+        &self,
+        peer: &Peer<RoleServer>,
+        session: &Session,
+    ) -> Result<(), String> {
         let declared = peer
             .peer_info()
             .is_some_and(|info| info.capabilities.roots.is_some());
-        if !declared || !self.session.uses_client_roots() {
+        if !declared || !session.uses_client_roots() {
             return Ok(());
         }
         let ready = &self.roots_ready;
@@ -372,6 +355,76 @@ impl McpServer {
             )),
         }
     }
+}
+
+impl McpServer {
+    /// Runs one tool call in `parts`, after the client's roots are known, within the
+    /// server's time limit.
+    async fn run(
+        &self,
+        tool: &dyn Tool,
+        parts: SessionParts,
+        args: Value,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<ringfence_tools::ToolOutput, ToolError> {
+        // The tool sees a child token: cancelled by the client, or by the time limit.
+        let cancel = ctx.ct.child_token();
+        let timed_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let timer = self.call_timeout.map(|limit| {
+            let cancel = cancel.clone();
+            let timed_out = timed_out.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(limit).await;
+                timed_out.store(true, std::sync::atomic::Ordering::SeqCst);
+                cancel.cancel();
+            })
+        });
+        let waited = tokio::select! {
+            r = self.wait_for_roots(&ctx.peer, &parts.session) => {
+                r.map_err(|why| ToolError::new(ToolErrorKind::OutsideWorkspace, why))
+            }
+            _ = cancel.cancelled() => Err(ToolError::new(ToolErrorKind::Cancelled, "the call was cancelled")),
+        };
+        let tool_ctx = ToolContext {
+            session: parts.session,
+            limits: self.limits.clone(),
+            spill: parts.spill,
+            journal: self.journal.clone(),
+            cancel,
+            progress: progress_for(ctx),
+        };
+        let result = match waited {
+            Ok(()) => tool.call(tool_ctx, args).await,
+            Err(e) => Err(e),
+        };
+        if let Some(timer) = timer {
+            timer.abort();
+        }
+        match result {
+            Err(e)
+                if e.kind == ToolErrorKind::Cancelled
+                    && timed_out.load(std::sync::atomic::Ordering::SeqCst) =>
+            {
+                let secs = self.call_timeout.unwrap_or_default().as_secs_f64();
+                Err(ToolError::new(
+                    ToolErrorKind::Timeout,
+                    format!(
+                        "the call ran longer than this server allows ({secs} s) and was stopped; narrow it (a smaller path, a more specific pattern, a lower limit) and try again"
+                    ),
+                ))
+            }
+            other => other,
+        }
+    }
+}
+
+/// The user a request came from: the one its HTTP authentication named, else the local user.
+fn request_user(extensions: &rmcp::model::Extensions) -> String {
+    extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<AuthUser>())
+        .map(|u| u.0.clone())
+        .unwrap_or_else(|| ringfence_tools::LOCAL_USER.to_owned())
 }
 
 /// Forwards a tool's progress reports, in order, as `notifications/progress`.
@@ -423,11 +476,13 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
-        self.refresh_client_roots(ctx.peer).await;
+        let user = request_user(&ctx.extensions);
+        self.refresh_client_roots(ctx.peer, &user).await;
     }
 
     async fn on_roots_list_changed(&self, ctx: NotificationContext<RoleServer>) {
-        self.refresh_client_roots(ctx.peer).await;
+        let user = request_user(&ctx.extensions);
+        self.refresh_client_roots(ctx.peer, &user).await;
     }
 
     fn get_tool(&self, name: &str) -> Option<McpTool> {
@@ -452,30 +507,17 @@ impl ServerHandler for McpServer {
         };
         let args = Value::Object(request.arguments.unwrap_or_default());
         let audited_args = self.audit.as_ref().map(|_| redact_args(&args));
-        let tool_ctx = ToolContext {
-            session: self.session.clone(),
-            limits: self.limits.clone(),
-            spill: self.spill.clone(),
-            journal: self.journal.clone(),
-            cancel: ctx.ct.clone(),
-            progress: progress_for(&ctx),
-        };
+        let user = request_user(&ctx.extensions);
         let started = Instant::now();
-        let result = match self.wait_for_roots(&ctx.peer).await {
-            Ok(()) => tool.call(tool_ctx, args).await,
-            Err(why) => Err(ToolError::new(ToolErrorKind::OutsideWorkspace, why)),
+        let result = match self.parts_for(&user) {
+            Ok(parts) => self.run(tool.as_ref(), parts, args, &ctx).await,
+            Err(why) => Err(ToolError::new(ToolErrorKind::Refused, why)),
         };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         if let Some((metrics, _)) = &self.metrics {
             metrics.record(&name, result.is_ok(), elapsed_ms / 1000.0);
         }
         if let (Some(audit), Some(args)) = (&self.audit, audited_args) {
-            let user = ctx
-                .extensions
-                .get::<axum::http::request::Parts>()
-                .and_then(|p| p.extensions.get::<AuthUser>())
-                .map(|u| u.0.clone())
-                .unwrap_or_else(|| "local".to_owned());
             audit.record(AuditEvent {
                 time: rfc3339_now(),
                 user,
@@ -547,201 +589,6 @@ fn base64(data: &[u8]) -> String {
     out
 }
 
-/// Largest JSON-RPC request body accepted over HTTP (a write_file of a big file fits).
-const MAX_HTTP_BODY: usize = 64 * 1024 * 1024;
-
-/// Bearer tokens accepted by the HTTP transport, each mapped to a user. Only BLAKE3 hashes of
-/// the tokens are kept (the configuration never holds a token in plain text).
-#[derive(Debug, Clone, Default)]
-pub struct TokenAuth {
-    /// (hash of the token, user)
-    tokens: Vec<([u8; 32], String)>,
-}
-
-impl TokenAuth {
-    /// `entries`: (user, `blake3:<64 hex>`). Errors name the entry.
-    pub fn new(entries: &[(String, String)]) -> Result<TokenAuth, String> {
-        let mut tokens = Vec::new();
-        for (i, (user, hash)) in entries.iter().enumerate() {
-            if user.trim().is_empty() {
-                return Err(format!("http.tokens[{i}]: `user` is empty"));
-            }
-            let hex = hash.strip_prefix("blake3:").ok_or_else(|| {
-                format!(
-                    "http.tokens[{i}]: `hash` must look like blake3:<64 hex digits>; make one with `ringfence token-hash`"
-                )
-            })?;
-            let bytes = parse_hex32(hex).ok_or_else(|| {
-                format!("http.tokens[{i}]: `hash` is not 64 hex digits after `blake3:`")
-            })?;
-            if tokens.iter().any(|(h, _)| *h == bytes) {
-                return Err(format!(
-                    "http.tokens[{i}]: the same token hash appears twice"
-                ));
-            }
-            tokens.push((bytes, user.clone()));
-        }
-        Ok(TokenAuth { tokens })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.tokens.is_empty()
-    }
-
-    /// The user a presented token belongs to. Every stored hash is compared, in constant
-    /// time per comparison, so timing does not tell which entry matched or how much of it.
-    pub fn user_of(&self, token: &str) -> Option<&str> {
-        let presented = *blake3::hash(token.as_bytes()).as_bytes();
-        let mut found = None;
-        for (hash, user) in &self.tokens {
-            let diff = hash
-                .iter()
-                .zip(presented.iter())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-            if diff == 0 {
-                found = Some(user.as_str());
-            }
-        }
-        found
-    }
-}
-
-/// The configuration form of a token's hash.
-pub fn token_hash(token: &str) -> String {
-    format!("blake3:{}", blake3::hash(token.as_bytes()).to_hex())
-}
-
-fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
-    if hex.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
-}
-
-/// How the HTTP transport is set up.
-#[derive(Debug, Clone, Default)]
-pub struct HttpOptions {
-    /// Bearer tokens; `None` or empty: no authentication (loopback only).
-    pub auth: Option<Arc<TokenAuth>>,
-    /// Accepted `Host` names besides the loopback ones (for a non-loopback bind).
-    pub allowed_hosts: Vec<String>,
-    /// Served at `/metrics` (behind the same authentication as `/mcp`).
-    pub metrics: Option<Arc<Metrics>>,
-}
-
-/// MCP streamable HTTP at `/mcp` on `listener`, until `shutdown` is cancelled. Every MCP
-/// session gets its own server from `factory` (its own workspace state, read tracker and
-/// client roots). rmcp validates the `Host` header (loopback names, plus `allowed_hosts`)
-/// and the `Origin` header (none allowed: a web page cannot drive it), against DNS
-/// rebinding, and bounds request bodies. With tokens, every `/mcp` request needs
-/// `Authorization: Bearer <token>` (401 with a `WWW-Authenticate` challenge otherwise).
-/// `/healthz` answers `ok` without authentication; `/metrics` (when given) needs it.
-pub async fn serve_http(
-    listener: tokio::net::TcpListener,
-    factory: impl Fn() -> Result<McpServer, std::io::Error> + Send + Sync + 'static,
-    shutdown: tokio_util::sync::CancellationToken,
-    options: HttpOptions,
-) -> std::io::Result<()> {
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService,
-    };
-    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    hosts.extend(options.allowed_hosts.iter().cloned());
-    // No browser origin is allowed (an MCP client is not a web page); requests without an
-    // `Origin` header — every native client — pass.
-    let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts)
-        .enforce_origin_validation()
-        .with_cancellation_token(shutdown.child_token())
-        .with_max_request_body_bytes(MAX_HTTP_BODY);
-    let service =
-        StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
-    let mut mcp = axum::Router::new().nest_service("/mcp", service);
-    if let Some(metrics) = options.metrics.clone() {
-        mcp = mcp.route(
-            "/metrics",
-            axum::routing::get(move || {
-                let metrics = metrics.clone();
-                async move {
-                    (
-                        [(
-                            axum::http::header::CONTENT_TYPE,
-                            "text/plain; version=0.0.4",
-                        )],
-                        metrics.render(),
-                    )
-                }
-            }),
-        );
-    }
-    if let Some(auth) = options.auth.filter(|a| !a.is_empty()) {
-        mcp = mcp.layer(axum::middleware::from_fn(
-            move |req: axum::extract::Request, next: axum::middleware::Next| {
-                let auth = auth.clone();
-                async move { authenticate(&auth, req, next).await }
-            },
-        ));
-    }
-    let router = mcp.route("/healthz", axum::routing::get(|| async { "ok\n" }));
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-}
-
-async fn authenticate(
-    auth: &TokenAuth,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::http::{StatusCode, header};
-    use axum::response::IntoResponse;
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        });
-    let (user, why) = match presented {
-        None => (None, "missing bearer token"),
-        Some(token) => match auth.user_of(token.trim()) {
-            Some(user) => (Some(user.to_owned()), ""),
-            None => (None, "invalid token"),
-        },
-    };
-    match user {
-        Some(user) => {
-            tracing::debug!(%user, "authenticated HTTP request");
-            let mut req = req;
-            req.extensions_mut().insert(AuthUser(user));
-            next.run(req).await
-        }
-        None => {
-            tracing::warn!(reason = why, "HTTP request refused");
-            let challenge = if presented.is_some() {
-                "Bearer realm=\"ringfence\", error=\"invalid_token\""
-            } else {
-                "Bearer realm=\"ringfence\""
-            };
-            (
-                StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, challenge)],
-                format!("{why}: send Authorization: Bearer <token>\n"),
-            )
-                .into_response()
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -762,56 +609,10 @@ mod tests {
     }
 
     #[test]
-    fn metrics_render_counts_and_histograms() {
-        let m = std::sync::Arc::new(super::Metrics::default());
-        let guard = m.session();
-        m.record("read_file", true, 0.002);
-        m.record("read_file", false, 3.0);
-        let text = m.render();
-        assert!(text.contains("ringfence_tool_calls_total{tool=\"read_file\",outcome=\"ok\"} 1"));
-        assert!(
-            text.contains("ringfence_tool_calls_total{tool=\"read_file\",outcome=\"error\"} 1")
-        );
-        assert!(text.contains(
-            "ringfence_tool_call_duration_seconds_bucket{tool=\"read_file\",le=\"0.0025\"} 1"
-        ));
-        assert!(text.contains(
-            "ringfence_tool_call_duration_seconds_bucket{tool=\"read_file\",le=\"+Inf\"} 2"
-        ));
-        assert!(text.contains("ringfence_active_sessions 1"));
-        drop(guard);
-        assert!(m.render().contains("ringfence_active_sessions 0"));
-    }
-
-    #[test]
     fn rfc3339_shape() {
         let t = super::rfc3339_now();
         assert_eq!(t.len(), 24, "{t}");
         assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
-    }
-
-    #[test]
-    fn token_hashes_verify_and_reject() {
-        let auth = super::TokenAuth::new(&[
-            ("alice".into(), super::token_hash("alice-secret-token")),
-            ("bob".into(), super::token_hash("bob-secret-token-2")),
-        ])
-        .unwrap();
-        assert_eq!(auth.user_of("alice-secret-token"), Some("alice"));
-        assert_eq!(auth.user_of("bob-secret-token-2"), Some("bob"));
-        assert_eq!(auth.user_of("alice-secret-token "), None);
-        assert_eq!(auth.user_of(""), None);
-        for bad in [
-            vec![("".to_string(), super::token_hash("x"))],
-            vec![("u".to_string(), "sha256:00".to_string())],
-            vec![("u".to_string(), "blake3:zz".to_string())],
-            vec![
-                ("u".to_string(), super::token_hash("same")),
-                ("v".to_string(), super::token_hash("same")),
-            ],
-        ] {
-            assert!(super::TokenAuth::new(&bad).is_err(), "{bad:?}");
-        }
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub enum ToolErrorKind {
     Encoding,
     /// The operation is not possible on this entry (deleting a root, moving into itself).
     Refused,
+    /// The call ran longer than the server allows and was stopped.
+    Timeout,
     /// The operating system refused or failed.
     Io,
 }
@@ -77,6 +79,7 @@ impl ToolErrorKind {
             ToolErrorKind::Conflict => "conflict",
             ToolErrorKind::Encoding => "encoding",
             ToolErrorKind::Refused => "refused",
+            ToolErrorKind::Timeout => "timeout",
             ToolErrorKind::Io => "io",
         }
     }

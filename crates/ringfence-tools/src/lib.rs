@@ -18,7 +18,7 @@ pub mod toolbox;
 pub use error::{ToolError, ToolErrorKind, ToolResult};
 pub use journal::{FileKey, Journal, JournalEntry, JournalRecord, MemoryJournal};
 pub use limits::Limits;
-pub use session::{ReadRecord, ReadTracker, Session};
+pub use session::{LOCAL_USER, ReadRecord, ReadTracker, Session};
 pub use spill::SpillStore;
 pub use tool::{
     Annotations, Blocking, BlockingTool, BoxFuture, Content, Progress, ProgressUpdate, Tool,

@@ -50,6 +50,9 @@ impl ReadTracker {
     }
 }
 
+/// The user of a stdio server, or of HTTP without authentication.
+pub const LOCAL_USER: &str = "local";
+
 /// One client's session: its roots, current workspace and what it has read.
 #[derive(Debug)]
 pub struct Session {
@@ -57,6 +60,9 @@ pub struct Session {
     pub reads: Mutex<ReadTracker>,
     /// What the client's announced roots may do to the configured ones.
     pub client_roots: ClientRoots,
+    /// Who this session works for: the authenticated user over HTTP, `local` over stdio.
+    /// Tools that keep per-user data (memories, follow-ups, calendars) key it by this.
+    user: std::sync::Arc<str>,
 }
 
 impl Session {
@@ -65,7 +71,18 @@ impl Session {
             workspace,
             reads: Mutex::new(ReadTracker::default()),
             client_roots: ClientRoots::default(),
+            user: LOCAL_USER.into(),
         }
+    }
+
+    /// This session works for `user`.
+    pub fn with_user(mut self, user: &str) -> Session {
+        self.user = user.into();
+        self
+    }
+
+    pub fn user(&self) -> &str {
+        &self.user
     }
 
     pub fn with_client_roots(mut self, policy: ClientRoots) -> Session {

@@ -44,30 +44,14 @@ impl SpillStore {
         })
     }
 
-    /// Deletes spill files last modified more than `max_age` ago; returns how many. Called at
-    /// start-up, so saved outputs outlive the session that made them but do not pile up.
+    /// Deletes spill files last modified more than `max_age` ago, here and in the per-user
+    /// directories beneath; returns how many. Called at start-up, so saved outputs outlive the
+    /// session that made them but do not pile up.
     pub fn prune(&self, max_age: std::time::Duration) -> usize {
         let Ok(dir) = self.root.dir() else {
             return 0;
         };
-        let Ok(entries) = dir.entries() else {
-            return 0;
-        };
-        let now = std::time::SystemTime::now();
-        let mut removed = 0;
-        for entry in entries.flatten() {
-            let old = entry
-                .metadata()
-                .ok()
-                .filter(|m| m.is_file())
-                .and_then(|m| m.modified().ok())
-                .and_then(|t| now.duration_since(t.into_std()).ok())
-                .is_some_and(|age| age > max_age);
-            if old && entry.remove_file().is_ok() {
-                removed += 1;
-            }
-        }
-        removed
+        prune_dir(&dir, max_age, 1)
     }
 
     /// Saves `text` whole and returns the absolute path to print.
@@ -122,4 +106,33 @@ pub fn saved_notice(path: &std::path::Path) -> String {
         "Full output saved to {}. Use read_file with offset/limit to access specific sections.",
         path.display()
     )
+}
+
+fn prune_dir(dir: &cap_std::fs::Dir, max_age: std::time::Duration, depth: usize) -> usize {
+    let Ok(entries) = dir.entries() else {
+        return 0;
+    };
+    let now = std::time::SystemTime::now();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        if meta.is_dir() && depth > 0 {
+            if let Ok(sub) = entry.open_dir() {
+                removed += prune_dir(&sub, max_age, depth - 1);
+            }
+            continue;
+        }
+        let old = meta.is_file()
+            && meta
+                .modified()
+                .ok()
+                .and_then(|t| now.duration_since(t.into_std()).ok())
+                .is_some_and(|age| age > max_age);
+        if old && entry.remove_file().is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use ringfence_fs::{Access, ClientRoots, Denylist, Root, RootOrigin, RootSpec, Workspace};
-use ringfence_mcp::{McpServer, ServerIdentity};
+use ringfence_mcp::{McpServer, ServerIdentity, SessionParts, UserSessions};
 use ringfence_store::{Durability, SqliteJournal, Store};
 use ringfence_tools::{Journal, Limits, Session, SpillStore, Toolbox};
 
@@ -22,7 +22,6 @@ Large output: read_file returns at most 500 lines or 30,000 characters (10,000 c
 pub struct App {
     pub toolbox: Toolbox,
     pub limits: Arc<Limits>,
-    pub spill: Arc<SpillStore>,
     /// The edit journal for undo_edit; `None` if the database could not be opened.
     pub journal: Option<Arc<dyn Journal>>,
     data_dir: std::path::PathBuf,
@@ -31,7 +30,23 @@ pub struct App {
     pub http: crate::config::HttpConfig,
     /// The audit trail (opened for `serve`).
     pub audit: Option<Arc<crate::audit::AuditFile>>,
-    roots: Vec<Arc<Root>>,
+    roots: Vec<RootSlot>,
+    /// The configured denylist patterns (per-user roots get them too).
+    denylist: Vec<String>,
+    /// `<data dir>/tool-output/<configuration key>`: one directory per user beneath.
+    spill_base: std::path::PathBuf,
+    /// Each user's roots and spill store, made on their first session and kept.
+    users: std::sync::Mutex<std::collections::HashMap<String, UserRoots>>,
+}
+
+/// One user's roots and spill store.
+type UserRoots = (Vec<Arc<Root>>, Arc<SpillStore>);
+
+/// A configured root: one directory every user shares, or a template (`{user}` in the
+/// path) that gives every user their own.
+enum RootSlot {
+    Shared(Arc<Root>),
+    Template(RootSpec),
 }
 
 impl App {
@@ -48,38 +63,20 @@ impl App {
         } else {
             config.roots.clone()
         };
-        let specs_for_key = specs.clone();
+        let spill_base = config
+            .data_dir
+            .join("tool-output")
+            .join(spill_key(&specs, &config.denylist));
         let roots = specs
             .into_iter()
             .map(|s| {
-                // ringfence's own data (saved outputs of every configuration, the journal of
-                // earlier file versions) is never reachable through a root that contains it.
-                let list = match data_dir_patterns(&config.data_dir, &s.path) {
-                    Some(extra) => {
-                        let mut patterns = config.denylist.clone();
-                        patterns.extend(extra);
-                        Arc::new(Denylist::new(&patterns).map_err(|e| format!("denylist: {e}"))?)
-                    }
-                    None => denylist.clone(),
-                };
-                Root::new(s, list).map(Arc::new).map_err(|e| e.to_string())
+                if s.is_template() {
+                    return Ok(RootSlot::Template(s));
+                }
+                root_with_denylist(s, &config.data_dir, &config.denylist, &denylist)
+                    .map(RootSlot::Shared)
             })
-            .collect::<Result<Vec<_>, _>>()?;
-        let spill_root = Arc::new(
-            Root::new(
-                RootSpec {
-                    path: config
-                        .data_dir
-                        .join("tool-output")
-                        .join(spill_key(&specs_for_key, &config.denylist)),
-                    access: Access::ReadOnly,
-                    origin: RootOrigin::Internal,
-                    label: "tool-output".into(),
-                },
-                Arc::new(Denylist::empty()),
-            )
-            .map_err(|e| e.to_string())?,
-        );
+            .collect::<Result<Vec<_>, String>>()?;
         let mut toolbox = Toolbox::preset(config.preset);
         if let Some(enable) = &config.enable {
             toolbox = Toolbox::full();
@@ -99,46 +96,115 @@ impl App {
         Ok(App {
             toolbox,
             limits: Arc::new(config.limits.clone()),
-            spill: Arc::new(SpillStore::new(spill_root)),
             journal: None,
             data_dir: config.data_dir.clone(),
             client_roots: config.client_roots,
             http: config.http.clone(),
             audit: None,
             roots,
+            spill_base,
+            users: Default::default(),
+            denylist: config.denylist.clone(),
         })
     }
 
-    /// A fresh session over the configured roots (plus the read-only spill root).
-    pub fn session(&self) -> Result<Arc<Session>, String> {
-        let ws = Workspace::new(self.roots.clone())
+    /// `user`'s roots (shared ones and their own from templates) and spill store, made on
+    /// first use and kept for their later sessions.
+    fn user_parts(&self, user: &str) -> Result<UserRoots, String> {
+        let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(parts) = users.get(user) {
+            return Ok(parts.clone());
+        }
+        let base = Arc::new(Denylist::new(&self.denylist).map_err(|e| format!("denylist: {e}"))?);
+        let roots = self
+            .roots
+            .iter()
+            .map(|slot| match slot {
+                RootSlot::Shared(root) => Ok(root.clone()),
+                RootSlot::Template(spec) => {
+                    root_with_denylist(spec.for_user(user), &self.data_dir, &self.denylist, &base)
+                }
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        // Saved outputs are readable through the spill root: each user gets their own.
+        let spill_root = Root::new(
+            RootSpec {
+                path: self.spill_base.join(ringfence_fs::user_dir_name(user)),
+                access: Access::ReadOnly,
+                origin: RootOrigin::Internal,
+                label: "tool-output".into(),
+            },
+            Arc::new(Denylist::empty()),
+        )
+        .map_err(|e| e.to_string())?;
+        let parts = (roots, Arc::new(SpillStore::new(Arc::new(spill_root))));
+        users.insert(user.to_owned(), parts.clone());
+        Ok(parts)
+    }
+
+    /// A fresh session for `user` over their roots (plus their read-only spill root).
+    pub fn session_for(&self, user: &str) -> Result<(Arc<Session>, Arc<SpillStore>), String> {
+        let (roots, spill) = self.user_parts(user)?;
+        let ws = Workspace::new(roots)
             .map_err(|e| e.to_string())?
-            .with_internal_root(self.spill.root().clone());
-        Ok(Arc::new(
-            Session::new(ws).with_client_roots(self.client_roots),
+            .with_internal_root(spill.root().clone());
+        let session = Session::new(ws)
+            .with_client_roots(self.client_roots)
+            .with_user(user);
+        Ok((Arc::new(session), spill))
+    }
+
+    /// A fresh session for the local user (stdio, `ringfence call`).
+    pub fn session(&self) -> Result<(Arc<Session>, Arc<SpillStore>), String> {
+        self.session_for(ringfence_tools::LOCAL_USER)
+    }
+
+    fn identity() -> ServerIdentity {
+        ServerIdentity {
+            name: "ringfence".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            instructions: INSTRUCTIONS.into(),
+        }
+    }
+
+    /// The server for one stdio client (the local user).
+    pub fn server(&self) -> Result<McpServer, String> {
+        let (session, spill) = self.session()?;
+        let server = McpServer::new(
+            self.toolbox.clone(),
+            session,
+            self.limits.clone(),
+            spill,
+            Self::identity(),
+        );
+        Ok(self.attach(server))
+    }
+
+    /// The server for one HTTP MCP session: it takes the session of the user who
+    /// authenticated its first request and refuses every other user.
+    pub fn user_server(self: &Arc<Self>) -> McpServer {
+        let app = self.clone();
+        let sessions: UserSessions = Arc::new(move |user: &str| {
+            let (session, spill) = app.session_for(user)?;
+            Ok(SessionParts { session, spill })
+        });
+        self.attach(McpServer::for_users(
+            self.toolbox.clone(),
+            sessions,
+            self.limits.clone(),
+            Self::identity(),
         ))
     }
 
-    pub fn server(&self) -> Result<McpServer, String> {
-        let server = McpServer::new(
-            self.toolbox.clone(),
-            self.session()?,
-            self.limits.clone(),
-            self.spill.clone(),
-            ServerIdentity {
-                name: "ringfence".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                instructions: INSTRUCTIONS.into(),
-            },
-        );
+    fn attach(&self, server: McpServer) -> McpServer {
         let server = match &self.journal {
             Some(j) => server.with_journal(j.clone()),
             None => server,
         };
-        Ok(match &self.audit {
+        match &self.audit {
             Some(a) => server.with_audit(a.clone()),
             None => server,
-        })
+        }
     }
 
     /// Opens the edit journal (for serving and calls; listing tools touches no files) on a
@@ -188,12 +254,22 @@ impl App {
         &self.data_dir
     }
 
-    /// Deletes saved outputs older than the retention period.
+    /// Deletes saved outputs older than the retention period (every user's).
     pub fn prune_spill(&self) {
         let days = self.limits.spill_retention_days;
-        let removed = self
-            .spill
-            .prune(std::time::Duration::from_secs(days.saturating_mul(86_400)));
+        let base = match Root::new(
+            RootSpec {
+                path: self.spill_base.clone(),
+                access: Access::ReadOnly,
+                origin: RootOrigin::Internal,
+                label: "tool-output".into(),
+            },
+            Arc::new(Denylist::empty()),
+        ) {
+            Ok(root) => SpillStore::new(Arc::new(root)),
+            Err(_) => return,
+        };
+        let removed = base.prune(std::time::Duration::from_secs(days.saturating_mul(86_400)));
         if removed > 0 {
             tracing::info!(removed, days, "deleted old saved tool outputs");
         }
@@ -201,7 +277,10 @@ impl App {
 
     /// Warns (once, at start) about configured roots that do not exist yet.
     pub fn check_roots(&self) {
-        for root in &self.roots {
+        for root in self.roots.iter().filter_map(|r| match r {
+            RootSlot::Shared(root) => Some(root),
+            RootSlot::Template(_) => None,
+        }) {
             if let Err(err) = root.dir() {
                 tracing::warn!(root = root.label(), error = %err.message(), "root is not usable yet; calls will fail until it exists");
             }
@@ -265,6 +344,28 @@ fn open_journal(data_dir: &std::path::Path) -> Option<Arc<dyn Journal>> {
             None
         }
     }
+}
+
+/// A root with the configured denylist, plus patterns hiding ringfence's own data directory
+/// when the root contains it (the saved outputs of every configuration and user, the journal
+/// of earlier file versions).
+fn root_with_denylist(
+    spec: RootSpec,
+    data_dir: &std::path::Path,
+    patterns: &[String],
+    base: &Arc<Denylist>,
+) -> Result<Arc<Root>, String> {
+    let list = match data_dir_patterns(data_dir, &spec.path) {
+        Some(extra) => {
+            let mut all = patterns.to_vec();
+            all.extend(extra);
+            Arc::new(Denylist::new(&all).map_err(|e| format!("denylist: {e}"))?)
+        }
+        None => base.clone(),
+    };
+    Root::new(spec, list)
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
 }
 
 /// Denylist patterns that hide the data directory inside a root that contains it (judged

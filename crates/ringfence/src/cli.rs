@@ -49,6 +49,9 @@ struct Cli {
     /// Log filter for stderr (error, warn, info, debug, trace).
     #[arg(long, global = true, value_name = "FILTER")]
     log: Option<String>,
+    /// Log line format on stderr: text (default) or json (one object per line).
+    #[arg(long, global = true, value_name = "FORMAT")]
+    log_format: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -61,9 +64,15 @@ enum Command {
         /// configured roots, else `<data dir>/workspace`.
         roots: Vec<String>,
         /// Serve MCP streamable HTTP at `http://ADDR/mcp` instead of stdio (e.g.
-        /// `127.0.0.1:8765`). Loopback addresses only until authentication exists.
+        /// `127.0.0.1:8765`). Any address but loopback needs authentication configured.
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
+        /// With --http: serve HTTPS with this PEM certificate chain (overrides http.tls_cert).
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// With --http: the PEM private key of --tls-cert (overrides http.tls_key).
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
     },
     /// Run one tool call and print its result.
     Call {
@@ -110,14 +119,19 @@ enum Format {
     Anthropic,
 }
 
-fn init_logging(filter: &str) -> Result<(), String> {
+fn init_logging(filter: &str, json: bool) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .map_err(|e| format!("log filter `{filter}` is not valid: {e}"))?;
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+        .with_ansi(false);
+    if json {
+        // One JSON object per line: timestamp, level, target, fields, span.
+        builder.json().flatten_event(true).init();
+    } else {
+        builder.init();
+    }
     Ok(())
 }
 
@@ -152,6 +166,7 @@ pub fn run_main() -> ExitCode {
         roots,
         deny: cli.deny.clone(),
         log: cli.log.clone(),
+        log_format: cli.log_format.clone(),
         client_roots: cli.client_roots.clone(),
         preset: cli.preset.clone(),
         enable: cli.tools.clone(),
@@ -163,7 +178,7 @@ pub fn run_main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(&format!("configuration error: {e}")),
     };
-    if let Err(e) = init_logging(&config.log) {
+    if let Err(e) = init_logging(&config.log, config.log_json) {
         return fail(&e);
     }
     if let Some(file) = &config.config_file {
@@ -211,8 +226,11 @@ pub fn run_main() -> ExitCode {
     }
     match cli.command {
         Command::Serve {
-            http: Some(addr), ..
-        } => serve_http(app, &addr),
+            http: Some(addr),
+            tls_cert,
+            tls_key,
+            ..
+        } => serve_http(app, &addr, tls_cert.zip(tls_key)),
         Command::Serve { http: None, .. } => serve(app),
         Command::Call { tool, json, .. } => call(app, &tool, &json),
         Command::Tools { format } => tools(&app, format),
@@ -269,8 +287,9 @@ fn serve(app: App) -> ExitCode {
     }
 }
 
-/// `serve --http ADDR`: MCP streamable HTTP, one server (and session state) per MCP session.
-fn serve_http(app: App, addr: &str) -> ExitCode {
+/// `serve --http ADDR`: MCP streamable HTTP, one server (and session state) per MCP session,
+/// each bound to the user who opened it.
+fn serve_http(app: App, addr: &str, tls_files: Option<(PathBuf, PathBuf)>) -> ExitCode {
     let addr: std::net::SocketAddr = match addr.parse() {
         Ok(a) => a,
         Err(e) => {
@@ -279,72 +298,206 @@ fn serve_http(app: App, addr: &str) -> ExitCode {
             ));
         }
     };
-    let entries: Vec<(String, String)> = app
-        .http
-        .tokens
-        .iter()
-        .map(|t| (t.user.clone(), t.hash.clone()))
-        .collect();
-    let auth = match ringfence_mcp::TokenAuth::new(&entries) {
-        Ok(a) => a,
+    let plan = match HttpPlan::new(&app.http, addr, tls_files) {
+        Ok(p) => p,
         Err(e) => return fail(&format!("configuration error: {e}")),
-    };
-    // Fail closed: anything but loopback would serve every file tool to the network, so it
-    // needs authentication.
-    if !addr.ip().is_loopback() && auth.is_empty() {
-        return fail(&format!(
-            "serve --http {addr}: binding a non-loopback address requires authentication: add bearer tokens under [http] tokens in the configuration (make a hash with `ringfence token-hash`), or bind 127.0.0.1"
-        ));
-    }
-    let metrics = std::sync::Arc::new(ringfence_mcp::Metrics::default());
-    let options = ringfence_mcp::HttpOptions {
-        auth: Some(std::sync::Arc::new(auth)),
-        allowed_hosts: app.http.allowed_hosts.clone(),
-        metrics: Some(metrics.clone()),
     };
     raise_fd_limit();
     app.check_roots();
     app.prune_spill();
     let app = std::sync::Arc::new(app);
     let rt = runtime();
-    let result = rt.block_on(async {
+    let result: Result<(), String> = rt.block_on(async {
         use tokio::signal::unix::{SignalKind, signal};
-        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let jwt = match plan.oauth.clone() {
+            Some(config) => Some(std::sync::Arc::new(
+                ringfence_mcp::JwtValidator::new(config)
+                    .await
+                    .map_err(|e| format!("configuration error: http.oauth: {e}"))?,
+            )),
+            None => None,
+        };
+        let auth = ringfence_mcp::Auth {
+            tokens: plan.tokens.clone(),
+            jwt,
+        };
+        // Fail closed: anything but loopback would serve every file tool to the network, so
+        // it needs authentication.
+        if !addr.ip().is_loopback() && auth.is_empty() {
+            return Err(format!(
+                "serve --http {addr}: binding a non-loopback address requires authentication: add bearer tokens under [http] tokens in the configuration (make a hash with `ringfence token-hash`) or configure [http.oauth], or bind 127.0.0.1"
+            ));
+        }
+        let metrics = std::sync::Arc::new(ringfence_mcp::Metrics::default());
+        let options = ringfence_mcp::HttpOptions {
+            auth: Some(std::sync::Arc::new(auth)),
+            allowed_hosts: app.http.allowed_hosts.clone(),
+            metrics: Some(metrics.clone()),
+            limits: plan.limits,
+            tls: plan.tls.clone(),
+            shutdown_grace: plan.grace,
+            resource_metadata: plan.metadata.clone(),
+        };
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("serve --http {addr}: {e}"))?;
         let shutdown = tokio_util::sync::CancellationToken::new();
         let factory_app = app.clone();
+        let timeout = plan.call_timeout;
         let factory = move || {
-            factory_app
-                .server()
-                .map(|s| s.with_metrics(&metrics))
-                .map_err(std::io::Error::other)
+            Ok(factory_app
+                .user_server()
+                .with_metrics(&metrics)
+                .with_call_timeout(timeout))
         };
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
         tracing::info!(
             version = env!("CARGO_PKG_VERSION"),
             tools = app.toolbox.len(),
-            url = %format!("http://{}/mcp", listener.local_addr()?),
+            url = %format!("{}://{local}/mcp", plan.scheme),
             "serving MCP over streamable HTTP"
         );
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
+        let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+        let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
         let stop = shutdown.clone();
         tokio::spawn(async move {
             tokio::select! {
-                _ = term.recv() => tracing::info!("SIGTERM received; shutting down"),
-                _ = int.recv() => tracing::info!("SIGINT received; shutting down"),
+                _ = term.recv() => tracing::info!("SIGTERM received; finishing running calls, refusing new ones"),
+                _ = int.recv() => tracing::info!("SIGINT received; finishing running calls, refusing new ones"),
             }
             stop.cancel();
         });
-        ringfence_mcp::serve_http(listener, factory, shutdown, options).await
+        ringfence_mcp::serve_http(listener, factory, shutdown, options)
+            .await
+            .map_err(|e| format!("serve --http {addr}: {e}"))
     });
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
     app.flush_journal();
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(&format!("serve --http {addr}: {e}")),
+        Ok(()) => {
+            tracing::info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
     }
 }
 
-/// `audit`: the matching lines of the audit trail.
+/// The `[http]` settings checked and turned into what the transport takes.
+struct HttpPlan {
+    tokens: ringfence_mcp::TokenAuth,
+    oauth: Option<ringfence_mcp::JwtConfig>,
+    tls: Option<std::sync::Arc<ringfence_mcp::TlsConfig>>,
+    scheme: &'static str,
+    limits: ringfence_mcp::RateLimits,
+    call_timeout: Option<std::time::Duration>,
+    grace: std::time::Duration,
+    metadata: Option<ringfence_mcp::ResourceMetadata>,
+}
+
+impl HttpPlan {
+    fn new(
+        http: &crate::config::HttpConfig,
+        addr: std::net::SocketAddr,
+        tls_files: Option<(PathBuf, PathBuf)>,
+    ) -> Result<HttpPlan, String> {
+        let entries: Vec<(String, String)> = http
+            .tokens
+            .iter()
+            .map(|t| (t.user.clone(), t.hash.clone()))
+            .collect();
+        let tokens = ringfence_mcp::TokenAuth::new(&entries)?;
+        if http.tls_cert.is_some() != http.tls_key.is_some() {
+            return Err("http.tls_cert and http.tls_key go together: set both or neither".into());
+        }
+        let tls_files = tls_files.or_else(|| http.tls_cert.clone().zip(http.tls_key.clone()));
+        let tls = match &tls_files {
+            Some((cert, key)) => Some(ringfence_mcp::load_tls(cert, key)?),
+            None => None,
+        };
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let public = match &http.public_url {
+            Some(u) => {
+                if !(u.starts_with("https://") || u.starts_with("http://")) {
+                    return Err(format!(
+                        "http.public_url: `{u}` must start with https:// or http://"
+                    ));
+                }
+                u.trim_end_matches('/').to_owned()
+            }
+            None => format!("{scheme}://{addr}"),
+        };
+        let resource = format!("{public}/mcp");
+        let (oauth, metadata) = match &http.oauth {
+            None => (None, None),
+            Some(o) => {
+                let keys = match (&o.jwks_file, &o.jwks_url) {
+                    (Some(f), None) => ringfence_mcp::KeySource::File(f.clone()),
+                    (None, Some(u)) => ringfence_mcp::KeySource::Url(u.clone()),
+                    _ => {
+                        return Err(
+                            "http.oauth: set exactly one of jwks_file and jwks_url (where the authorization server's signing keys are)".into(),
+                        );
+                    }
+                };
+                let audiences = o
+                    .audience
+                    .as_ref()
+                    .map(|a| a.to_vec())
+                    .unwrap_or_else(|| vec![resource.clone()]);
+                let config = ringfence_mcp::JwtConfig {
+                    issuer: o.issuer.clone(),
+                    audiences,
+                    keys,
+                    user_claim: o.user_claim.clone().unwrap_or_else(|| "sub".into()),
+                    required_scopes: o.required_scopes.clone(),
+                };
+                let mut document = serde_json::json!({
+                    "resource": resource,
+                    "authorization_servers": [o.issuer],
+                    "bearer_methods_supported": ["header"],
+                    "resource_name": "ringfence",
+                });
+                if !o.required_scopes.is_empty() {
+                    document["scopes_supported"] = serde_json::json!(o.required_scopes);
+                }
+                let metadata = ringfence_mcp::ResourceMetadata {
+                    document,
+                    url: format!("{public}/.well-known/oauth-protected-resource/mcp"),
+                };
+                (Some(config), Some(metadata))
+            }
+        };
+        let defaults = ringfence_mcp::RateLimits::default();
+        let l = http.limits.clone().unwrap_or_default();
+        let limits = ringfence_mcp::RateLimits {
+            concurrent: l.concurrent.unwrap_or(defaults.concurrent),
+            rate: l.rate.unwrap_or(defaults.rate),
+            burst: l.burst.unwrap_or(defaults.burst),
+        };
+        for (key, v) in [("rate", limits.rate), ("burst", limits.burst)] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(format!(
+                    "http.limits.{key}: `{v}` must be a number >= 0 (0 turns the limit off)"
+                ));
+            }
+        }
+        let call_timeout = match http.call_timeout_secs.unwrap_or(300) {
+            0 => None,
+            s => Some(std::time::Duration::from_secs(s)),
+        };
+        Ok(HttpPlan {
+            tokens,
+            oauth,
+            tls,
+            scheme,
+            limits,
+            call_timeout,
+            grace: std::time::Duration::from_secs(http.shutdown_grace_secs.unwrap_or(30)),
+            metadata,
+        })
+    }
+}
+
 fn audit_query(data_dir: &std::path::Path, q: crate::audit::Query) -> ExitCode {
     if let Some(o) = &q.outcome
         && o != "ok"
@@ -416,14 +569,14 @@ fn call(app: App, tool_name: &str, json: &str) -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail(&format!("arguments are not valid JSON: {e}")),
     };
-    let session = match app.session() {
+    let (session, spill) = match app.session() {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
     let ctx = ToolContext {
         session,
         limits: app.limits.clone(),
-        spill: app.spill.clone(),
+        spill,
         journal: app.journal.clone(),
         cancel: tokio_util::sync::CancellationToken::new(),
         progress: Progress::none(),

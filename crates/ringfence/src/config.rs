@@ -20,6 +20,8 @@ pub struct FileConfig {
     pub roots: Option<Vec<RootEntry>>,
     pub denylist: Option<Vec<String>>,
     pub log: Option<String>,
+    /// `text` (default) or `json`: one JSON object per log line.
+    pub log_format: Option<String>,
     /// What the MCP client's roots may do: `narrow` (default), `ignore`, `extend`.
     pub client_roots: Option<String>,
     pub limits: Option<Limits>,
@@ -37,6 +39,67 @@ pub struct HttpConfig {
     /// `Host` names accepted besides the loopback ones (needed when binding elsewhere).
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// Serve HTTPS: a PEM certificate chain and its PEM private key.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// A tool call running longer is stopped with a `timeout` error (default 300; 0: never).
+    pub call_timeout_secs: Option<u64>,
+    /// On SIGTERM, how long running calls may take to finish (default 30).
+    pub shutdown_grace_secs: Option<u64>,
+    /// The address clients reach this server at (`https://mcp.example.com`), used in the
+    /// OAuth metadata; default: the scheme and the bound address.
+    pub public_url: Option<String>,
+    /// Per-user request limits.
+    pub limits: Option<HttpLimits>,
+    /// OAuth 2.1 resource-server mode: JWT access tokens.
+    pub oauth: Option<OauthConfig>,
+}
+
+/// `[http.limits]`: per user; `0` turns a limit off.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpLimits {
+    /// Requests answered at once (default 16).
+    pub concurrent: Option<usize>,
+    /// Sustained requests per second (default 20).
+    pub rate: Option<f64>,
+    /// Burst above the rate (default 100).
+    pub burst: Option<f64>,
+}
+
+/// `[http.oauth]`: JWT access tokens from an authorization server.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OauthConfig {
+    /// The authorization server's issuer identifier (exact `iss`).
+    pub issuer: String,
+    /// Accepted `aud` values (default: `<public_url>/mcp`).
+    #[serde(default)]
+    pub audience: Option<OneOrMany>,
+    /// The signing keys: a JWKS file, or a JWKS URL (https, or http on loopback).
+    pub jwks_file: Option<PathBuf>,
+    pub jwks_url: Option<String>,
+    /// The claim naming the user (default `sub`).
+    pub user_claim: Option<String>,
+    /// Scopes every token must carry.
+    #[serde(default)]
+    pub required_scopes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub fn to_vec(&self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -84,6 +147,7 @@ pub struct Overrides {
     pub roots: Vec<String>,
     pub deny: Vec<String>,
     pub log: Option<String>,
+    pub log_format: Option<String>,
     pub client_roots: Option<String>,
     pub preset: Option<String>,
     pub enable: Vec<String>,
@@ -99,6 +163,7 @@ pub struct Config {
     pub roots: Vec<RootSpec>,
     pub denylist: Vec<String>,
     pub log: String,
+    pub log_json: bool,
     pub limits: Limits,
     pub http: HttpConfig,
     pub client_roots: ClientRoots,
@@ -330,6 +395,26 @@ impl Config {
             .or_else(|| file.log.clone())
             .unwrap_or_else(|| "info".into());
 
+        let log_json = match over
+            .log_format
+            .clone()
+            .or_else(|| {
+                env.get(env_vars::RINGFENCE_LOG_FORMAT)
+                    .filter(|s| !s.is_empty())
+            })
+            .or_else(|| file.log_format.clone())
+            .as_deref()
+            .map(str::trim)
+        {
+            None | Some("text") => false,
+            Some("json") => true,
+            Some(other) => {
+                return Err(format!(
+                    "log_format: `{other}` is not valid; use `text` or `json`"
+                ));
+            }
+        };
+
         // 5b. The client's MCP roots.
         let client_roots = match over
             .client_roots
@@ -417,6 +502,7 @@ impl Config {
             roots,
             denylist,
             log,
+            log_json,
             limits,
             http: file.http.clone().unwrap_or_default(),
             client_roots,

@@ -20,6 +20,8 @@ pub const RINGFENCE_DISABLE_TOOLS: &str = "RINGFENCE_DISABLE_TOOLS";
 pub const RINGFENCE_CLIENT_ROOTS: &str = "RINGFENCE_CLIENT_ROOTS";
 /// Log filter (`error`, `warn`, `info`, `debug`, `trace`, or a tracing directive).
 pub const RINGFENCE_LOG: &str = "RINGFENCE_LOG";
+/// Log line format: `text` (default) or `json`.
+pub const RINGFENCE_LOG_FORMAT: &str = "RINGFENCE_LOG_FORMAT";
 
 /// Seed 002's variables, honoured for compatibility (they override `[limits]` in the file).
 pub const LLM_CHAT_FS_MAX_SEARCH_RESULTS: &str = "LLM_CHAT_FS_MAX_SEARCH_RESULTS";
@@ -46,5 +48,6 @@ pub const ALL: &[&str] = &[
     RINGFENCE_ADD_TOOLS,
     RINGFENCE_DISABLE_TOOLS,
     RINGFENCE_LOG,
+    RINGFENCE_LOG_FORMAT,
     RINGFENCE_CLIENT_ROOTS,
 ];
