@@ -186,6 +186,34 @@ async def test_two_users_work_in_their_own_workspaces(tmp_path):
     assert len(audit(tmp_path, "--user", "alice")) == 6
 
 
+async def test_without_roots_each_user_gets_a_default_workspace(tmp_path):
+    srv = serve(tmp_path, tokens_config(alice=ALICE, bob=BOB))
+    try:
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            async with client(srv.url, ALICE) as a, client(srv.url, BOB) as b:
+                r = await call(a, "write_file", {"path": "a.txt", "content": "from alice\n"})
+                assert not is_error(r), text_of(r)
+                r = await call(b, "read_file", {"path": "a.txt"})
+                assert is_error(r) and "from alice" not in text_of(r), text_of(r)
+                assert "a.txt" not in text_of(await call(b, "list_directory", {"path": "."}))
+    finally:
+        assert srv.stop() == 0
+    data = tmp_path / "data"
+    assert (data / "users/alice/workspace/a.txt").read_text() == "from alice\n"
+    assert not (data / "workspace/a.txt").exists()  # the local (stdio) user's workspace
+
+
+def test_the_local_user_name_is_reserved(tmp_path):
+    cfg = tmp_path / "ringfence.toml"
+    cfg.write_text(tokens_config(local=ALICE))
+    proc = subprocess.run(
+        [str(_binary()), "--config", str(cfg), "--data-dir", str(tmp_path / "data"),
+         "serve", "--http", "127.0.0.1:0"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert proc.returncode == 2 and "reserved" in proc.stderr, proc.stderr
+
+
 async def test_a_session_belongs_to_the_user_who_opened_it(tmp_path):
     srv = serve(tmp_path, user_roots_config(tmp_path))
     try:

@@ -392,8 +392,9 @@ async def test_grep_over_cap_spills_and_spill_is_readable(ringfence_bin, dirs):
 
             spill = spill_path_of(text)
             assert os.path.isabs(spill)
-            # One spill directory per configuration, under <data dir>/tool-output.
-            assert Path(spill).parent.parent == data / "tool-output", spill
+            # One spill directory per configuration and user, under <data dir>/tool-output.
+            assert Path(spill).parent.parent.parent == data / "tool-output", spill
+            assert Path(spill).parent.name == "local", spill
             assert Path(spill).is_file()
             # Matches travel as text only: a client preferring structuredContent must not
             # get a result without the matches.
@@ -421,8 +422,9 @@ async def test_read_file_over_cap_spills(ringfence_bin, dirs):
             assert "   500\trow 500" in text
             assert "   501\trow 501" not in text
             spill = spill_path_of(text)
-            # One spill directory per configuration, under <data dir>/tool-output.
-            assert Path(spill).parent.parent == data / "tool-output", spill
+            # One spill directory per configuration and user, under <data dir>/tool-output.
+            assert Path(spill).parent.parent.parent == data / "tool-output", spill
+            assert Path(spill).parent.name == "local", spill
             # The saved output is plain text (no line-number prefixes), paged with offset/limit.
             text = await srv.ok("read_file", {"path": spill, "offset": 501, "limit": 2})
             assert text.startswith("   501\trow 501\n   502\trow 502")

@@ -38,6 +38,11 @@ impl TokenAuth {
             let bytes = parse_hex32(hex).ok_or_else(|| {
                 format!("http.tokens[{i}]: `hash` is not 64 hex digits after `blake3:`")
             })?;
+            if user == ringfence_tools::LOCAL_USER {
+                return Err(format!(
+                    "http.tokens[{i}]: the user name `local` is reserved for the stdio user; choose another"
+                ));
+            }
             if tokens.iter().any(|(h, _)| *h == bytes) {
                 return Err(format!(
                     "http.tokens[{i}]: the same token hash appears twice"
@@ -240,6 +245,23 @@ struct UserLimiter {
     concurrent: Arc<tokio::sync::Semaphore>,
     /// (tokens left, when last refilled)
     bucket: Mutex<(f64, Instant)>,
+}
+
+impl UserLimiter {
+    fn is_idle(&self, limits: &RateLimits) -> bool {
+        let full = {
+            let bucket = self.bucket.lock().unwrap_or_else(|e| e.into_inner());
+            limits.rate <= 0.0
+                || bucket.0 + bucket.1.elapsed().as_secs_f64() * limits.rate
+                    >= limits.burst.max(1.0)
+        };
+        let max = if limits.concurrent == 0 {
+            tokio::sync::Semaphore::MAX_PERMITS
+        } else {
+            limits.concurrent
+        };
+        full && self.concurrent.available_permits() == max
+    }
 }
 
 impl Shared {
@@ -463,6 +485,13 @@ pub async fn serve_http(
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .retain(|id, _| alive.contains(id));
+            // Forget limiters of users who are idle: nothing in flight, budget full again.
+            let limits = sweeper_state.limits;
+            sweeper_state
+                .users
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|_, l| Arc::strong_count(l) > 1 || !l.is_idle(&limits));
         }
     });
 
@@ -764,7 +793,9 @@ async fn admit_while_draining(
             .into_response()
     };
     if req.method() != Method::POST {
-        return if req.method() == Method::DELETE {
+        // Ending a session, or resuming a stream a running call answers on, still passes.
+        let resume = req.method() == Method::GET && req.headers().contains_key("last-event-id");
+        return if req.method() == Method::DELETE || resume {
             Ok(req)
         } else {
             Err(refuse())

@@ -291,6 +291,11 @@ impl JwtValidator {
             }
         }
         match claims.get(&self.config.user_claim) {
+            Some(Value::String(u)) if u == ringfence_tools::LOCAL_USER => {
+                Err(AuthFailure::invalid(
+                    "the token names the user `local`, which is reserved for the stdio user",
+                ))
+            }
             Some(Value::String(u)) if !u.trim().is_empty() => Ok(u.clone()),
             Some(Value::Number(n)) => Ok(n.to_string()),
             _ => Err(AuthFailure::invalid(format!(
@@ -619,5 +624,123 @@ mod tests {
         assert!(check_url("http://localhost/jwks").is_ok());
         assert!(check_url("http://idp.example/jwks").is_err());
         assert!(check_url("file:///etc/jwks").is_err());
+    }
+
+    fn b64(data: &[u8]) -> String {
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut s = String::new();
+        for chunk in data.chunks(3) {
+            let b = [
+                chunk[0],
+                *chunk.get(1).unwrap_or(&0),
+                *chunk.get(2).unwrap_or(&0),
+            ];
+            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+            for i in 0..=chunk.len() {
+                s.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            }
+        }
+        s
+    }
+
+    /// Keys generated here; tokens signed here; the validator reads the public halves from
+    /// a JWKS file.
+    #[tokio::test]
+    async fn signed_tokens_verify_and_tampering_fails() {
+        use ring::rand::SystemRandom;
+        use ring::signature::{
+            ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair,
+        };
+        let rng = SystemRandom::new();
+        let ed = Ed25519KeyPair::from_pkcs8(Ed25519KeyPair::generate_pkcs8(&rng).unwrap().as_ref())
+            .unwrap();
+        let ec_doc = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let ec = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, ec_doc.as_ref(), &rng)
+            .unwrap();
+        let point = ec.public_key().as_ref();
+        let jwks = serde_json::json!({"keys": [
+            {"kty": "OKP", "crv": "Ed25519", "kid": "ed", "x": b64(ed.public_key().as_ref())},
+            {"kty": "EC", "crv": "P-256", "kid": "ec", "x": b64(&point[1..33]),
+             "y": b64(&point[33..])},
+        ]});
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("jwks.json");
+        std::fs::write(&file, jwks.to_string()).unwrap();
+        let v = JwtValidator::new(JwtConfig {
+            issuer: "https://idp".into(),
+            audiences: vec!["https://rf/mcp".into()],
+            keys: KeySource::File(file),
+            user_claim: "sub".into(),
+            required_scopes: vec![],
+        })
+        .await
+        .unwrap();
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let sign = |alg: &str, kid: &str, claims: serde_json::Value| -> String {
+            let head = b64(serde_json::json!({"alg": alg, "kid": kid})
+                .to_string()
+                .as_bytes());
+            let body = b64(claims.to_string().as_bytes());
+            let msg = format!("{head}.{body}");
+            let sig = match alg {
+                "EdDSA" => ed.sign(msg.as_bytes()).as_ref().to_vec(),
+                _ => ec.sign(&rng, msg.as_bytes()).unwrap().as_ref().to_vec(),
+            };
+            format!("{msg}.{}", b64(&sig))
+        };
+        let good = serde_json::json!({"iss": "https://idp", "aud": ["x", "https://rf/mcp"],
+                                      "sub": "erin", "exp": now + 60});
+        assert_eq!(
+            v.validate(&sign("EdDSA", "ed", good.clone()))
+                .await
+                .unwrap(),
+            "erin"
+        );
+        assert_eq!(
+            v.validate(&sign("ES256", "ec", good.clone()))
+                .await
+                .unwrap(),
+            "erin"
+        );
+        // A key of the wrong type for the algorithm is not a candidate.
+        assert!(
+            v.validate(&sign("EdDSA", "ec", good.clone()))
+                .await
+                .is_err()
+        );
+        // Tampered claims: the signature no longer verifies.
+        let token = sign("EdDSA", "ed", good.clone());
+        let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
+        parts[1] = b64(
+            serde_json::json!({"iss": "https://idp", "aud": "https://rf/mcp",
+                                          "sub": "admin", "exp": now + 60})
+            .to_string()
+            .as_bytes(),
+        );
+        let err = v.validate(&parts.join(".")).await.unwrap_err();
+        assert!(err.description.contains("signature"), "{err:?}");
+        for (claims, why) in [
+            (
+                serde_json::json!({"iss": "https://idp", "aud": "https://rf/mcp", "sub": "e",
+                                "exp": now - 120}),
+                "expired",
+            ),
+            (
+                serde_json::json!({"iss": "https://idp", "aud": "https://rf/mcp", "sub": "e",
+                                "exp": now + 60, "nbf": now + 600}),
+                "not valid yet",
+            ),
+            (
+                serde_json::json!({"iss": "https://idp", "aud": "https://rf/mcp",
+                                "sub": "local", "exp": now + 60}),
+                "reserved",
+            ),
+        ] {
+            let err = v.validate(&sign("EdDSA", "ed", claims)).await.unwrap_err();
+            assert!(err.description.contains(why), "{why}: {err:?}");
+        }
     }
 }

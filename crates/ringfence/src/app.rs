@@ -47,7 +47,14 @@ type UserRoots = (Vec<Arc<Root>>, Arc<SpillStore>);
 enum RootSlot {
     Shared(Arc<Root>),
     Template(RootSpec),
+    /// No root configured: `<data dir>/workspace` for the local user, and
+    /// `<data dir>/users/<user>/workspace` for each authenticated one.
+    DefaultWorkspace(Arc<Root>),
 }
+
+/// Users whose roots are kept ready; beyond this, those without a live session are dropped
+/// (their directory handles closed) and made again when they come back.
+const USER_CACHE: usize = 1024;
 
 impl App {
     pub fn build(config: &Config) -> Result<App, String> {
@@ -67,14 +74,19 @@ impl App {
             .data_dir
             .join("tool-output")
             .join(spill_key(&specs, &config.denylist));
+        let default = config.roots.is_empty();
         let roots = specs
             .into_iter()
             .map(|s| {
                 if s.is_template() {
                     return Ok(RootSlot::Template(s));
                 }
-                root_with_denylist(s, &config.data_dir, &config.denylist, &denylist)
-                    .map(RootSlot::Shared)
+                let root = root_with_denylist(s, &config.data_dir, &config.denylist, &denylist)?;
+                Ok(if default {
+                    RootSlot::DefaultWorkspace(root)
+                } else {
+                    RootSlot::Shared(root)
+                })
             })
             .collect::<Result<Vec<_>, String>>()?;
         let mut toolbox = Toolbox::preset(config.preset);
@@ -121,6 +133,22 @@ impl App {
             .iter()
             .map(|slot| match slot {
                 RootSlot::Shared(root) => Ok(root.clone()),
+                RootSlot::DefaultWorkspace(root) if user == ringfence_tools::LOCAL_USER => {
+                    Ok(root.clone())
+                }
+                RootSlot::DefaultWorkspace(_) => {
+                    let spec = RootSpec {
+                        path: self
+                            .data_dir
+                            .join("users")
+                            .join(ringfence_fs::user_dir_name(user))
+                            .join("workspace"),
+                        access: Access::ReadWrite,
+                        origin: RootOrigin::PerUser,
+                        label: "workspace".into(),
+                    };
+                    root_with_denylist(spec, &self.data_dir, &self.denylist, &base)
+                }
                 RootSlot::Template(spec) => {
                     root_with_denylist(spec.for_user(user), &self.data_dir, &self.denylist, &base)
                 }
@@ -138,6 +166,10 @@ impl App {
         )
         .map_err(|e| e.to_string())?;
         let parts = (roots, Arc::new(SpillStore::new(Arc::new(spill_root))));
+        if users.len() >= USER_CACHE {
+            // Keep the users some session still holds (their spill store is shared with it).
+            users.retain(|_, (_, spill)| Arc::strong_count(spill) > 1);
+        }
         users.insert(user.to_owned(), parts.clone());
         Ok(parts)
     }
@@ -278,7 +310,7 @@ impl App {
     /// Warns (once, at start) about configured roots that do not exist yet.
     pub fn check_roots(&self) {
         for root in self.roots.iter().filter_map(|r| match r {
-            RootSlot::Shared(root) => Some(root),
+            RootSlot::Shared(root) | RootSlot::DefaultWorkspace(root) => Some(root),
             RootSlot::Template(_) => None,
         }) {
             if let Err(err) = root.dir() {
