@@ -646,6 +646,7 @@ mod tests {
     /// Keys generated here; tokens signed here; the validator reads the public halves from
     /// a JWKS file.
     #[tokio::test]
+    #[allow(clippy::disallowed_methods)] // writes the test's own key set file
     async fn signed_tokens_verify_and_tampering_fails() {
         use ring::rand::SystemRandom;
         use ring::signature::{
