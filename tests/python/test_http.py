@@ -28,7 +28,7 @@ from test_sdk_client import CALL_TIMEOUT_S, TEST_TIMEOUT_S, _binary, is_error, t
 
 pytestmark = pytest.mark.anyio
 
-URL_RE = re.compile(r"url=(http://\S+/mcp)")
+URL_RE = re.compile(r'url"?[=:]"?(https?://[^\s"]+/mcp)')
 
 
 @pytest.fixture
@@ -59,11 +59,16 @@ def start_server(tmp: Path, *extra: str) -> HttpServer:
              "serve", "--http", "127.0.0.1:0", str(ws)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=out, env=env,
         )
+    return HttpServer(proc, wait_for_url(proc, log), log)
+
+
+def wait_for_url(proc: subprocess.Popen[bytes], log: Path) -> str:
+    """The `/mcp` URL the server logs once it listens (text or JSON log lines)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         m = URL_RE.search(log.read_text(errors="replace"))
         if m:
-            return HttpServer(proc, m.group(1), log)
+            return m.group(1)
         if proc.poll() is not None:
             break
         time.sleep(0.05)

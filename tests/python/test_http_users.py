@@ -32,14 +32,13 @@ from cryptography.x509.oid import NameOID
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 
-from test_http import audit, token_hash
+from test_http import audit, token_hash, wait_for_url
 from test_sdk_client import (
     CALL_TIMEOUT_S, TEST_TIMEOUT_S, _binary, is_error, structured, text_of,
 )
 
 pytestmark = pytest.mark.anyio
 
-URL_RE = re.compile(r'url"?[=:]"?(https?://[^\s"]+/mcp)')
 HDRS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 INIT = json.dumps({
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -81,16 +80,7 @@ def serve(tmp: Path, config: str, *extra: str, roots: tuple[str, ...] = ()) -> S
              "serve", "--http", "127.0.0.1:0", *roots],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=out, env=env,
         )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        m = URL_RE.search(log.read_text(errors="replace"))
-        if m:
-            return Server(proc, m.group(1), log)
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    proc.kill()
-    raise AssertionError(f"server did not start:\n{log.read_text(errors='replace')}")
+    return Server(proc, wait_for_url(proc, log), log)
 
 
 def tokens_config(**users: str) -> str:
