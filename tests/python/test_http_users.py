@@ -404,6 +404,8 @@ async def test_rate_limit_is_per_user_with_retry_after(tmp_path):
             r = await h.post(srv.url, content=INIT,
                              headers={**HDRS, "Authorization": f"Bearer {BOB}"})
             assert r.status_code == 200, r.text
+            r = await h.get(srv.base + "/metrics", headers={"Authorization": f"Bearer {BOB}"})
+            assert 'ringfence_http_refusals_total{status="429"} 2' in r.text, r.text
     finally:
         assert srv.stop() == 0
 

@@ -238,6 +238,7 @@ struct Shared {
     inflight: AtomicUsize,
     idle: tokio::sync::Notify,
     challenge_base: String,
+    metrics: Option<Arc<Metrics>>,
 }
 
 #[derive(Debug)]
@@ -420,6 +421,7 @@ pub async fn serve_http(
         inflight: AtomicUsize::new(0),
         idle: tokio::sync::Notify::new(),
         challenge_base,
+        metrics: options.metrics.clone(),
     });
 
     let mut protected = axum::Router::new().nest_service("/mcp", service);
@@ -619,11 +621,13 @@ async fn gate(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
+    let metrics = shared.metrics.clone();
     let mut response = admit(shared, req, next).await;
-    if matches!(
-        response.status().as_u16(),
-        401 | 403 | 404 | 413 | 429 | 503
-    ) {
+    let status = response.status().as_u16();
+    if matches!(status, 401 | 403 | 404 | 413 | 429 | 503) {
+        if let Some(m) = &metrics {
+            m.refused(status);
+        }
         response
             .headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));

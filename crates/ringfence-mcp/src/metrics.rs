@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 pub struct Metrics {
     calls: Mutex<std::collections::BTreeMap<String, ToolStats>>,
     sessions: std::sync::atomic::AtomicI64,
+    /// HTTP requests refused before reaching a tool, by status code.
+    refusals: Mutex<std::collections::BTreeMap<u16, u64>>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -37,6 +39,16 @@ impl Metrics {
             .unwrap_or(BUCKETS.len());
         st.buckets[i] += 1;
         st.sum_seconds += seconds;
+    }
+
+    /// Counts an HTTP request refused with `status` (401, 403, 404, 413, 429, 503).
+    pub(crate) fn refused(&self, status: u16) {
+        *self
+            .refusals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(status)
+            .or_default() += 1;
     }
 
     /// The Prometheus text exposition.
@@ -82,6 +94,21 @@ impl Metrics {
             let _ = writeln!(
                 out,
                 "ringfence_tool_call_duration_seconds_count{{tool=\"{tool}\"}} {total}"
+            );
+        }
+        out.push_str(
+            "# HELP ringfence_http_refusals_total HTTP requests refused before any tool ran, by status.\n",
+        );
+        out.push_str("# TYPE ringfence_http_refusals_total counter\n");
+        let refusals = self
+            .refusals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for (status, n) in refusals {
+            let _ = writeln!(
+                out,
+                "ringfence_http_refusals_total{{status=\"{status}\"}} {n}"
             );
         }
         out.push_str("# HELP ringfence_active_sessions MCP sessions alive.\n");
@@ -135,6 +162,12 @@ mod tests {
             "ringfence_tool_call_duration_seconds_bucket{tool=\"read_file\",le=\"+Inf\"} 2"
         ));
         assert!(text.contains("ringfence_active_sessions 1"));
+        m.refused(429);
+        m.refused(429);
+        assert!(
+            m.render()
+                .contains("ringfence_http_refusals_total{status=\"429\"} 2")
+        );
         drop(guard);
         assert!(m.render().contains("ringfence_active_sessions 0"));
     }
