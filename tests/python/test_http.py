@@ -89,12 +89,13 @@ def http_server(tmp_path: Path):
 
 
 @asynccontextmanager
-async def client(url: str, token: str | None = None) -> AsyncIterator[ClientSession]:
+async def client(url: str, token: str | None = None, *, verify: Any = True,
+                 roots_callback: Any = None) -> AsyncIterator[ClientSession]:
     headers = {"Authorization": f"Bearer {token}"} if token else None
-    http = httpx2.AsyncClient(headers=headers, timeout=CALL_TIMEOUT_S)
+    http = httpx2.AsyncClient(headers=headers, timeout=CALL_TIMEOUT_S, verify=verify)
     async with http, streamable_http_client(url, http_client=http) as streams:
         read, write = streams[0], streams[1]
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, list_roots_callback=roots_callback) as session:
             with anyio.fail_after(CALL_TIMEOUT_S):
                 await session.initialize()
             yield session

@@ -17,9 +17,8 @@ import stat
 import subprocess
 import threading
 import time
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import anyio
 import httpx2
@@ -29,12 +28,11 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
-from mcp import ClientSession, types
-from mcp.client.streamable_http import streamable_http_client
+from mcp import types
 
-from test_http import audit, token_hash, wait_for_url
+from test_http import audit, call, client, token_hash, wait_for_url
 from test_sdk_client import (
-    CALL_TIMEOUT_S, TEST_TIMEOUT_S, _binary, is_error, structured, text_of,
+    TEST_TIMEOUT_S, _binary, is_error, structured, text_of,
 )
 
 pytestmark = pytest.mark.anyio
@@ -86,24 +84,6 @@ def serve(tmp: Path, config: str, *extra: str, roots: tuple[str, ...] = ()) -> S
 def tokens_config(**users: str) -> str:
     entries = ", ".join(f'{{ user = "{u}", hash = "{token_hash(t)}" }}' for u, t in users.items())
     return f"[http]\ntokens = [{entries}]\n"
-
-
-@asynccontextmanager
-async def client(url: str, token: str | None, *, verify: Any = True,
-                 roots_callback: Any = None) -> AsyncIterator[ClientSession]:
-    headers = {"Authorization": f"Bearer {token}"} if token else None
-    http = httpx2.AsyncClient(headers=headers, timeout=CALL_TIMEOUT_S, verify=verify)
-    async with http, streamable_http_client(url, http_client=http) as streams:
-        async with ClientSession(streams[0], streams[1],
-                                 list_roots_callback=roots_callback) as session:
-            with anyio.fail_after(CALL_TIMEOUT_S):
-                await session.initialize()
-            yield session
-
-
-async def call(session: ClientSession, name: str, args: dict[str, Any]) -> Any:
-    with anyio.fail_after(CALL_TIMEOUT_S):
-        return await session.call_tool(name, args)
 
 
 def user_roots_config(tmp: Path) -> str:
