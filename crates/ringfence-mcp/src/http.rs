@@ -128,6 +128,17 @@ pub struct RateLimits {
     pub burst: f64,
 }
 
+impl RateLimits {
+    /// Concurrent requests one user may have (`0`: unbounded).
+    fn permits(&self) -> usize {
+        if self.concurrent == 0 {
+            tokio::sync::Semaphore::MAX_PERMITS
+        } else {
+            self.concurrent
+        }
+    }
+}
+
 impl Default for RateLimits {
     fn default() -> RateLimits {
         RateLimits {
@@ -256,12 +267,7 @@ impl UserLimiter {
                 || bucket.0 + bucket.1.elapsed().as_secs_f64() * limits.rate
                     >= limits.burst.max(1.0)
         };
-        let max = if limits.concurrent == 0 {
-            tokio::sync::Semaphore::MAX_PERMITS
-        } else {
-            limits.concurrent
-        };
-        full && self.concurrent.available_permits() == max
+        full && self.concurrent.available_permits() == limits.permits()
     }
 }
 
@@ -272,13 +278,7 @@ impl Shared {
             .entry(user.to_owned())
             .or_insert_with(|| {
                 Arc::new(UserLimiter {
-                    concurrent: Arc::new(tokio::sync::Semaphore::new(
-                        if self.limits.concurrent == 0 {
-                            tokio::sync::Semaphore::MAX_PERMITS
-                        } else {
-                            self.limits.concurrent
-                        },
-                    )),
+                    concurrent: Arc::new(tokio::sync::Semaphore::new(self.limits.permits())),
                     bucket: Mutex::new((self.limits.burst.max(1.0), Instant::now())),
                 })
             })

@@ -155,17 +155,8 @@ impl App {
             })
             .collect::<Result<Vec<_>, String>>()?;
         // Saved outputs are readable through the spill root: each user gets their own.
-        let spill_root = Root::new(
-            RootSpec {
-                path: self.spill_base.join(ringfence_fs::user_dir_name(user)),
-                access: Access::ReadOnly,
-                origin: RootOrigin::Internal,
-                label: "tool-output".into(),
-            },
-            Arc::new(Denylist::empty()),
-        )
-        .map_err(|e| e.to_string())?;
-        let parts = (roots, Arc::new(SpillStore::new(Arc::new(spill_root))));
+        let spill = spill_store(self.spill_base.join(ringfence_fs::user_dir_name(user)))?;
+        let parts = (roots, Arc::new(spill));
         if users.len() >= USER_CACHE {
             // Keep the users some session still holds (their spill store is shared with it).
             users.retain(|_, (_, spill)| Arc::strong_count(spill) > 1);
@@ -289,17 +280,8 @@ impl App {
     /// Deletes saved outputs older than the retention period (every user's).
     pub fn prune_spill(&self) {
         let days = self.limits.spill_retention_days;
-        let base = match Root::new(
-            RootSpec {
-                path: self.spill_base.clone(),
-                access: Access::ReadOnly,
-                origin: RootOrigin::Internal,
-                label: "tool-output".into(),
-            },
-            Arc::new(Denylist::empty()),
-        ) {
-            Ok(root) => SpillStore::new(Arc::new(root)),
-            Err(_) => return,
+        let Ok(base) = spill_store(self.spill_base.clone()) else {
+            return;
         };
         let removed = base.prune(std::time::Duration::from_secs(days.saturating_mul(86_400)));
         if removed > 0 {
@@ -376,6 +358,21 @@ fn open_journal(data_dir: &std::path::Path) -> Option<Arc<dyn Journal>> {
             None
         }
     }
+}
+
+/// A spill store at `path`: a read-only internal root, created on first use.
+fn spill_store(path: std::path::PathBuf) -> Result<SpillStore, String> {
+    let root = Root::new(
+        RootSpec {
+            path,
+            access: Access::ReadOnly,
+            origin: RootOrigin::Internal,
+            label: "tool-output".into(),
+        },
+        Arc::new(Denylist::empty()),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(SpillStore::new(Arc::new(root)))
 }
 
 /// A root with the configured denylist, plus patterns hiding ringfence's own data directory
