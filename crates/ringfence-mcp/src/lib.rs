@@ -31,8 +31,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use ringfence_tools::{
-    Content, Journal, Limits, Progress, Session, SpillStore, Tool, ToolContext, ToolError,
-    ToolErrorKind, Toolbox,
+    Content, Journal, Limits, MemoryBackend, Progress, Session, SpillStore, Tool, ToolContext,
+    ToolError, ToolErrorKind, Toolbox,
 };
 
 /// Identity and instructions the server announces at `initialize`.
@@ -126,6 +126,7 @@ pub struct McpServer {
     /// Calls running longer are cancelled and answered with a `timeout` error.
     call_timeout: Option<Duration>,
     journal: Option<Arc<dyn Journal>>,
+    memory: Option<Arc<dyn MemoryBackend>>,
     audit: Option<Arc<dyn AuditSink>>,
     metrics: Option<(Arc<Metrics>, Arc<SessionGuard>)>,
     /// Names this MCP session in the audit trail.
@@ -213,6 +214,7 @@ impl McpServer {
             limits,
             call_timeout: None,
             journal: None,
+            memory: None,
             audit: None,
             metrics: None,
             session_id: uuid::Uuid::new_v4().simple().to_string().into(),
@@ -262,6 +264,12 @@ impl McpServer {
     /// Journals writes and edits for `undo_edit`.
     pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> McpServer {
         self.journal = Some(journal);
+        self
+    }
+
+    /// Where the memory tools keep truths and memories.
+    pub fn with_memory(mut self, memory: Arc<dyn MemoryBackend>) -> McpServer {
+        self.memory = Some(memory);
         self
     }
 
@@ -390,6 +398,7 @@ impl McpServer {
             limits: self.limits.clone(),
             spill: parts.spill,
             journal: self.journal.clone(),
+            memory: self.memory.clone(),
             cancel,
             progress: progress_for(ctx),
         };

@@ -17,7 +17,24 @@ use rusqlite::{Connection, OptionalExtension, params};
 use ringfence_tools::journal::HISTORY_PER_FILE;
 use ringfence_tools::{FileKey, Journal, JournalEntry, JournalRecord};
 
-/// The schema, one step per version. Never edit a released step: append a new one.
+pub mod memory;
+
+/// A database's schema: its migration steps, one per version. Never edit a released step:
+/// append a new one.
+#[derive(Debug)]
+pub struct Schema {
+    /// Names the database in messages.
+    pub name: &'static str,
+    pub migrations: &'static [&'static str],
+}
+
+/// The edit journal's database (`ringfence.db`).
+pub const JOURNAL_SCHEMA: Schema = Schema {
+    name: "edit journal",
+    migrations: MIGRATIONS,
+};
+
+/// The journal's steps.
 const MIGRATIONS: &[&str] = &[
     // 1: the edit journal.
     "CREATE TABLE edit_journal (
@@ -60,6 +77,7 @@ impl From<rusqlite::Error> for StoreError {
 pub struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
+    schema: &'static Schema,
 }
 
 /// How durable a commit is when the call returns.
@@ -81,6 +99,15 @@ impl Store {
 
     /// [`open`](Self::open) with a chosen durability for this connection's commits.
     pub fn open_with(path: &Path, durability: Durability) -> Result<Store, StoreError> {
+        Store::open_schema(path, durability, &JOURNAL_SCHEMA)
+    }
+
+    /// Opens a database of `schema` (migrating it forward) with a chosen durability.
+    pub fn open_schema(
+        path: &Path,
+        durability: Durability,
+        schema: &'static Schema,
+    ) -> Result<Store, StoreError> {
         let conn = Connection::open(path)
             .map_err(|e| StoreError(format!("cannot open the database {}: {e}", path.display())))?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
@@ -97,6 +124,7 @@ impl Store {
         let store = Store {
             conn: Mutex::new(conn),
             path: path.to_owned(),
+            schema,
         };
         store.migrate()?;
         Ok(store)
@@ -122,19 +150,25 @@ impl Store {
         let mut conn = self.conn();
         let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         let current = current as usize;
-        if current > MIGRATIONS.len() {
+        let migrations = self.schema.migrations;
+        if current > migrations.len() {
             return Err(StoreError(format!(
-                "the database {} has schema version {current}, newer than this ringfence knows ({}); upgrade ringfence",
+                "the {} database {} has schema version {current}, newer than this ringfence knows ({}); upgrade ringfence",
+                self.schema.name,
                 self.path.display(),
-                MIGRATIONS.len()
+                migrations.len()
             )));
         }
-        for (i, step) in MIGRATIONS.iter().enumerate().skip(current) {
+        for (i, step) in migrations.iter().enumerate().skip(current) {
             let tx = conn.transaction()?;
             tx.execute_batch(step)?;
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
             tx.commit()?;
-            tracing::info!(version = i + 1, "database migrated");
+            tracing::info!(
+                database = self.schema.name,
+                version = i + 1,
+                "database migrated"
+            );
         }
         Ok(())
     }

@@ -52,6 +52,8 @@ pub enum ToolErrorKind {
     Refused,
     /// The call ran longer than the server allows and was stopped.
     Timeout,
+    /// A service the tool needs (its database, an embedding endpoint) is not available.
+    Unavailable,
     /// The operating system refused or failed.
     Io,
 }
@@ -80,6 +82,7 @@ impl ToolErrorKind {
             ToolErrorKind::Encoding => "encoding",
             ToolErrorKind::Refused => "refused",
             ToolErrorKind::Timeout => "timeout",
+            ToolErrorKind::Unavailable => "unavailable",
             ToolErrorKind::Io => "io",
         }
     }

@@ -10,6 +10,7 @@ pub mod error;
 pub mod files;
 pub mod journal;
 pub mod limits;
+pub mod memory;
 pub mod session;
 pub mod spill;
 pub mod tool;
@@ -18,6 +19,7 @@ pub mod toolbox;
 pub use error::{ToolError, ToolErrorKind, ToolResult};
 pub use journal::{FileKey, Journal, JournalEntry, JournalRecord, MemoryJournal};
 pub use limits::Limits;
+pub use memory::MemoryBackend;
 pub use session::{LOCAL_USER, ReadRecord, ReadTracker, Session};
 pub use spill::SpillStore;
 pub use tool::{

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::journal::Journal;
 use crate::limits::Limits;
+use crate::memory::MemoryBackend;
 use crate::session::Session;
 use crate::spill::SpillStore;
 
@@ -147,6 +148,8 @@ pub struct ToolContext {
     pub spill: Arc<SpillStore>,
     /// Where writes and edits are journaled for `undo_edit` (`None`: not journaled).
     pub journal: Option<Arc<dyn Journal>>,
+    /// Where truths and memories live (`None`: the memory tools report it unavailable).
+    pub memory: Option<Arc<dyn MemoryBackend>>,
     pub cancel: CancellationToken,
     pub progress: Progress,
 }

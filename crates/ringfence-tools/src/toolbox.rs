@@ -99,7 +99,7 @@ impl Toolbox {
     /// Every tool ringfence has, enabled.
     pub fn full() -> Toolbox {
         let mut tb = Toolbox::new();
-        for tool in crate::files::all() {
+        for tool in crate::files::all().into_iter().chain(crate::memory::all()) {
             tb.register(tool);
         }
         tb
@@ -157,9 +157,12 @@ impl Toolbox {
             let known = self.tools.iter().any(|t| t.name() == n || t.family() == n);
             if !known {
                 let all: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+                let mut families: Vec<&str> = self.tools.iter().map(|t| t.family()).collect();
+                families.dedup();
                 return Err(format!(
-                    "unknown tool or family `{n}`; known tools: {} (family: files)",
-                    all.join(", ")
+                    "unknown tool or family `{n}`; known tools: {} (families: {})",
+                    all.join(", "),
+                    families.join(", ")
                 ));
             }
         }

@@ -578,6 +578,7 @@ fn call(app: App, tool_name: &str, json: &str) -> ExitCode {
         limits: app.limits.clone(),
         spill,
         journal: app.journal.clone(),
+        memory: None,
         cancel: tokio_util::sync::CancellationToken::new(),
         progress: Progress::none(),
     };

@@ -38,7 +38,11 @@ fn millis(t: SystemTime) -> i64 {
 
 /// `2025-01-15T10:00:00.000Z`.
 pub fn format_iso(t: SystemTime) -> String {
-    let ms = millis(t);
+    format_iso_ms(millis(t))
+}
+
+/// [`format_iso`] for milliseconds since the Unix epoch.
+pub fn format_iso_ms(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
     let frac = ms.rem_euclid(1000);
     let days = secs.div_euclid(86_400);

@@ -75,6 +75,7 @@ impl Fx {
             limits: Arc::new(limits),
             spill: Arc::new(SpillStore::new(spill_root)),
             journal: Some(Arc::new(MemoryJournal::default())),
+            memory: None,
             cancel: CancellationToken::new(),
             progress: Progress::none(),
         };

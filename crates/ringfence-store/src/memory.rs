@@ -1,0 +1,1371 @@
+//! Truths and memories: SQLite rows (WAL, `synchronous=FULL`: durable before a tool
+//! answers), an FTS5 index for words, and per-user in-memory vector indexes for meaning.
+//!
+//! Search fuses both: candidates are the best matches by cosine similarity and by BM25;
+//! each gets `relevance = w_vector · similarity + w_lexical · words`, where `words` maps
+//! BM25 to 0..1 as `bm25 / (bm25 + 2)`; rows below the relevance floor are dropped; the
+//! rest are ranked by `relevance · (1 + w_recency · recency + w_usage · usage)`
+//! (`recency` halves every `recency_half_life_days`, `usage` grows with the log of how
+//! often a row was returned). See [`RankConfig`] for the defaults.
+//!
+//! Every row carries its user; every statement filters by it, and vector indexes are kept
+//! per user and kind, so no query can reach another user's rows.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use rusqlite::{OptionalExtension, ToSql, params, params_from_iter};
+use serde::{Deserialize, Serialize};
+
+use ringfence_embed::{Embedder, dot};
+use ringfence_tools::memory::{
+    CATEGORIES, Duplicate, Hit, Item, Kind, MEMORY_TYPES, MemoryBackend, MemoryError, NewItem,
+    Query, SearchMode, SearchOutcome, StoreOutcome, UpdateOutcome,
+};
+
+use crate::{Durability, Schema, Store, StoreError};
+
+/// The memory database (`memory.db`).
+pub const MEMORY_SCHEMA: Schema = Schema {
+    name: "memory",
+    migrations: &[
+        // 1: truths and memories, their numbering, and the full-text index.
+        "CREATE TABLE items (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            user TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('truth', 'memory')),
+            number INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            norm_hash BLOB NOT NULL,
+            category TEXT,
+            memory_type TEXT,
+            tags TEXT NOT NULL DEFAULT '[]',
+            pinned INTEGER NOT NULL DEFAULT 0,
+            source TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            updated_ms INTEGER NOT NULL,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_access_ms INTEGER,
+            embedding BLOB,
+            embedding_model TEXT
+        );
+        CREATE UNIQUE INDEX items_number ON items (user, kind, number);
+        CREATE UNIQUE INDEX items_exact ON items (user, kind, norm_hash);
+        CREATE INDEX items_pinned ON items (user, kind, pinned);
+        CREATE TABLE counters (
+            user TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            last INTEGER NOT NULL,
+            PRIMARY KEY (user, kind)
+        ) WITHOUT ROWID;
+        CREATE VIRTUAL TABLE items_fts USING fts5(
+            content, tags, content='items', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER items_ai AFTER INSERT ON items BEGIN
+            INSERT INTO items_fts (rowid, content, tags) VALUES (new.id, new.content, new.tags);
+        END;
+        CREATE TRIGGER items_ad AFTER DELETE ON items BEGIN
+            INSERT INTO items_fts (items_fts, rowid, content, tags)
+                VALUES ('delete', old.id, old.content, old.tags);
+        END;
+        CREATE TRIGGER items_au AFTER UPDATE OF content, tags ON items BEGIN
+            INSERT INTO items_fts (items_fts, rowid, content, tags)
+                VALUES ('delete', old.id, old.content, old.tags);
+            INSERT INTO items_fts (rowid, content, tags) VALUES (new.id, new.content, new.tags);
+        END;",
+    ],
+};
+
+/// Ranking and duplicate detection settings (`[memory.search]` in the config).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankConfig {
+    /// Weight of meaning (cosine similarity) in relevance. Default 0.8.
+    pub vector_weight: f32,
+    /// Weight of matching words (BM25 mapped to 0..1). Default 0.2.
+    pub lexical_weight: f32,
+    /// Boost for recently stored or updated rows, at most this fraction. Default 0.05.
+    pub recency_weight: f32,
+    /// Boost for rows often returned by searches, at most this fraction. Default 0.05.
+    pub usage_weight: f32,
+    /// Age at which the recency boost halves. Default 90 days.
+    pub recency_half_life_days: f32,
+    /// Rows whose relevance is below this are not returned. Default 0.25.
+    pub min_relevance: f32,
+    /// With words only (no model), rows whose word score is below this are not returned.
+    /// Default 0.2 (roughly: at least one word that is not in most rows).
+    pub min_lexical: f32,
+    /// A new row whose meaning is at least this similar to an existing one is a duplicate.
+    /// Default 0.95.
+    pub duplicate_threshold: f32,
+}
+
+impl Default for RankConfig {
+    fn default() -> Self {
+        RankConfig {
+            vector_weight: 0.8,
+            lexical_weight: 0.2,
+            recency_weight: 0.05,
+            usage_weight: 0.05,
+            recency_half_life_days: 90.0,
+            min_relevance: 0.25,
+            min_lexical: 0.2,
+            duplicate_threshold: 0.95,
+        }
+    }
+}
+
+/// Query words used (the first ones).
+const MAX_TERMS: usize = 16;
+/// Rows read per query word (a word in more rows than this says little anyway).
+const TERM_ROWS: usize = 20_000;
+/// Candidates taken from each side (vectors, words) before fusion.
+const CANDIDATES: usize = 100;
+/// Query vectors kept for repeated searches.
+const QUERY_CACHE: usize = 512;
+/// Rows embedded per batch when filling in missing vectors.
+const EMBED_BATCH: usize = 64;
+
+/// How the embedder is obtained: at most once, on first need (loading a model takes a
+/// moment; the server starts without waiting for it).
+pub type EmbedderLoader = Box<dyn FnOnce() -> Result<Arc<dyn Embedder>, String> + Send>;
+
+/// The memory database and its indexes.
+pub struct MemoryDb {
+    store: Store,
+    rank: RankConfig,
+    loader: Mutex<Option<EmbedderLoader>>,
+    embedder: OnceLock<Result<Arc<dyn Embedder>, String>>,
+    indexes: Mutex<HashMap<(String, Kind), Arc<RwLock<VecIndex>>>>,
+    /// Serialises duplicate check + insert so two sessions cannot store the same fact twice.
+    write: Mutex<()>,
+    /// `PRAGMA data_version` when the indexes were last known good: another process (an
+    /// import) changing the file makes the indexes reload.
+    data_version: AtomicI64,
+    queries: Mutex<HashMap<String, Arc<Vec<f32>>>>,
+    /// Access counts not yet written (row id → (count, last access ms)).
+    access: Arc<Mutex<HashMap<i64, (i64, i64)>>>,
+}
+
+impl std::fmt::Debug for MemoryDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryDb")
+            .field("path", &self.store.path())
+            .finish()
+    }
+}
+
+/// One user's vectors of one kind, for one model.
+#[derive(Default)]
+struct VecIndex {
+    dims: usize,
+    rows: Vec<i64>,
+    vectors: Vec<f32>,
+    meta: Vec<RowMeta>,
+    position: HashMap<i64, usize>,
+}
+
+struct RowMeta {
+    memory_type: Option<u8>,
+    category: Option<u8>,
+    tags: Box<[Box<str>]>,
+}
+
+impl RowMeta {
+    fn new(memory_type: Option<&str>, category: Option<&str>, tags: &[String]) -> RowMeta {
+        RowMeta {
+            memory_type: memory_type
+                .and_then(|t| MEMORY_TYPES.iter().position(|v| *v == t))
+                .map(|p| p as u8),
+            category: category
+                .and_then(|c| CATEGORIES.iter().position(|v| *v == c))
+                .map(|p| p as u8),
+            tags: tags.iter().map(|t| t.as_str().into()).collect(),
+        }
+    }
+
+    fn matches(&self, filter: &Filter) -> bool {
+        (filter.memory_type.is_none() || self.memory_type == filter.memory_type)
+            && (filter.category.is_none() || self.category == filter.category)
+            && (filter.tags.is_empty() || self.tags.iter().any(|t| filter.tags.contains(&&**t)))
+    }
+}
+
+struct Filter<'a> {
+    memory_type: Option<u8>,
+    category: Option<u8>,
+    tags: Vec<&'a str>,
+}
+
+impl<'a> Filter<'a> {
+    fn of(q: &'a Query) -> Filter<'a> {
+        let meta = RowMeta::new(q.memory_type.as_deref(), q.category.as_deref(), &[]);
+        Filter {
+            memory_type: meta.memory_type,
+            category: meta.category,
+            tags: q.tags.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+impl VecIndex {
+    fn insert(&mut self, row: i64, vector: &[f32], meta: RowMeta) {
+        if vector.len() != self.dims {
+            return;
+        }
+        if let Some(&at) = self.position.get(&row) {
+            self.vectors[at * self.dims..(at + 1) * self.dims].copy_from_slice(vector);
+            self.meta[at] = meta;
+            return;
+        }
+        self.position.insert(row, self.rows.len());
+        self.rows.push(row);
+        self.vectors.extend_from_slice(vector);
+        self.meta.push(meta);
+    }
+
+    fn remove(&mut self, row: i64) {
+        let Some(at) = self.position.remove(&row) else {
+            return;
+        };
+        let last = self.rows.len() - 1;
+        if at != last {
+            let moved = self.rows[last];
+            self.rows.swap(at, last);
+            self.meta.swap(at, last);
+            let d = self.dims;
+            let (head, tail) = self.vectors.split_at_mut(last * d);
+            head[at * d..(at + 1) * d].copy_from_slice(&tail[..d]);
+            self.position.insert(moved, at);
+        }
+        self.rows.pop();
+        self.meta.pop();
+        self.vectors.truncate(last * self.dims);
+    }
+
+    /// The `k` most similar rows passing `filter`, best first.
+    fn top(&self, query: &[f32], k: usize, filter: Option<&Filter>) -> Vec<(i64, f32)> {
+        if query.len() != self.dims || self.rows.is_empty() || k == 0 {
+            return Vec::new();
+        }
+        let mut scored: Vec<(f32, usize)> = Vec::with_capacity(self.rows.len());
+        for (i, v) in self.vectors.chunks_exact(self.dims).enumerate() {
+            if filter.is_some_and(|f| !self.meta[i].matches(f)) {
+                continue;
+            }
+            scored.push((dot(query, v), i));
+        }
+        if scored.len() > k {
+            scored.select_nth_unstable_by(k - 1, |a, b| b.0.total_cmp(&a.0));
+            scored.truncate(k);
+        }
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored.into_iter().map(|(s, i)| (self.rows[i], s)).collect()
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Lower case, single spaces, no closing punctuation: "The same text" for duplicates.
+fn normalized(text: &str) -> String {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    words
+        .join(" ")
+        .trim_end_matches(['.', '!', '?', ';', ','])
+        .trim()
+        .to_owned()
+}
+
+fn norm_hash(text: &str) -> Vec<u8> {
+    blake3::hash(normalized(text).as_bytes())
+        .as_bytes()
+        .to_vec()
+}
+
+fn vector_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn blob_vector(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// Words that say nothing about a fact (never searched for on their own).
+const STOPWORDS: &[&str] = &[
+    "a", "about", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by",
+    "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "he", "her", "him",
+    "his", "how", "i", "if", "in", "into", "is", "it", "its", "know", "me", "my", "of", "on", "or",
+    "our", "she", "so", "than", "that", "the", "their", "them", "they", "this", "to", "user",
+    "user's", "users", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why",
+    "will", "with", "would", "you", "your",
+];
+
+/// The meaningful words of `text`, lower-cased, each once, in order.
+fn query_terms(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for w in text
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .map(|w| w.trim_matches('\'').to_lowercase())
+    {
+        if w.is_empty() || STOPWORDS.contains(&w.as_str()) || words.contains(&w) {
+            continue;
+        }
+        if w.chars().count() < 2 && !w.chars().all(|c| c.is_numeric()) {
+            continue;
+        }
+        words.push(w);
+        if words.len() == MAX_TERMS {
+            break;
+        }
+    }
+    words
+}
+
+const ITEM_COLUMNS: &str = "id, number, kind, content, category, memory_type, tags, pinned, \
+    source, created_ms, updated_ms, access_count";
+
+fn item_from_row(r: &rusqlite::Row) -> rusqlite::Result<(i64, Item)> {
+    let kind: String = r.get(2)?;
+    let tags: String = r.get(6)?;
+    Ok((
+        r.get(0)?,
+        Item {
+            id: r.get(1)?,
+            kind: Kind::parse(&kind).unwrap_or(Kind::Memory),
+            content: r.get(3)?,
+            category: r.get(4)?,
+            memory_type: r.get(5)?,
+            tags: serde_json::from_str(&tags).unwrap_or_default(),
+            pinned: r.get::<_, i64>(7)? != 0,
+            source: r.get(8)?,
+            created_ms: r.get(9)?,
+            updated_ms: r.get(10)?,
+            access_count: r.get(11)?,
+        },
+    ))
+}
+
+fn err(e: impl std::fmt::Display) -> MemoryError {
+    MemoryError(e.to_string())
+}
+
+impl MemoryDb {
+    /// Opens (creating) the memory database at `path`. `loader` yields the embedder on
+    /// first need; `None` means words only.
+    pub fn open(
+        path: &Path,
+        loader: Option<EmbedderLoader>,
+        rank: RankConfig,
+    ) -> Result<Arc<MemoryDb>, StoreError> {
+        let store = Store::open_schema(path, Durability::Full, &MEMORY_SCHEMA)?;
+        let db = Arc::new(MemoryDb {
+            store,
+            rank,
+            embedder: OnceLock::new(),
+            loader: Mutex::new(loader),
+            indexes: Mutex::new(HashMap::new()),
+            write: Mutex::new(()),
+            data_version: AtomicI64::new(0),
+            queries: Mutex::new(HashMap::new()),
+            access: Arc::new(Mutex::new(HashMap::new())),
+        });
+        let v = db.current_data_version().map_err(|e| StoreError(e.0))?;
+        db.data_version.store(v, Ordering::SeqCst);
+        spawn_access_flusher(&db);
+        Ok(db)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.store.path()
+    }
+
+    /// The embedder, loading it on first call; `Err` says why search is by words only.
+    pub fn embedder(&self) -> Result<Arc<dyn Embedder>, String> {
+        self.embedder
+            .get_or_init(|| {
+                let loader = self.loader.lock().unwrap_or_else(|e| e.into_inner()).take();
+                match loader {
+                    None => Err("no embedding model is configured (memory.embeddings.provider = \"none\")".into()),
+                    Some(load) => {
+                        let started = std::time::Instant::now();
+                        let r = load();
+                        match &r {
+                            Ok(e) => tracing::info!(model = e.id(), ms = started.elapsed().as_millis() as u64, "embedding model ready"),
+                            Err(why) => tracing::warn!(reason = %why, "no embedding model: memory search matches words only"),
+                        }
+                        r
+                    }
+                }
+            })
+            .clone()
+    }
+
+    /// Loads the embedder now (call from a background thread at start-up).
+    pub fn warm_up(&self) {
+        let _ = self.embedder();
+    }
+
+    fn current_data_version(&self) -> Result<i64, MemoryError> {
+        self.store
+            .conn()
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .map_err(err)
+    }
+
+    /// Drops the indexes when another connection (another process) changed the database.
+    fn check_external_changes(&self) -> Result<(), MemoryError> {
+        let v = self.current_data_version()?;
+        if self.data_version.swap(v, Ordering::SeqCst) != v {
+            self.indexes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
+        }
+        Ok(())
+    }
+
+    fn embed_one(&self, embedder: &Arc<dyn Embedder>, text: &str) -> Result<Vec<f32>, MemoryError> {
+        embedder
+            .embed(&[text])
+            .map_err(err)?
+            .pop()
+            .ok_or_else(|| MemoryError("the embedder returned no vector".into()))
+    }
+
+    fn query_vector(
+        &self,
+        embedder: &Arc<dyn Embedder>,
+        text: &str,
+    ) -> Result<Arc<Vec<f32>>, MemoryError> {
+        if let Some(v) = self
+            .queries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(text)
+        {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(self.embed_one(embedder, text)?);
+        let mut cache = self.queries.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= QUERY_CACHE {
+            cache.clear();
+        }
+        cache.insert(text.to_owned(), v.clone());
+        Ok(v)
+    }
+
+    /// The vector index of `user`'s rows of `kind`, built on first use. Rows without a
+    /// vector from the current model (stored without a model, or under another one) are
+    /// embedded and saved first.
+    fn index(
+        &self,
+        user: &str,
+        kind: Kind,
+        embedder: &Arc<dyn Embedder>,
+    ) -> Result<Arc<RwLock<VecIndex>>, MemoryError> {
+        let key = (user.to_owned(), kind);
+        if let Some(ix) = self
+            .indexes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(ix.clone());
+        }
+        self.embed_missing(user, kind, embedder)?;
+        let model = embedder.id();
+        let mut ix = VecIndex {
+            dims: embedder.dims(),
+            ..VecIndex::default()
+        };
+        {
+            let conn = self.store.conn();
+            let mut stmt = conn
+                .prepare(
+                    "SELECT id, embedding, memory_type, category, tags FROM items
+                     WHERE user = ?1 AND kind = ?2 AND embedding_model = ?3",
+                )
+                .map_err(err)?;
+            let mut rows = stmt
+                .query(params![user, kind.as_str(), model])
+                .map_err(err)?;
+            while let Some(r) = rows.next().map_err(err)? {
+                let blob: Vec<u8> = r.get(1).map_err(err)?;
+                let v = blob_vector(&blob);
+                if ix.dims == 0 {
+                    ix.dims = v.len();
+                }
+                let tags: String = r.get(4).map_err(err)?;
+                let tags: Vec<String> = serde_json::from_str(&tags).unwrap_or_default();
+                let meta = RowMeta::new(
+                    r.get::<_, Option<String>>(2).map_err(err)?.as_deref(),
+                    r.get::<_, Option<String>>(3).map_err(err)?.as_deref(),
+                    &tags,
+                );
+                ix.insert(r.get(0).map_err(err)?, &v, meta);
+            }
+        }
+        let ix = Arc::new(RwLock::new(ix));
+        self.indexes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, ix.clone());
+        Ok(ix)
+    }
+
+    fn embed_missing(
+        &self,
+        user: &str,
+        kind: Kind,
+        embedder: &Arc<dyn Embedder>,
+    ) -> Result<(), MemoryError> {
+        let model = embedder.id();
+        let missing: Vec<(i64, String)> = {
+            let conn = self.store.conn();
+            let mut stmt = conn
+                .prepare(
+                    "SELECT id, content FROM items WHERE user = ?1 AND kind = ?2
+                     AND (embedding IS NULL OR embedding_model IS NOT ?3)",
+                )
+                .map_err(err)?;
+            stmt.query_map(params![user, kind.as_str(), model], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .map_err(err)?
+            .collect::<Result<_, _>>()
+            .map_err(err)?
+        };
+        if missing.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(
+            user,
+            kind = kind.as_str(),
+            rows = missing.len(),
+            model,
+            "embedding rows stored without a vector for this model"
+        );
+        for chunk in missing.chunks(EMBED_BATCH) {
+            let texts: Vec<&str> = chunk.iter().map(|(_, c)| c.as_str()).collect();
+            let vectors = embedder.embed(&texts).map_err(err)?;
+            let mut conn = self.store.conn();
+            let tx = conn.transaction().map_err(err)?;
+            for ((id, _), v) in chunk.iter().zip(&vectors) {
+                tx.execute(
+                    "UPDATE items SET embedding = ?1, embedding_model = ?2 WHERE id = ?3",
+                    params![vector_blob(v), model, id],
+                )
+                .map_err(err)?;
+            }
+            tx.commit().map_err(err)?;
+        }
+        // Our own commits do not change data_version for this connection.
+        Ok(())
+    }
+
+    /// The row of `user`'s `kind` numbered `number`.
+    fn find(
+        &self,
+        user: &str,
+        kind: Kind,
+        number: i64,
+    ) -> Result<Option<(i64, Item)>, MemoryError> {
+        self.store
+            .conn()
+            .query_row(
+                &format!(
+                    "SELECT {ITEM_COLUMNS} FROM items WHERE user = ?1 AND kind = ?2 AND number = ?3"
+                ),
+                params![user, kind.as_str(), number],
+                item_from_row,
+            )
+            .optional()
+            .map_err(err)
+    }
+
+    fn find_exact(
+        &self,
+        user: &str,
+        kind: Kind,
+        hash: &[u8],
+    ) -> Result<Option<(i64, Item)>, MemoryError> {
+        self.store
+            .conn()
+            .query_row(
+                &format!("SELECT {ITEM_COLUMNS} FROM items WHERE user = ?1 AND kind = ?2 AND norm_hash = ?3"),
+                params![user, kind.as_str(), hash],
+                item_from_row,
+            )
+            .optional()
+            .map_err(err)
+    }
+
+    /// `user`'s rows among `ids` (row ids, not numbers).
+    fn rows_by_id(&self, user: &str, ids: &[i64]) -> Result<HashMap<i64, Item>, MemoryError> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let marks = vec!["?"; ids.len()].join(",");
+        let conn = self.store.conn();
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT {ITEM_COLUMNS} FROM items WHERE user = ? AND id IN ({marks})"
+            ))
+            .map_err(err)?;
+        let args: Vec<&dyn ToSql> = std::iter::once(&user as &dyn ToSql)
+            .chain(ids.iter().map(|i| i as &dyn ToSql))
+            .collect();
+        let rows = stmt
+            .query_map(params_from_iter(args), item_from_row)
+            .map_err(err)?
+            .collect::<Result<HashMap<_, _>, _>>()
+            .map_err(err)?;
+        Ok(rows)
+    }
+
+    /// A near duplicate of `vector` among `user`'s rows of `kind` (other than `except`).
+    fn near_duplicate(
+        &self,
+        index: &RwLock<VecIndex>,
+        vector: &[f32],
+        except: Option<i64>,
+    ) -> Option<(i64, f32)> {
+        let ix = index.read().unwrap_or_else(|e| e.into_inner());
+        ix.top(vector, 2, None)
+            .into_iter()
+            .find(|(row, _)| Some(*row) != except)
+            .filter(|(_, sim)| *sim >= self.rank.duplicate_threshold)
+    }
+
+    /// Inserts one row (numbered next for its user and kind); returns its row id and item.
+    #[allow(clippy::too_many_arguments)]
+    fn insert_row(
+        &self,
+        user: &str,
+        kind: Kind,
+        item: &NewItem,
+        vector: Option<(&[f32], &str)>,
+        created_ms: i64,
+        updated_ms: i64,
+        access_count: i64,
+    ) -> Result<Result<(i64, Item), rusqlite::Error>, MemoryError> {
+        let mut conn = self.store.conn();
+        let tx = conn.transaction().map_err(err)?;
+        let number: i64 = tx
+            .query_row(
+                "INSERT INTO counters (user, kind, last) VALUES (?1, ?2, 1)
+                 ON CONFLICT (user, kind) DO UPDATE SET last = last + 1 RETURNING last",
+                params![user, kind.as_str()],
+                |r| r.get(0),
+            )
+            .map_err(err)?;
+        let tags = serde_json::to_string(&item.tags).map_err(err)?;
+        let inserted = tx.query_row(
+            "INSERT INTO items (user, kind, number, content, norm_hash, category, memory_type,
+                 tags, pinned, source, created_ms, updated_ms, access_count, embedding, embedding_model)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING id",
+            params![
+                user,
+                kind.as_str(),
+                number,
+                item.content,
+                norm_hash(&item.content),
+                item.category,
+                item.memory_type,
+                tags,
+                item.pinned as i64,
+                item.source,
+                created_ms,
+                updated_ms,
+                access_count,
+                vector.map(|(v, _)| vector_blob(v)),
+                vector.map(|(_, m)| m),
+            ],
+            |r| r.get::<_, i64>(0),
+        );
+        let id = match inserted {
+            Ok(id) => id,
+            Err(e) => return Ok(Err(e)),
+        };
+        tx.commit().map_err(err)?;
+        Ok(Ok((
+            id,
+            Item {
+                id: number,
+                kind,
+                content: item.content.clone(),
+                category: item.category.clone(),
+                memory_type: item.memory_type.clone(),
+                tags: item.tags.clone(),
+                pinned: item.pinned,
+                source: item.source.clone(),
+                created_ms,
+                updated_ms,
+                access_count,
+            },
+        )))
+    }
+
+    /// Stores `item` for `user`, as `store` does, with the given times (import keeps them)
+    /// and optionally a ready vector from `model` (import skips re-embedding).
+    fn store_with(
+        &self,
+        user: &str,
+        kind: Kind,
+        item: NewItem,
+        times: Option<(i64, i64, i64)>,
+        given_vector: Option<(Vec<f32>, String)>,
+    ) -> Result<StoreOutcome, MemoryError> {
+        self.check_external_changes()?;
+        let hash = norm_hash(&item.content);
+        if let Some((_, existing)) = self.find_exact(user, kind, &hash)? {
+            return Ok(StoreOutcome::Duplicate(Duplicate {
+                existing,
+                similarity: 1.0,
+                exact: true,
+            }));
+        }
+        let embedder = self.embedder().ok();
+        let vector = match (&embedder, given_vector) {
+            (Some(e), Some((v, model))) if model == e.id() && v.len() == e.dims() => Some(v),
+            (Some(e), _) => match self.embed_one(e, &item.content) {
+                Ok(v) => Some(v),
+                Err(why) => {
+                    tracing::warn!(error = %why, "embedding failed; stored for word search, embedded later");
+                    None
+                }
+            },
+            (None, _) => None,
+        };
+        let index = match (&embedder, &vector) {
+            (Some(e), Some(_)) => Some(self.index(user, kind, e)?),
+            _ => None,
+        };
+        let _guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(index), Some(v)) = (&index, &vector)
+            && let Some((row, similarity)) = self.near_duplicate(index, v, None)
+            && let Some(existing) = self.rows_by_id(user, &[row])?.remove(&row)
+        {
+            return Ok(StoreOutcome::Duplicate(Duplicate {
+                existing,
+                similarity,
+                exact: false,
+            }));
+        }
+        let now = now_ms();
+        let (created, updated, accessed) = times.unwrap_or((now, now, 0));
+        let model = embedder.as_ref().map(|e| e.id().to_owned());
+        let with_vector = vector.as_deref().zip(model.as_deref());
+        match self.insert_row(user, kind, &item, with_vector, created, updated, accessed)? {
+            Ok((row, stored)) => {
+                if let (Some(index), Some(v)) = (&index, &vector) {
+                    index.write().unwrap_or_else(|e| e.into_inner()).insert(
+                        row,
+                        v,
+                        RowMeta::new(
+                            item.memory_type.as_deref(),
+                            item.category.as_deref(),
+                            &item.tags,
+                        ),
+                    );
+                }
+                Ok(StoreOutcome::Stored(stored))
+            }
+            // Another process stored the same text between our check and insert.
+            Err(rusqlite::Error::SqliteFailure(f, _))
+                if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                match self.find_exact(user, kind, &hash)? {
+                    Some((_, existing)) => Ok(StoreOutcome::Duplicate(Duplicate {
+                        existing,
+                        similarity: 1.0,
+                        exact: true,
+                    })),
+                    None => Err(MemoryError("a concurrent store conflicted; retry".into())),
+                }
+            }
+            Err(e) => Err(err(e)),
+        }
+    }
+
+    /// Rows matching the query's words, scored by weighted coverage: the share of the
+    /// query's inverse document frequency (over this user's rows of `kind`) that the row's
+    /// words cover, in 0..1. Words no row has are left out of the share. Stemmed (Porter),
+    /// so "allergies" finds "allergy".
+    fn lexical_candidates(
+        &self,
+        user: &str,
+        kind: Kind,
+        query: &Query,
+    ) -> Result<Vec<(i64, f32)>, MemoryError> {
+        let terms = query_terms(&query.text);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = String::from(
+            "SELECT i.id FROM items_fts JOIN items i ON i.id = items_fts.rowid
+             WHERE items_fts MATCH ?1 AND i.user = ?2 AND i.kind = ?3",
+        );
+        let mut args: Vec<Box<dyn ToSql>> = vec![
+            Box::new(String::new()),
+            Box::new(user.to_owned()),
+            Box::new(kind.as_str()),
+        ];
+        if let Some(t) = &query.memory_type {
+            args.push(Box::new(t.clone()));
+            sql.push_str(&format!(" AND i.memory_type = ?{}", args.len()));
+        }
+        if let Some(c) = &query.category {
+            args.push(Box::new(c.clone()));
+            sql.push_str(&format!(" AND i.category = ?{}", args.len()));
+        }
+        if !query.tags.is_empty() {
+            let mut marks = Vec::new();
+            for t in &query.tags {
+                args.push(Box::new(t.clone()));
+                marks.push(format!("?{}", args.len()));
+            }
+            sql.push_str(&format!(
+                " AND EXISTS (SELECT 1 FROM json_each(i.tags) WHERE json_each.value IN ({}))",
+                marks.join(",")
+            ));
+        }
+        sql.push_str(&format!(" LIMIT {TERM_ROWS}"));
+        let conn = self.store.conn();
+        let total: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM items WHERE user = ?1 AND kind = ?2",
+                params![user, kind.as_str()],
+                |r| r.get(0),
+            )
+            .map_err(err)?;
+        let mut stmt = conn.prepare_cached(&sql).map_err(err)?;
+        let mut covered: HashMap<i64, f32> = HashMap::new();
+        let mut mass = 0f32;
+        for term in &terms {
+            args[0] = Box::new(format!("\"{}\"", term.replace('"', "")));
+            let ids = stmt
+                .query_map(params_from_iter(args.iter().map(|a| a.as_ref())), |r| {
+                    r.get::<_, i64>(0)
+                })
+                .map_err(err)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(err)?;
+            if ids.is_empty() {
+                continue;
+            }
+            let n = ids.len() as f32;
+            let idf = (1.0 + (total as f32 - n + 0.5) / (n + 0.5)).ln();
+            mass += idf;
+            for id in ids {
+                *covered.entry(id).or_insert(0.0) += idf;
+            }
+        }
+        if mass <= 0.0 {
+            return Ok(Vec::new());
+        }
+        let mut scored: Vec<(i64, f32)> =
+            covered.into_iter().map(|(id, w)| (id, w / mass)).collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.truncate(CANDIDATES);
+        Ok(scored)
+    }
+
+    fn record_access(&self, rows: &[i64]) {
+        let now = now_ms();
+        let mut pending = self.access.lock().unwrap_or_else(|e| e.into_inner());
+        for r in rows {
+            let e = pending.entry(*r).or_insert((0, now));
+            e.0 += 1;
+            e.1 = now;
+        }
+    }
+
+    /// Writes pending access counts.
+    pub fn flush(&self) {
+        flush_access(&self.store, &self.access);
+    }
+
+    // --- ownership: list, export, import ---------------------------------------------------
+
+    /// Users with any rows, sorted.
+    pub fn users(&self) -> Result<Vec<String>, MemoryError> {
+        let conn = self.store.conn();
+        let mut stmt = conn
+            .prepare("SELECT DISTINCT user FROM items ORDER BY user")
+            .map_err(err)?;
+        let users = stmt
+            .query_map([], |r| r.get(0))
+            .map_err(err)?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(err)?;
+        Ok(users)
+    }
+
+    /// Every row of `user` (all users when `None`), by user, kind and number.
+    pub fn export(
+        &self,
+        user: Option<&str>,
+        kind: Option<Kind>,
+        with_embeddings: bool,
+    ) -> Result<Vec<ExportRecord>, MemoryError> {
+        self.flush();
+        let conn = self.store.conn();
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT {ITEM_COLUMNS}, user, embedding, embedding_model FROM items
+                 WHERE (?1 IS NULL OR user = ?1) AND (?2 IS NULL OR kind = ?2)
+                 ORDER BY user, kind DESC, number"
+            ))
+            .map_err(err)?;
+        let records = stmt
+            .query_map(params![user, kind.map(Kind::as_str)], |r| {
+                let (_, item) = item_from_row(r)?;
+                let user: String = r.get(12)?;
+                let embedding = if with_embeddings {
+                    match (
+                        r.get::<_, Option<Vec<u8>>>(13)?,
+                        r.get::<_, Option<String>>(14)?,
+                    ) {
+                        (Some(blob), Some(model)) => Some(ExportEmbedding {
+                            model,
+                            vector: base64::engine::general_purpose::STANDARD.encode(blob),
+                        }),
+                        _ => None,
+                    }
+                } else {
+                    None
+                };
+                Ok(ExportRecord::from_item(&user, &item, embedding))
+            })
+            .map_err(err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
+        Ok(records)
+    }
+
+    /// Stores one exported record (for `user` when given, else the record's user).
+    /// Duplicates are skipped, as a store would skip them.
+    pub fn import(&self, record: ExportRecord, user: Option<&str>) -> Result<StoreOutcome, String> {
+        let kind = Kind::parse(&record.kind)
+            .ok_or_else(|| format!("kind {:?} is neither \"truth\" nor \"memory\"", record.kind))?;
+        let user = user
+            .or(record.user.as_deref())
+            .ok_or("the record names no user; pass --user to import it for one")?;
+        if user.is_empty() {
+            return Err("the user is empty".into());
+        }
+        let content = record.content.trim().to_owned();
+        if content.is_empty() {
+            return Err("content is empty".into());
+        }
+        let check =
+            |what: &str, v: &Option<String>, valid: &[&str]| -> Result<Option<String>, String> {
+                match v {
+                    None => Ok(None),
+                    Some(s) if valid.contains(&s.as_str()) => Ok(Some(s.clone())),
+                    Some(s) => Err(format!("{what} {s:?} is not one of: {}", valid.join(", "))),
+                }
+            };
+        let item = NewItem {
+            content,
+            category: check("category", &record.category, &CATEGORIES)?,
+            memory_type: match kind {
+                Kind::Memory => check("memoryType", &record.memory_type, &MEMORY_TYPES)?,
+                Kind::Truth => None,
+            },
+            tags: record.tags.unwrap_or_default(),
+            pinned: kind == Kind::Truth && record.is_pinned.unwrap_or(false),
+            source: record.source.unwrap_or_else(|| "import".into()),
+        };
+        let parse_time = |s: &Option<String>| -> Result<Option<i64>, String> {
+            match s {
+                None => Ok(None),
+                Some(t) => ringfence_tools::files::time::parse_iso(t).map(|st| {
+                    Some(
+                        st.duration_since(UNIX_EPOCH)
+                            .map(|d| d.as_millis() as i64)
+                            .unwrap_or(0),
+                    )
+                }),
+            }
+        };
+        let now = now_ms();
+        let created = parse_time(&record.created)?.unwrap_or(now);
+        let updated = parse_time(&record.updated)?.unwrap_or(created);
+        let vector = match record.embedding {
+            Some(e) => {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(e.vector.as_bytes())
+                    .map_err(|x| format!("embedding.vector is not base64: {x}"))?;
+                Some((blob_vector(&bytes), e.model))
+            }
+            None => None,
+        };
+        self.store_with(
+            user,
+            kind,
+            item,
+            Some((created, updated, record.access_count.unwrap_or(0).max(0))),
+            vector,
+        )
+        .map_err(|e| e.0)
+    }
+}
+
+/// One row as `ringfence memory export` writes it (a JSON line) and `import` reads it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// `truth` or `memory`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<i64>,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_pinned: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_count: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<ExportEmbedding>,
+}
+
+/// A stored vector: the model that made it and its little-endian f32s in base64.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExportEmbedding {
+    pub model: String,
+    pub vector: String,
+}
+
+impl ExportRecord {
+    fn from_item(user: &str, item: &Item, embedding: Option<ExportEmbedding>) -> ExportRecord {
+        use ringfence_tools::files::time::format_iso_ms;
+        ExportRecord {
+            user: Some(user.to_owned()),
+            kind: item.kind.as_str().to_owned(),
+            id: Some(item.id),
+            content: item.content.clone(),
+            category: item.category.clone(),
+            memory_type: item.memory_type.clone(),
+            tags: (item.kind == Kind::Memory).then(|| item.tags.clone()),
+            is_pinned: (item.kind == Kind::Truth).then_some(item.pinned),
+            source: Some(item.source.clone()),
+            created: Some(format_iso_ms(item.created_ms)),
+            updated: Some(format_iso_ms(item.updated_ms)),
+            access_count: Some(item.access_count),
+            embedding,
+        }
+    }
+}
+
+fn flush_access(store: &Store, access: &Mutex<HashMap<i64, (i64, i64)>>) {
+    let pending: HashMap<i64, (i64, i64)> =
+        std::mem::take(&mut *access.lock().unwrap_or_else(|e| e.into_inner()));
+    if pending.is_empty() {
+        return;
+    }
+    let mut conn = store.conn();
+    let result = (|| -> rusqlite::Result<()> {
+        let tx = conn.transaction()?;
+        for (row, (count, last)) in &pending {
+            tx.execute(
+                "UPDATE items SET access_count = access_count + ?1, last_access_ms = ?2 WHERE id = ?3",
+                params![count, last, row],
+            )?;
+        }
+        tx.commit()
+    })();
+    if let Err(e) = result {
+        tracing::warn!(error = %e, "could not record memory access counts");
+    }
+}
+
+/// Writes access counts every two seconds while the database is alive.
+fn spawn_access_flusher(db: &Arc<MemoryDb>) {
+    let weak: Weak<MemoryDb> = Arc::downgrade(db);
+    let spawned = std::thread::Builder::new()
+        .name("ringfence-memory-access".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_secs(2));
+                match weak.upgrade() {
+                    Some(db) => db.flush(),
+                    None => return,
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "no access-count writer thread; counts are written at exit only");
+    }
+}
+
+impl Drop for MemoryDb {
+    fn drop(&mut self) {
+        flush_access(&self.store, &self.access);
+    }
+}
+
+impl MemoryBackend for MemoryDb {
+    fn store(&self, user: &str, kind: Kind, item: NewItem) -> Result<StoreOutcome, MemoryError> {
+        self.store_with(user, kind, item, None, None)
+    }
+
+    fn search(&self, user: &str, kind: Kind, query: &Query) -> Result<SearchOutcome, MemoryError> {
+        self.check_external_changes()?;
+        let rank = &self.rank;
+        let filter = Filter::of(query);
+        let mut mode = SearchMode::Hybrid;
+        let mut similarities: HashMap<i64, f32> = HashMap::new();
+        match self.embedder() {
+            Ok(embedder) => {
+                let vector = self.query_vector(&embedder, query.text.trim());
+                match vector {
+                    Ok(v) => {
+                        let index = self.index(user, kind, &embedder)?;
+                        let ix = index.read().unwrap_or_else(|e| e.into_inner());
+                        similarities.extend(ix.top(&v, CANDIDATES, Some(&filter)));
+                    }
+                    Err(e) => {
+                        mode = SearchMode::Lexical {
+                            reason: format!("the embedding model failed ({e})"),
+                        }
+                    }
+                }
+            }
+            Err(why) => {
+                mode = SearchMode::Lexical {
+                    reason: format!(
+                        "{why}; install the model with `ringfence model install` and restart"
+                    ),
+                }
+            }
+        }
+        let lexical: HashMap<i64, f32> = self
+            .lexical_candidates(user, kind, query)?
+            .into_iter()
+            .collect();
+        let mut ids: Vec<i64> = similarities.keys().chain(lexical.keys()).copied().collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let rows = self.rows_by_id(user, &ids)?;
+        let now = now_ms();
+        let mut hits: Vec<(i64, Hit)> = Vec::new();
+        for (row, item) in rows {
+            let words = lexical.get(&row).copied().unwrap_or(0.0);
+            let similarity = similarities.get(&row).copied();
+            let relevance = match mode {
+                SearchMode::Hybrid => {
+                    rank.vector_weight * similarity.unwrap_or(0.0).max(0.0)
+                        + rank.lexical_weight * words
+                }
+                SearchMode::Lexical { .. } => words,
+            };
+            let floor = match mode {
+                SearchMode::Hybrid => rank.min_relevance,
+                SearchMode::Lexical { .. } => rank.min_lexical,
+            };
+            if relevance < floor {
+                continue;
+            }
+            let age_days = ((now - item.updated_ms).max(0) as f32) / 86_400_000.0;
+            let recency = 0.5f32.powf(age_days / rank.recency_half_life_days.max(0.001));
+            let usage = ((1 + item.access_count.max(0)) as f32).ln() / 21f32.ln();
+            let score = relevance
+                * (1.0 + rank.recency_weight * recency + rank.usage_weight * usage.min(1.0));
+            hits.push((
+                row,
+                Hit {
+                    item,
+                    score,
+                    similarity,
+                    keyword_match: words > 0.0,
+                },
+            ));
+        }
+        hits.sort_by(|a, b| {
+            b.1.score
+                .total_cmp(&a.1.score)
+                .then(a.1.item.id.cmp(&b.1.item.id))
+        });
+        hits.truncate(query.limit);
+        self.record_access(&hits.iter().map(|(r, _)| *r).collect::<Vec<_>>());
+        Ok(SearchOutcome {
+            hits: hits.into_iter().map(|(_, h)| h).collect(),
+            mode,
+        })
+    }
+
+    fn update(
+        &self,
+        user: &str,
+        kind: Kind,
+        id: i64,
+        content: &str,
+    ) -> Result<UpdateOutcome, MemoryError> {
+        self.check_external_changes()?;
+        let Some((row, before)) = self.find(user, kind, id)? else {
+            return Ok(UpdateOutcome::NotFound);
+        };
+        let hash = norm_hash(content);
+        if let Some((other, existing)) = self.find_exact(user, kind, &hash)?
+            && other != row
+        {
+            return Ok(UpdateOutcome::Duplicate(Duplicate {
+                existing,
+                similarity: 1.0,
+                exact: true,
+            }));
+        }
+        let embedder = self.embedder().ok();
+        let vector = embedder.as_ref().and_then(|e| match self.embed_one(e, content) {
+            Ok(v) => Some(v),
+            Err(why) => {
+                tracing::warn!(error = %why, "embedding failed; updated for word search, embedded later");
+                None
+            }
+        });
+        let index = match &embedder {
+            Some(e) => Some(self.index(user, kind, e)?),
+            None => None,
+        };
+        let _guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(index), Some(v)) = (&index, &vector)
+            && let Some((other, similarity)) = self.near_duplicate(index, v, Some(row))
+            && let Some(existing) = self.rows_by_id(user, &[other])?.remove(&other)
+        {
+            return Ok(UpdateOutcome::Duplicate(Duplicate {
+                existing,
+                similarity,
+                exact: false,
+            }));
+        }
+        let now = now_ms();
+        let model = embedder.as_ref().map(|e| e.id().to_owned());
+        let changed = self
+            .store
+            .conn()
+            .execute(
+                "UPDATE items SET content = ?1, norm_hash = ?2, embedding = ?3, embedding_model = ?4,
+                     updated_ms = ?5 WHERE id = ?6 AND user = ?7",
+                params![
+                    content,
+                    hash,
+                    vector.as_deref().map(vector_blob),
+                    model,
+                    now,
+                    row,
+                    user
+                ],
+            )
+            .map_err(|e| match e {
+                rusqlite::Error::SqliteFailure(f, _)
+                    if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+                {
+                    MemoryError("another session stored the same text at this moment; search and retry".into())
+                }
+                e => err(e),
+            })?;
+        if changed == 0 {
+            return Ok(UpdateOutcome::NotFound);
+        }
+        if let Some(index) = &index {
+            let mut ix = index.write().unwrap_or_else(|e| e.into_inner());
+            match &vector {
+                Some(v) => ix.insert(
+                    row,
+                    v,
+                    RowMeta::new(
+                        before.memory_type.as_deref(),
+                        before.category.as_deref(),
+                        &before.tags,
+                    ),
+                ),
+                None => ix.remove(row),
+            }
+        }
+        let after = Item {
+            content: content.to_owned(),
+            updated_ms: now,
+            ..before.clone()
+        };
+        Ok(UpdateOutcome::Updated { before, after })
+    }
+
+    fn delete(&self, user: &str, kind: Kind, id: i64) -> Result<Option<Item>, MemoryError> {
+        self.check_external_changes()?;
+        let _guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
+        let removed = self
+            .store
+            .conn()
+            .query_row(
+                &format!(
+                    "DELETE FROM items WHERE user = ?1 AND kind = ?2 AND number = ?3 RETURNING {ITEM_COLUMNS}"
+                ),
+                params![user, kind.as_str(), id],
+                item_from_row,
+            )
+            .optional()
+            .map_err(err)?;
+        let Some((row, item)) = removed else {
+            return Ok(None);
+        };
+        if let Some(ix) = self
+            .indexes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(user.to_owned(), kind))
+        {
+            ix.write().unwrap_or_else(|e| e.into_inner()).remove(row);
+        }
+        self.access
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&row);
+        Ok(Some(item))
+    }
+
+    fn pinned(&self, user: &str) -> Result<Vec<Item>, MemoryError> {
+        let conn = self.store.conn();
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT {ITEM_COLUMNS} FROM items WHERE user = ?1 AND kind = 'truth' AND pinned = 1 ORDER BY number"
+            ))
+            .map_err(err)?;
+        let items = stmt
+            .query_map(params![user], item_from_row)
+            .map_err(err)?
+            .map(|r| r.map(|(_, i)| i))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
+        Ok(items)
+    }
+}
+
+#[cfg(test)]
+mod tests;

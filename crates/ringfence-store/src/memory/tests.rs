@@ -1,0 +1,447 @@
+//! The memory database with a small deterministic embedder (bag of words hashed into 256
+//! dimensions): the same words in any order mean "the same", shared words mean "similar".
+//! The real model is tested in tests/memory_model.rs.
+
+use std::sync::Arc;
+
+use ringfence_embed::{EmbedError, Embedder, normalize};
+use ringfence_tools::memory::{
+    Kind, MemoryBackend, NewItem, Query, SearchMode, StoreOutcome, UpdateOutcome,
+};
+
+use super::{MemoryDb, RankConfig};
+
+#[derive(Debug)]
+struct Words;
+
+impl Embedder for Words {
+    fn id(&self) -> &str {
+        "test:words"
+    }
+    fn dims(&self) -> usize {
+        256
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0f32; 256];
+                for w in t.to_lowercase().split(|c: char| !c.is_alphanumeric()) {
+                    if !w.is_empty() {
+                        let h = blake3::hash(w.as_bytes());
+                        v[u16::from_le_bytes([h.as_bytes()[0], h.as_bytes()[1]]) as usize % 256] +=
+                            1.0;
+                    }
+                }
+                normalize(&mut v);
+                v
+            })
+            .collect())
+    }
+}
+
+fn open(dir: &std::path::Path, embedder: bool) -> Arc<MemoryDb> {
+    let loader: Option<super::EmbedderLoader> = if embedder {
+        Some(Box::new(|| Ok(Arc::new(Words) as Arc<dyn Embedder>)))
+    } else {
+        None
+    };
+    MemoryDb::open(&dir.join("memory.db"), loader, RankConfig::default()).unwrap()
+}
+
+fn memory(content: &str) -> NewItem {
+    NewItem {
+        content: content.into(),
+        category: None,
+        memory_type: None,
+        tags: Vec::new(),
+        pinned: false,
+        source: "conversation".into(),
+    }
+}
+
+fn query(text: &str) -> Query {
+    Query {
+        text: text.into(),
+        limit: 5,
+        memory_type: None,
+        category: None,
+        tags: Vec::new(),
+    }
+}
+
+fn stored(outcome: StoreOutcome) -> i64 {
+    match outcome {
+        StoreOutcome::Stored(item) => item.id,
+        StoreOutcome::Duplicate(d) => panic!("unexpected duplicate of #{}", d.existing.id),
+    }
+}
+
+fn found(db: &MemoryDb, user: &str, kind: Kind, q: &str) -> Vec<i64> {
+    db.search(user, kind, &query(q))
+        .unwrap()
+        .hits
+        .iter()
+        .map(|h| h.item.id)
+        .collect()
+}
+
+#[test]
+fn ids_count_per_user_and_kind_and_survive_reopen() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let db = open(tmp.path(), true);
+        assert_eq!(
+            stored(
+                db.store("ann", Kind::Truth, memory("Ann is a pilot"))
+                    .unwrap()
+            ),
+            1
+        );
+        assert_eq!(
+            stored(
+                db.store("ann", Kind::Truth, memory("Ann lives in Oslo"))
+                    .unwrap()
+            ),
+            2
+        );
+        assert_eq!(
+            stored(
+                db.store("ann", Kind::Memory, memory("Ann likes figs"))
+                    .unwrap()
+            ),
+            1
+        );
+        assert_eq!(
+            stored(
+                db.store("bob", Kind::Truth, memory("Bob is a baker"))
+                    .unwrap()
+            ),
+            1
+        );
+        // A deleted number is never handed out again.
+        db.delete("ann", Kind::Truth, 2).unwrap().unwrap();
+        assert_eq!(
+            stored(
+                db.store("ann", Kind::Truth, memory("Ann owns a cat"))
+                    .unwrap()
+            ),
+            3
+        );
+    }
+    let db = open(tmp.path(), true);
+    assert_eq!(found(&db, "ann", Kind::Truth, "pilot")[0], 1);
+    assert_eq!(found(&db, "ann", Kind::Truth, "cat")[0], 3);
+    assert!(!found(&db, "ann", Kind::Truth, "Oslo").contains(&2));
+}
+
+#[test]
+fn one_user_never_reaches_another_users_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path(), true);
+    stored(
+        db.store("ann", Kind::Memory, memory("Ann's locker code is 4711"))
+            .unwrap(),
+    );
+    assert!(found(&db, "bob", Kind::Memory, "locker code 4711").is_empty());
+    assert_eq!(
+        db.update("bob", Kind::Memory, 1, "hacked").unwrap(),
+        UpdateOutcome::NotFound
+    );
+    assert_eq!(db.delete("bob", Kind::Memory, 1).unwrap(), None);
+    // The same text for another user is not a duplicate of Ann's.
+    stored(
+        db.store("bob", Kind::Memory, memory("Ann's locker code is 4711"))
+            .unwrap(),
+    );
+    assert_eq!(found(&db, "ann", Kind::Memory, "locker code 4711"), vec![1]);
+    assert_eq!(db.export(Some("bob"), None, false).unwrap().len(), 1);
+}
+
+#[test]
+fn duplicates_by_text_or_meaning_are_not_stored_twice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path(), true);
+    let id = stored(
+        db.store("u", Kind::Memory, memory("User is allergic to shellfish"))
+            .unwrap(),
+    );
+    match db
+        .store(
+            "u",
+            Kind::Memory,
+            memory("  user is ALLERGIC to shellfish. "),
+        )
+        .unwrap()
+    {
+        StoreOutcome::Duplicate(d) => {
+            assert!(d.exact);
+            assert_eq!(d.existing.id, id);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Same words in another order: the test embedder gives the same vector.
+    match db
+        .store("u", Kind::Memory, memory("shellfish: user is allergic to"))
+        .unwrap()
+    {
+        StoreOutcome::Duplicate(d) => {
+            assert!(!d.exact);
+            assert!(d.similarity > 0.99, "{}", d.similarity);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Truths and memories are separate: the same fact may be both.
+    stored(
+        db.store("u", Kind::Truth, memory("User is allergic to shellfish"))
+            .unwrap(),
+    );
+    assert_eq!(db.export(Some("u"), None, false).unwrap().len(), 2);
+}
+
+#[test]
+fn update_replaces_content_and_vector() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path(), true);
+    stored(
+        db.store("u", Kind::Memory, memory("User lives in Seattle"))
+            .unwrap(),
+    );
+    stored(
+        db.store("u", Kind::Memory, memory("User drives a blue bicycle"))
+            .unwrap(),
+    );
+    match db
+        .update("u", Kind::Memory, 1, "User lives in Chicago now")
+        .unwrap()
+    {
+        UpdateOutcome::Updated { before, after } => {
+            assert_eq!(before.content, "User lives in Seattle");
+            assert_eq!(after.content, "User lives in Chicago now");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(found(&db, "u", Kind::Memory, "Chicago"), vec![1]);
+    assert!(found(&db, "u", Kind::Memory, "Seattle").is_empty());
+    // Updating into another row's exact text is refused, nothing changes.
+    match db
+        .update("u", Kind::Memory, 1, "user drives a blue bicycle")
+        .unwrap()
+    {
+        UpdateOutcome::Duplicate(d) => assert_eq!(d.existing.id, 2),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(found(&db, "u", Kind::Memory, "Chicago"), vec![1]);
+}
+
+#[test]
+fn deleting_a_truth_promotes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path(), true);
+    stored(
+        db.store("u", Kind::Truth, memory("User works as a nurse"))
+            .unwrap(),
+    );
+    stored(
+        db.store("u", Kind::Memory, memory("User works as a nurse at night"))
+            .unwrap(),
+    );
+    assert!(db.delete("u", Kind::Truth, 1).unwrap().is_some());
+    assert!(found(&db, "u", Kind::Truth, "nurse").is_empty());
+    assert_eq!(found(&db, "u", Kind::Memory, "nurse"), vec![1]);
+    assert_eq!(db.delete("u", Kind::Truth, 1).unwrap(), None);
+}
+
+#[test]
+fn filters_unrelated_rows_and_pinned_truths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path(), true);
+    let mut m = memory("User runs marathons every spring");
+    m.memory_type = Some("habit".into());
+    m.category = Some("hobbies".into());
+    m.tags = vec!["sport".into(), "running".into()];
+    stored(db.store("u", Kind::Memory, m).unwrap());
+    let mut m = memory("User runs a small bakery business");
+    m.memory_type = Some("fact".into());
+    m.category = Some("professional".into());
+    stored(db.store("u", Kind::Memory, m).unwrap());
+    let mut q = query("runs");
+    q.memory_type = Some("habit".into());
+    assert_eq!(db.search("u", Kind::Memory, &q).unwrap().hits.len(), 1);
+    q.memory_type = None;
+    q.tags = vec!["running".into()];
+    assert_eq!(db.search("u", Kind::Memory, &q).unwrap().hits[0].item.id, 1);
+    q.tags.clear();
+    q.category = Some("professional".into());
+    assert_eq!(db.search("u", Kind::Memory, &q).unwrap().hits[0].item.id, 2);
+    // Nothing shares a word with this: nothing comes back.
+    assert!(found(&db, "u", Kind::Memory, "quantum chromodynamics lecture").is_empty());
+
+    let mut t = memory("User's name is Robin");
+    t.pinned = true;
+    stored(db.store("u", Kind::Truth, t).unwrap());
+    stored(
+        db.store("u", Kind::Truth, memory("User is left-handed"))
+            .unwrap(),
+    );
+    let pinned = db.pinned("u").unwrap();
+    assert_eq!(pinned.len(), 1);
+    assert_eq!(pinned[0].content, "User's name is Robin");
+    assert!(db.pinned("other").unwrap().is_empty());
+}
+
+#[test]
+fn without_a_model_search_is_by_words_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path(), false);
+    stored(
+        db.store("u", Kind::Memory, memory("User is allergic to shellfish"))
+            .unwrap(),
+    );
+    let out = db
+        .search("u", Kind::Memory, &query("shellfish allergy"))
+        .unwrap();
+    assert_eq!(out.hits.len(), 1);
+    match out.mode {
+        SearchMode::Lexical { reason } => {
+            assert!(reason.contains("ringfence model install"), "{reason}")
+        }
+        SearchMode::Hybrid => panic!("no model, yet hybrid"),
+    }
+    assert!(found(&db, "u", Kind::Memory, "seafood").is_empty());
+    drop(db);
+    // Rows stored without a model get vectors when a model is there.
+    let db = open(tmp.path(), true);
+    let out = db
+        .search("u", Kind::Memory, &query("shellfish to allergic is user"))
+        .unwrap();
+    assert_eq!(out.mode, SearchMode::Hybrid);
+    assert!(out.hits[0].similarity.unwrap() > 0.9);
+}
+
+#[test]
+fn changes_by_another_process_are_seen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = open(tmp.path(), true);
+    let b = open(tmp.path(), true);
+    stored(
+        a.store("u", Kind::Memory, memory("User plays the oboe"))
+            .unwrap(),
+    );
+    assert_eq!(found(&a, "u", Kind::Memory, "oboe"), vec![1]);
+    stored(
+        b.store("u", Kind::Memory, memory("User collects stamps"))
+            .unwrap(),
+    );
+    b.delete("u", Kind::Memory, 1).unwrap().unwrap();
+    assert_eq!(found(&a, "u", Kind::Memory, "stamps collects"), vec![2]);
+    assert!(found(&a, "u", Kind::Memory, "oboe").is_empty());
+}
+
+#[test]
+fn concurrent_stores_lose_nothing_and_number_uniquely() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path(), true);
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut ids = Vec::new();
+                for i in 0..40 {
+                    let text = format!("a{t}x{i} b{t}x{i} c{t}x{i} d{t}x{i}");
+                    ids.push(stored(db.store("u", Kind::Memory, memory(&text)).unwrap()));
+                    // The same text from every thread at once: stored exactly once.
+                    let _ = db
+                        .store(
+                            "u",
+                            Kind::Truth,
+                            memory(&format!("s{i}a s{i}b s{i}c s{i}d")),
+                        )
+                        .unwrap();
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut all: Vec<i64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (1..=320).collect::<Vec<_>>());
+    let exported = db.export(Some("u"), None, false).unwrap();
+    assert_eq!(exported.iter().filter(|r| r.kind == "memory").count(), 320);
+    assert_eq!(exported.iter().filter(|r| r.kind == "truth").count(), 40);
+}
+
+#[test]
+fn export_then_import_round_trips_with_vectors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path(), true);
+    let mut m = memory("User prefers tea over coffee");
+    m.memory_type = Some("preference".into());
+    m.tags = vec!["drinks".into()];
+    stored(db.store("u", Kind::Memory, m).unwrap());
+    let mut t = memory("User is called Sam");
+    t.pinned = true;
+    stored(db.store("u", Kind::Truth, t).unwrap());
+    let records = db.export(Some("u"), None, true).unwrap();
+    assert!(records.iter().all(|r| r.embedding.is_some()));
+
+    let other = tempfile::tempdir().unwrap();
+    let db2 = open(other.path(), true);
+    for r in records.clone() {
+        assert!(matches!(
+            db2.import(r, Some("v")).unwrap(),
+            StoreOutcome::Stored(_)
+        ));
+    }
+    // Importing again stores nothing new.
+    for r in records.clone() {
+        assert!(matches!(
+            db2.import(r, Some("v")).unwrap(),
+            StoreOutcome::Duplicate(_)
+        ));
+    }
+    let back = db2.export(Some("v"), None, true).unwrap();
+    assert_eq!(back.len(), 2);
+    for (a, b) in records.iter().zip(&back) {
+        assert_eq!(
+            (&a.kind, &a.content, &a.tags, &a.is_pinned),
+            (&b.kind, &b.content, &b.tags, &b.is_pinned)
+        );
+        assert_eq!(
+            (&a.created, &a.updated, &a.embedding),
+            (&b.created, &b.updated, &b.embedding)
+        );
+        assert_eq!(b.user.as_deref(), Some("v"));
+    }
+    assert_eq!(db2.pinned("v").unwrap().len(), 1);
+    // Bad records are refused with the reason.
+    let mut bad = records[0].clone();
+    bad.kind = "note".into();
+    assert!(db2.import(bad, None).unwrap_err().contains("neither"));
+    let mut bad = records.iter().find(|r| r.kind == "memory").unwrap().clone();
+    bad.memory_type = Some("rumour".into());
+    assert!(
+        db2.import(bad, Some("v"))
+            .unwrap_err()
+            .contains("memoryType")
+    );
+}
+
+#[test]
+fn search_counts_accesses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path(), true);
+    stored(
+        db.store("u", Kind::Memory, memory("User swims at dawn"))
+            .unwrap(),
+    );
+    for _ in 0..3 {
+        assert_eq!(found(&db, "u", Kind::Memory, "swims dawn"), vec![1]);
+    }
+    db.flush();
+    let r = db.export(Some("u"), None, false).unwrap();
+    assert_eq!(r[0].access_count, Some(3));
+}

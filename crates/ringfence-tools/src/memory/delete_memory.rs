@@ -1,0 +1,37 @@
+//! `delete_memory` (seed 003): remove a memory permanently.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{Kind, whole_number};
+use crate::error::ToolResult;
+use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteMemoryArgs {
+    /// ID of memory to delete.
+    #[serde(rename = "memoryId", deserialize_with = "whole_number")]
+    #[schemars(with = "i64")]
+    pub id: i64,
+}
+
+pub struct DeleteMemory;
+
+impl BlockingTool for DeleteMemory {
+    type Args = DeleteMemoryArgs;
+    const NAME: &'static str = "delete_memory";
+    const FAMILY: &'static str = super::FAMILY;
+    const DESCRIPTION: &'static str =
+        "Remove a memory permanently. Returns: Confirmation of deletion.";
+    const ANNOTATIONS: Annotations = Annotations {
+        title: "Delete memory",
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        open_world: false,
+    };
+    fn run(ctx: &ToolContext, args: DeleteMemoryArgs) -> ToolResult<ToolOutput> {
+        super::delete(ctx, Kind::Memory, args.id)
+    }
+}

@@ -1,0 +1,39 @@
+//! `update_truth` (seed 003): modify an existing truth.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{Kind, whole_number};
+use crate::error::ToolResult;
+use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateTruthArgs {
+    /// ID of truth to update.
+    #[serde(rename = "truthId", deserialize_with = "whole_number")]
+    #[schemars(with = "i64")]
+    pub id: i64,
+    /// New content (replaces old).
+    #[serde(rename = "updatedContent")]
+    pub updated_content: String,
+}
+
+pub struct UpdateTruth;
+
+impl BlockingTool for UpdateTruth {
+    type Args = UpdateTruthArgs;
+    const NAME: &'static str = "update_truth";
+    const FAMILY: &'static str = super::FAMILY;
+    const DESCRIPTION: &'static str = "Modify an existing truth when core facts change. The new content replaces the old, and the truth's embedding is regenerated so search finds it by the new content. Returns: Confirmation of the update.";
+    const ANNOTATIONS: Annotations = Annotations {
+        title: "Update truth",
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        open_world: false,
+    };
+    fn run(ctx: &ToolContext, args: UpdateTruthArgs) -> ToolResult<ToolOutput> {
+        super::update(ctx, Kind::Truth, args.id, &args.updated_content)
+    }
+}
