@@ -1,12 +1,17 @@
 //! Truths and memories: SQLite rows (WAL, `synchronous=FULL`: durable before a tool
 //! answers), an FTS5 index for words, and per-user in-memory vector indexes for meaning.
 //!
-//! Search fuses both: candidates are the best matches by cosine similarity and by BM25;
-//! each gets `relevance = w_vector · similarity + w_lexical · words`, where `words` maps
-//! BM25 to 0..1 as `bm25 / (bm25 + 2)`; rows below the relevance floor are dropped; the
-//! rest are ranked by `relevance · (1 + w_recency · recency + w_usage · usage)`
-//! (`recency` halves every `recency_half_life_days`, `usage` grows with the log of how
-//! often a row was returned). See [`RankConfig`] for the defaults.
+//! Search fuses both. Candidates are the rows most similar in meaning (cosine of
+//! all-MiniLM-L6-v2 vectors of the content and its tags) and the rows sharing words with
+//! the question (FTS5, Porter stemming). Each gets
+//! `relevance = similarity + lexical_weight · words`, where `words` is the share of the
+//! question's word weight (inverse document frequency over the user's rows) the row
+//! covers. Rows below `min_relevance`, or less than half of it similar in meaning, are
+//! dropped; the rest are ranked by
+//! `relevance · (1 + recency_weight · recency + usage_weight · usage)` — `recency` halves
+//! every `recency_half_life_days` since the last update, `usage` grows with the log of how
+//! often searches returned the row. Without a model, `relevance = words` and the floor is
+//! `min_lexical`. See [`RankConfig`] for the defaults.
 //!
 //! Every row carries its user; every statement filters by it, and vector indexes are kept
 //! per user and kind, so no query can reach another user's rows.
@@ -84,9 +89,8 @@ pub const MEMORY_SCHEMA: Schema = Schema {
 /// Ranking and duplicate detection settings (`[memory.search]` in the config).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankConfig {
-    /// Weight of meaning (cosine similarity) in relevance. Default 0.8.
-    pub vector_weight: f32,
-    /// Weight of matching words (BM25 mapped to 0..1). Default 0.2.
+    /// Weight of matching words (weighted coverage, 0..1) added to the similarity of
+    /// meanings. Default 0.15.
     pub lexical_weight: f32,
     /// Boost for recently stored or updated rows, at most this fraction. Default 0.05.
     pub recency_weight: f32,
@@ -94,7 +98,9 @@ pub struct RankConfig {
     pub usage_weight: f32,
     /// Age at which the recency boost halves. Default 90 days.
     pub recency_half_life_days: f32,
-    /// Rows whose relevance is below this are not returned. Default 0.25.
+    /// Rows whose relevance is below this, or whose similarity is below half of it, are not
+    /// returned. Default 0.22 (all-MiniLM-L6-v2 puts unrelated sentences at 0.0–0.2 and
+    /// most paraphrases above 0.3).
     pub min_relevance: f32,
     /// With words only (no model), rows whose word score is below this are not returned.
     /// Default 0.2 (roughly: at least one word that is not in most rows).
@@ -107,12 +113,11 @@ pub struct RankConfig {
 impl Default for RankConfig {
     fn default() -> Self {
         RankConfig {
-            vector_weight: 0.8,
-            lexical_weight: 0.2,
+            lexical_weight: 0.15,
             recency_weight: 0.05,
             usage_weight: 0.05,
             recency_half_life_days: 90.0,
-            min_relevance: 0.25,
+            min_relevance: 0.22,
             min_lexical: 0.2,
             duplicate_threshold: 0.95,
         }
@@ -140,7 +145,7 @@ pub struct MemoryDb {
     rank: RankConfig,
     loader: Mutex<Option<EmbedderLoader>>,
     embedder: OnceLock<Result<Arc<dyn Embedder>, String>>,
-    indexes: Mutex<HashMap<(String, Kind), Arc<RwLock<VecIndex>>>>,
+    indexes: Mutex<HashMap<(String, Kind), SharedIndex>>,
     /// Serialises duplicate check + insert so two sessions cannot store the same fact twice.
     write: Mutex<()>,
     /// `PRAGMA data_version` when the indexes were last known good: another process (an
@@ -158,6 +163,8 @@ impl std::fmt::Debug for MemoryDb {
             .finish()
     }
 }
+
+type SharedIndex = Arc<RwLock<VecIndex>>;
 
 /// One user's vectors of one kind, for one model.
 #[derive(Default)]
@@ -273,6 +280,16 @@ fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+/// The text embedded for a row: its content, and its tags (words the user chose to
+/// describe it, which often name the topic in other words than the content).
+fn embedding_text(content: &str, tags: &[String]) -> String {
+    if tags.is_empty() {
+        content.to_owned()
+    } else {
+        format!("{content} ({})", tags.join(", "))
+    }
 }
 
 /// Lower case, single spaces, no closing punctuation: "The same text" for duplicates.
@@ -536,12 +553,14 @@ impl MemoryDb {
             let conn = self.store.conn();
             let mut stmt = conn
                 .prepare(
-                    "SELECT id, content FROM items WHERE user = ?1 AND kind = ?2
+                    "SELECT id, content, tags FROM items WHERE user = ?1 AND kind = ?2
                      AND (embedding IS NULL OR embedding_model IS NOT ?3)",
                 )
                 .map_err(err)?;
             stmt.query_map(params![user, kind.as_str(), model], |r| {
-                Ok((r.get(0)?, r.get(1)?))
+                let tags: String = r.get(2)?;
+                let tags: Vec<String> = serde_json::from_str(&tags).unwrap_or_default();
+                Ok((r.get(0)?, embedding_text(&r.get::<_, String>(1)?, &tags)))
             })
             .map_err(err)?
             .collect::<Result<_, _>>()
@@ -740,7 +759,7 @@ impl MemoryDb {
         let embedder = self.embedder().ok();
         let vector = match (&embedder, given_vector) {
             (Some(e), Some((v, model))) if model == e.id() && v.len() == e.dims() => Some(v),
-            (Some(e), _) => match self.embed_one(e, &item.content) {
+            (Some(e), _) => match self.embed_one(e, &embedding_text(&item.content, &item.tags)) {
                 Ok(v) => Some(v),
                 Err(why) => {
                     tracing::warn!(error = %why, "embedding failed; stored for word search, embedded later");
@@ -1181,8 +1200,7 @@ impl MemoryBackend for MemoryDb {
             let similarity = similarities.get(&row).copied();
             let relevance = match mode {
                 SearchMode::Hybrid => {
-                    rank.vector_weight * similarity.unwrap_or(0.0).max(0.0)
-                        + rank.lexical_weight * words
+                    similarity.unwrap_or(0.0).max(0.0) + rank.lexical_weight * words
                 }
                 SearchMode::Lexical { .. } => words,
             };
@@ -1190,7 +1208,10 @@ impl MemoryBackend for MemoryDb {
                 SearchMode::Hybrid => rank.min_relevance,
                 SearchMode::Lexical { .. } => rank.min_lexical,
             };
-            if relevance < floor {
+            // Words alone never carry a row whose meaning is far from the question.
+            let far = matches!(mode, SearchMode::Hybrid)
+                && similarity.unwrap_or(0.0) < rank.min_relevance / 2.0;
+            if relevance < floor || far {
                 continue;
             }
             let age_days = ((now - item.updated_ms).max(0) as f32) / 86_400_000.0;
@@ -1243,7 +1264,8 @@ impl MemoryBackend for MemoryDb {
             }));
         }
         let embedder = self.embedder().ok();
-        let vector = embedder.as_ref().and_then(|e| match self.embed_one(e, content) {
+        let text = embedding_text(content, &before.tags);
+        let vector = embedder.as_ref().and_then(|e| match self.embed_one(e, &text) {
             Ok(v) => Some(v),
             Err(why) => {
                 tracing::warn!(error = %why, "embedding failed; updated for word search, embedded later");

