@@ -65,7 +65,9 @@ impl BertConfig {
                 "config.json says hidden_act {act:?}; only \"gelu\" is supported"
             ));
         }
-        if self.num_attention_heads == 0 || !self.hidden_size.is_multiple_of(self.num_attention_heads) {
+        if self.num_attention_heads == 0
+            || !self.hidden_size.is_multiple_of(self.num_attention_heads)
+        {
             return bad(format!(
                 "config.json: hidden_size {} is not a multiple of num_attention_heads {}",
                 self.hidden_size, self.num_attention_heads

@@ -105,8 +105,10 @@ pub struct RankConfig {
     /// With words only (no model), rows whose word score is below this are not returned.
     /// Default 0.2 (roughly: at least one word that is not in most rows).
     pub min_lexical: f32,
-    /// A new row whose meaning is at least this similar to an existing one is a duplicate.
-    /// Default 0.95.
+    /// A new row whose meaning is at least this similar to an existing one, stating the
+    /// same numbers, is a duplicate. Default 0.9 (all-MiniLM-L6-v2 scores restatements such
+    /// as "User is allergic to shellfish" / "The user has a shellfish allergy" 0.91–0.94,
+    /// and different facts of the same form — sister/brother, likes/dislikes — 0.83–0.87).
     pub duplicate_threshold: f32,
 }
 
@@ -119,7 +121,7 @@ impl Default for RankConfig {
             recency_half_life_days: 90.0,
             min_relevance: 0.22,
             min_lexical: 0.2,
-            duplicate_threshold: 0.95,
+            duplicate_threshold: 0.9,
         }
     }
 }
@@ -135,16 +137,22 @@ const QUERY_CACHE: usize = 512;
 /// Rows embedded per batch when filling in missing vectors.
 const EMBED_BATCH: usize = 64;
 
-/// How the embedder is obtained: at most once, on first need (loading a model takes a
-/// moment; the server starts without waiting for it).
-pub type EmbedderLoader = Box<dyn FnOnce() -> Result<Arc<dyn Embedder>, String> + Send>;
+/// How the embedder is obtained: on first need (loading a model takes a moment; the server
+/// starts without waiting for it). After a failure (the model not installed yet) it is
+/// tried again at most every [`RETRY_LOAD`], so installing the model needs no restart.
+pub type EmbedderLoader = Box<dyn Fn() -> Result<Arc<dyn Embedder>, String> + Send + Sync>;
+
+/// How long a failed model load is remembered before the next try.
+pub const RETRY_LOAD: Duration = Duration::from_secs(30);
 
 /// The memory database and its indexes.
 pub struct MemoryDb {
     store: Store,
     rank: RankConfig,
-    loader: Mutex<Option<EmbedderLoader>>,
-    embedder: OnceLock<Result<Arc<dyn Embedder>, String>>,
+    loader: Option<EmbedderLoader>,
+    embedder: OnceLock<Arc<dyn Embedder>>,
+    /// The last failed load: why, and when.
+    failed: Mutex<Option<(String, std::time::Instant)>>,
     indexes: Mutex<HashMap<(String, Kind), SharedIndex>>,
     /// Serialises duplicate check + insert so two sessions cannot store the same fact twice.
     write: Mutex<()>,
@@ -221,6 +229,10 @@ impl<'a> Filter<'a> {
 
 impl VecIndex {
     fn insert(&mut self, row: i64, vector: &[f32], meta: RowMeta) {
+        if self.dims == 0 && self.rows.is_empty() {
+            // An endpoint's vector length is known from its first answer only.
+            self.dims = vector.len();
+        }
         if vector.len() != self.dims {
             return;
         }
@@ -301,6 +313,13 @@ fn normalized(text: &str) -> String {
         .trim_end_matches(['.', '!', '?', ';', ','])
         .trim()
         .to_owned()
+}
+
+/// The numbers a text states, in order ("5k" → "5", "6:30" → "6", "30").
+fn numbers_in(text: &str) -> Vec<&str> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 fn norm_hash(text: &str) -> Vec<u8> {
@@ -391,7 +410,8 @@ impl MemoryDb {
             store,
             rank,
             embedder: OnceLock::new(),
-            loader: Mutex::new(loader),
+            loader,
+            failed: Mutex::new(None),
             indexes: Mutex::new(HashMap::new()),
             write: Mutex::new(()),
             data_version: AtomicI64::new(0),
@@ -410,23 +430,41 @@ impl MemoryDb {
 
     /// The embedder, loading it on first call; `Err` says why search is by words only.
     pub fn embedder(&self) -> Result<Arc<dyn Embedder>, String> {
-        self.embedder
-            .get_or_init(|| {
-                let loader = self.loader.lock().unwrap_or_else(|e| e.into_inner()).take();
-                match loader {
-                    None => Err("no embedding model is configured (memory.embeddings.provider = \"none\")".into()),
-                    Some(load) => {
-                        let started = std::time::Instant::now();
-                        let r = load();
-                        match &r {
-                            Ok(e) => tracing::info!(model = e.id(), ms = started.elapsed().as_millis() as u64, "embedding model ready"),
-                            Err(why) => tracing::warn!(reason = %why, "no embedding model: memory search matches words only"),
-                        }
-                        r
-                    }
-                }
-            })
-            .clone()
+        if let Some(e) = self.embedder.get() {
+            return Ok(e.clone());
+        }
+        let Some(load) = &self.loader else {
+            return Err("no embedding model is configured (memory.embeddings.provider = \"none\"); for search by meaning set it to \"local\" and run `ringfence model install`".into());
+        };
+        // One load at a time: concurrent first searches wait for it instead of each
+        // reading the model.
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = self.embedder.get() {
+            return Ok(e.clone());
+        }
+        if let Some((why, at)) = &*failed
+            && at.elapsed() < RETRY_LOAD
+        {
+            return Err(why.clone());
+        }
+        let started = std::time::Instant::now();
+        match load() {
+            Ok(e) => {
+                tracing::info!(
+                    model = e.id(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "embedding model ready"
+                );
+                let _ = self.embedder.set(e.clone());
+                *failed = None;
+                Ok(e)
+            }
+            Err(why) => {
+                tracing::warn!(reason = %why, "no embedding model: memory search matches words only");
+                *failed = Some((why.clone(), std::time::Instant::now()));
+                Err(why)
+            }
+        }
     }
 
     /// Loads the embedder now (call from a background thread at start-up).
@@ -654,18 +692,41 @@ impl MemoryDb {
         Ok(rows)
     }
 
-    /// A near duplicate of `vector` among `user`'s rows of `kind` (other than `except`).
+    /// A row of `user` (in `index`, other than `except`) that means the same as `content`
+    /// (whose vector is `vector`): at least `duplicate_threshold` similar and stating the
+    /// same numbers ("runs 5k" and "runs 10k" are close in meaning but different facts).
     fn near_duplicate(
         &self,
+        user: &str,
         index: &RwLock<VecIndex>,
+        content: &str,
         vector: &[f32],
         except: Option<i64>,
-    ) -> Option<(i64, f32)> {
-        let ix = index.read().unwrap_or_else(|e| e.into_inner());
-        ix.top(vector, 2, None)
-            .into_iter()
-            .find(|(row, _)| Some(*row) != except)
-            .filter(|(_, sim)| *sim >= self.rank.duplicate_threshold)
+    ) -> Result<Option<Duplicate>, MemoryError> {
+        let close: Vec<(i64, f32)> = {
+            let ix = index.read().unwrap_or_else(|e| e.into_inner());
+            ix.top(vector, 4, None)
+                .into_iter()
+                .filter(|(row, sim)| Some(*row) != except && *sim >= self.rank.duplicate_threshold)
+                .collect()
+        };
+        if close.is_empty() {
+            return Ok(None);
+        }
+        let mut rows = self.rows_by_id(user, &close.iter().map(|c| c.0).collect::<Vec<_>>())?;
+        let numbers = numbers_in(content);
+        for (row, similarity) in close {
+            if let Some(existing) = rows.remove(&row)
+                && numbers_in(&existing.content) == numbers
+            {
+                return Ok(Some(Duplicate {
+                    existing,
+                    similarity,
+                    exact: false,
+                }));
+            }
+        }
+        Ok(None)
     }
 
     /// Inserts one row (numbered next for its user and kind); returns its row id and item.
@@ -774,14 +835,9 @@ impl MemoryDb {
         };
         let _guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
         if let (Some(index), Some(v)) = (&index, &vector)
-            && let Some((row, similarity)) = self.near_duplicate(index, v, None)
-            && let Some(existing) = self.rows_by_id(user, &[row])?.remove(&row)
+            && let Some(dup) = self.near_duplicate(user, index, &item.content, v, None)?
         {
-            return Ok(StoreOutcome::Duplicate(Duplicate {
-                existing,
-                similarity,
-                exact: false,
-            }));
+            return Ok(StoreOutcome::Duplicate(dup));
         }
         let now = now_ms();
         let (created, updated, accessed) = times.unwrap_or((now, now, 0));
@@ -1177,13 +1233,7 @@ impl MemoryBackend for MemoryDb {
                     }
                 }
             }
-            Err(why) => {
-                mode = SearchMode::Lexical {
-                    reason: format!(
-                        "{why}; install the model with `ringfence model install` and restart"
-                    ),
-                }
-            }
+            Err(why) => mode = SearchMode::Lexical { reason: why },
         }
         let lexical: HashMap<i64, f32> = self
             .lexical_candidates(user, kind, query)?
@@ -1278,14 +1328,9 @@ impl MemoryBackend for MemoryDb {
         };
         let _guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
         if let (Some(index), Some(v)) = (&index, &vector)
-            && let Some((other, similarity)) = self.near_duplicate(index, v, Some(row))
-            && let Some(existing) = self.rows_by_id(user, &[other])?.remove(&other)
+            && let Some(dup) = self.near_duplicate(user, index, content, v, Some(row))?
         {
-            return Ok(UpdateOutcome::Duplicate(Duplicate {
-                existing,
-                similarity,
-                exact: false,
-            }));
+            return Ok(UpdateOutcome::Duplicate(dup));
         }
         let now = now_ms();
         let model = embedder.as_ref().map(|e| e.id().to_owned());

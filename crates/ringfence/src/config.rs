@@ -27,6 +27,217 @@ pub struct FileConfig {
     pub limits: Option<Limits>,
     pub tools: Option<ToolsConfig>,
     pub http: Option<HttpConfig>,
+    pub memory: Option<MemoryConfig>,
+}
+
+/// `[memory]`: truths and memories.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// The database file (default `<data dir>/memory.db`).
+    pub database: Option<PathBuf>,
+    /// Append the user's pinned truths to the instructions sent at `initialize`
+    /// (default false; they are always offered as a resource and a prompt).
+    pub pinned_in_instructions: Option<bool>,
+    pub embeddings: Option<EmbeddingsConfig>,
+    pub search: Option<SearchConfig>,
+}
+
+/// `[memory.embeddings]`: how meanings are computed.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingsConfig {
+    /// `local` (default: all-MiniLM-L6-v2 from `model_dir`, when installed), `openai` (an
+    /// OpenAI-compatible endpoint), or `none` (words only).
+    pub provider: Option<String>,
+    /// The local model's directory (default `<data dir>/models/all-MiniLM-L6-v2`).
+    pub model_dir: Option<PathBuf>,
+    /// `openai`: the API base, e.g. `http://127.0.0.1:11434/v1`.
+    pub url: Option<String>,
+    /// `openai`: the model name.
+    pub model: Option<String>,
+    /// `openai`: the environment variable holding the API key (never the key itself).
+    pub api_key_env: Option<String>,
+    /// `openai`: ask for vectors of this length (models that support it).
+    pub dimensions: Option<usize>,
+    /// `openai`: seconds before a request is abandoned (default 30).
+    pub timeout_secs: Option<u64>,
+}
+
+/// `[memory.search]`: ranking weights and thresholds (see ARCHITECTURE.md).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchConfig {
+    pub lexical_weight: Option<f32>,
+    pub recency_weight: Option<f32>,
+    pub usage_weight: Option<f32>,
+    pub recency_half_life_days: Option<f32>,
+    pub min_relevance: Option<f32>,
+    pub min_lexical: Option<f32>,
+    pub duplicate_threshold: Option<f32>,
+}
+
+/// The resolved embedding provider.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EmbeddingProvider {
+    Local {
+        model_dir: PathBuf,
+    },
+    OpenAi {
+        url: String,
+        model: String,
+        /// The variable to read the key from at start.
+        api_key_env: Option<String>,
+        dimensions: Option<usize>,
+        timeout_secs: u64,
+    },
+    None,
+}
+
+/// The resolved `[memory]` settings.
+#[derive(Debug, Clone)]
+pub struct MemorySettings {
+    pub database: PathBuf,
+    pub pinned_in_instructions: bool,
+    pub provider: EmbeddingProvider,
+    pub rank: ringfence_store::memory::RankConfig,
+}
+
+impl MemorySettings {
+    fn resolve(
+        file: Option<&MemoryConfig>,
+        env: &dyn Env,
+        data_dir: &Path,
+    ) -> Result<MemorySettings, String> {
+        let empty = MemoryConfig::default();
+        let file = file.unwrap_or(&empty);
+        let database = match &file.database {
+            Some(p) if !p.is_absolute() => {
+                return Err(format!(
+                    "memory.database: `{}` must be an absolute path",
+                    p.display()
+                ));
+            }
+            Some(p) => p.clone(),
+            None => data_dir.join("memory.db"),
+        };
+        let e = file.embeddings.clone().unwrap_or_default();
+        let provider_name = env
+            .get(env_vars::RINGFENCE_EMBEDDINGS)
+            .filter(|s| !s.trim().is_empty())
+            .or(e.provider.clone())
+            .unwrap_or_else(|| "local".into());
+        let model_dir = match env
+            .get(env_vars::RINGFENCE_MODEL_DIR)
+            .filter(|s| !s.trim().is_empty())
+        {
+            Some(d) if Path::new(&d).is_absolute() => PathBuf::from(d),
+            Some(d) => {
+                return Err(format!(
+                    "{}: `{d}` must be an absolute path",
+                    env_vars::RINGFENCE_MODEL_DIR
+                ));
+            }
+            None => match &e.model_dir {
+                Some(d) if !d.is_absolute() => {
+                    return Err(format!(
+                        "memory.embeddings.model_dir: `{}` must be an absolute path",
+                        d.display()
+                    ));
+                }
+                Some(d) => d.clone(),
+                None => default_model_dir(data_dir),
+            },
+        };
+        let provider = match provider_name.trim() {
+            "local" => EmbeddingProvider::Local { model_dir },
+            "none" => EmbeddingProvider::None,
+            "openai" => {
+                let url = e.url.clone().filter(|u| !u.trim().is_empty()).ok_or(
+                    "memory.embeddings.url: required with provider = \"openai\" (e.g. http://127.0.0.1:11434/v1)",
+                )?;
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(format!(
+                        "memory.embeddings.url: `{url}` must start with http:// or https://"
+                    ));
+                }
+                let model = e.model.clone().filter(|m| !m.trim().is_empty()).ok_or(
+                    "memory.embeddings.model: required with provider = \"openai\" (e.g. nomic-embed-text)",
+                )?;
+                if let Some(var) = &e.api_key_env
+                    && env.get(var).filter(|k| !k.is_empty()).is_none()
+                {
+                    return Err(format!(
+                        "memory.embeddings.api_key_env: the variable {var} is not set"
+                    ));
+                }
+                if e.dimensions == Some(0) {
+                    return Err("memory.embeddings.dimensions: must be at least 1".into());
+                }
+                EmbeddingProvider::OpenAi {
+                    url,
+                    model,
+                    api_key_env: e.api_key_env.clone(),
+                    dimensions: e.dimensions,
+                    timeout_secs: e.timeout_secs.unwrap_or(30).max(1),
+                }
+            }
+            other => {
+                return Err(format!(
+                    "memory.embeddings.provider: `{other}` is not valid; use `local`, `openai` or `none`"
+                ));
+            }
+        };
+        let mut rank = ringfence_store::memory::RankConfig::default();
+        if let Some(sc) = &file.search {
+            let unit = |key: &str, v: Option<f32>, into: &mut f32| -> Result<(), String> {
+                if let Some(v) = v {
+                    if !(0.0..=1.0).contains(&v) {
+                        return Err(format!("memory.search.{key}: {v} must be between 0 and 1"));
+                    }
+                    *into = v;
+                }
+                Ok(())
+            };
+            unit(
+                "lexical_weight",
+                sc.lexical_weight,
+                &mut rank.lexical_weight,
+            )?;
+            unit(
+                "recency_weight",
+                sc.recency_weight,
+                &mut rank.recency_weight,
+            )?;
+            unit("usage_weight", sc.usage_weight, &mut rank.usage_weight)?;
+            unit("min_relevance", sc.min_relevance, &mut rank.min_relevance)?;
+            unit("min_lexical", sc.min_lexical, &mut rank.min_lexical)?;
+            unit(
+                "duplicate_threshold",
+                sc.duplicate_threshold,
+                &mut rank.duplicate_threshold,
+            )?;
+            if let Some(h) = sc.recency_half_life_days {
+                if !(h > 0.0) {
+                    return Err(format!(
+                        "memory.search.recency_half_life_days: {h} must be more than 0"
+                    ));
+                }
+                rank.recency_half_life_days = h;
+            }
+        }
+        Ok(MemorySettings {
+            database,
+            pinned_in_instructions: file.pinned_in_instructions.unwrap_or(false),
+            provider,
+            rank,
+        })
+    }
+}
+
+/// Where `ringfence model install` puts the model and the server looks for it by default.
+pub fn default_model_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("models").join(ringfence_embed::DEFAULT_MODEL)
 }
 
 /// `[http]`: the streamable HTTP transport.
@@ -166,6 +377,7 @@ pub struct Config {
     pub log_json: bool,
     pub limits: Limits,
     pub http: HttpConfig,
+    pub memory: MemorySettings,
     pub client_roots: ClientRoots,
     pub preset: Preset,
     pub enable: Option<Vec<String>>,
@@ -497,7 +709,10 @@ impl Config {
         }
         disable.extend(over.disable.iter().cloned());
 
+        let memory = MemorySettings::resolve(file.memory.as_ref(), env, &data_dir)?;
+
         Ok(Config {
+            memory,
             data_dir,
             roots,
             denylist,

@@ -22,6 +22,10 @@ pub const RINGFENCE_CLIENT_ROOTS: &str = "RINGFENCE_CLIENT_ROOTS";
 pub const RINGFENCE_LOG: &str = "RINGFENCE_LOG";
 /// Log line format: `text` (default) or `json`.
 pub const RINGFENCE_LOG_FORMAT: &str = "RINGFENCE_LOG_FORMAT";
+/// Embedding provider for memory search: `local` (default), `openai`, `none`.
+pub const RINGFENCE_EMBEDDINGS: &str = "RINGFENCE_EMBEDDINGS";
+/// The local embedding model's directory (default `<data dir>/models/all-MiniLM-L6-v2`).
+pub const RINGFENCE_MODEL_DIR: &str = "RINGFENCE_MODEL_DIR";
 
 /// Seed 002's variables, honoured for compatibility (they override `[limits]` in the file).
 pub const LLM_CHAT_FS_MAX_SEARCH_RESULTS: &str = "LLM_CHAT_FS_MAX_SEARCH_RESULTS";
@@ -50,4 +54,6 @@ pub const ALL: &[&str] = &[
     RINGFENCE_LOG,
     RINGFENCE_LOG_FORMAT,
     RINGFENCE_CLIENT_ROOTS,
+    RINGFENCE_EMBEDDINGS,
+    RINGFENCE_MODEL_DIR,
 ];
