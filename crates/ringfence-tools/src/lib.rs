@@ -11,6 +11,7 @@ pub mod files;
 pub mod journal;
 pub mod limits;
 pub mod memory;
+pub mod resources;
 pub mod session;
 pub mod spill;
 pub mod tool;
@@ -20,6 +21,7 @@ pub use error::{ToolError, ToolErrorKind, ToolResult};
 pub use journal::{FileKey, Journal, JournalEntry, JournalRecord, MemoryJournal};
 pub use limits::Limits;
 pub use memory::MemoryBackend;
+pub use resources::{PromptInfo, ResourceInfo, Resources};
 pub use session::{LOCAL_USER, ReadRecord, ReadTracker, Session};
 pub use spill::SpillStore;
 pub use tool::{

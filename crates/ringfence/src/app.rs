@@ -235,6 +235,19 @@ impl App {
             None => server,
         };
         let server = match &self.memory {
+            Some(m)
+                if self
+                    .toolbox
+                    .iter()
+                    .any(|t| t.family() == ringfence_tools::memory::FAMILY) =>
+            {
+                server.with_memory(m.clone()).with_resources(Arc::new(
+                    ringfence_tools::memory::PinnedTruths::new(
+                        m.clone(),
+                        self.memory_settings.pinned_in_instructions,
+                    ),
+                ))
+            }
             Some(m) => server.with_memory(m.clone()),
             None => server,
         };

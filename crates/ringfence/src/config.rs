@@ -218,7 +218,7 @@ impl MemorySettings {
                 &mut rank.duplicate_threshold,
             )?;
             if let Some(h) = sc.recency_half_life_days {
-                if !(h > 0.0) {
+                if h.is_nan() || h <= 0.0 {
                     return Err(format!(
                         "memory.search.recency_half_life_days: {h} must be more than 0"
                     ));

@@ -8,6 +8,7 @@
 
 mod delete_memory;
 mod delete_truth;
+mod pinned;
 mod search_memory;
 mod search_truths;
 mod store_memory;
@@ -26,6 +27,7 @@ use crate::tool::{Blocking, Tool, ToolContext, ToolOutput};
 
 pub use delete_memory::DeleteMemory;
 pub use delete_truth::DeleteTruth;
+pub use pinned::{PINNED_PROMPT, PINNED_URI, PinnedTruths};
 pub use search_memory::SearchMemory;
 pub use search_truths::SearchTruths;
 pub use store_memory::StoreMemory;
