@@ -136,6 +136,8 @@ const CANDIDATES: usize = 100;
 const QUERY_CACHE: usize = 512;
 /// Rows embedded per batch when filling in missing vectors.
 const EMBED_BATCH: usize = 64;
+/// Rows per transaction in an import.
+const IMPORT_BATCH: usize = 1000;
 
 /// How the embedder is obtained: on first need (loading a model takes a moment; the server
 /// starts without waiting for it). After a failure (the model not installed yet) it is
@@ -395,6 +397,68 @@ fn item_from_row(r: &rusqlite::Row) -> rusqlite::Result<(i64, Item)> {
 
 fn err(e: impl std::fmt::Display) -> MemoryError {
     MemoryError(e.to_string())
+}
+
+/// One row to insert.
+struct Row<'a> {
+    user: &'a str,
+    kind: Kind,
+    item: &'a NewItem,
+    vector: Option<(&'a [f32], &'a str)>,
+    created_ms: i64,
+    updated_ms: i64,
+    access_count: i64,
+}
+
+/// Inserts `row` in `tx`, numbered next for its user and kind.
+fn insert_in(tx: &rusqlite::Transaction, row: &Row) -> rusqlite::Result<(i64, Item)> {
+    let (user, kind, item) = (row.user, row.kind, row.item);
+    let number: i64 = tx.query_row(
+        "INSERT INTO counters (user, kind, last) VALUES (?1, ?2, 1)
+         ON CONFLICT (user, kind) DO UPDATE SET last = last + 1 RETURNING last",
+        params![user, kind.as_str()],
+        |r| r.get(0),
+    )?;
+    let tags = serde_json::to_string(&item.tags).unwrap_or_else(|_| "[]".into());
+    let id = tx.query_row(
+        "INSERT INTO items (user, kind, number, content, norm_hash, category, memory_type,
+             tags, pinned, source, created_ms, updated_ms, access_count, embedding, embedding_model)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING id",
+        params![
+            user,
+            kind.as_str(),
+            number,
+            item.content,
+            norm_hash(&item.content),
+            item.category,
+            item.memory_type,
+            tags,
+            item.pinned as i64,
+            item.source,
+            row.created_ms,
+            row.updated_ms,
+            row.access_count,
+            row.vector.map(|(v, _)| vector_blob(v)),
+            row.vector.map(|(_, m)| m),
+        ],
+        |r| r.get::<_, i64>(0),
+    )?;
+    Ok((
+        id,
+        Item {
+            id: number,
+            kind,
+            content: item.content.clone(),
+            category: item.category.clone(),
+            memory_type: item.memory_type.clone(),
+            tags: item.tags.clone(),
+            pinned: item.pinned,
+            source: item.source.clone(),
+            created_ms: row.created_ms,
+            updated_ms: row.updated_ms,
+            access_count: row.access_count,
+        },
+    ))
 }
 
 impl MemoryDb {
@@ -729,7 +793,8 @@ impl MemoryDb {
         Ok(None)
     }
 
-    /// Inserts one row (numbered next for its user and kind); returns its row id and item.
+    /// Inserts one row (numbered next for its user and kind) in its own transaction;
+    /// returns its row id and item, or the SQLite error of the insert (a constraint).
     #[allow(clippy::too_many_arguments)]
     fn insert_row(
         &self,
@@ -743,59 +808,22 @@ impl MemoryDb {
     ) -> Result<Result<(i64, Item), rusqlite::Error>, MemoryError> {
         let mut conn = self.store.conn();
         let tx = conn.transaction().map_err(err)?;
-        let number: i64 = tx
-            .query_row(
-                "INSERT INTO counters (user, kind, last) VALUES (?1, ?2, 1)
-                 ON CONFLICT (user, kind) DO UPDATE SET last = last + 1 RETURNING last",
-                params![user, kind.as_str()],
-                |r| r.get(0),
-            )
-            .map_err(err)?;
-        let tags = serde_json::to_string(&item.tags).map_err(err)?;
-        let inserted = tx.query_row(
-            "INSERT INTO items (user, kind, number, content, norm_hash, category, memory_type,
-                 tags, pinned, source, created_ms, updated_ms, access_count, embedding, embedding_model)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING id",
-            params![
-                user,
-                kind.as_str(),
-                number,
-                item.content,
-                norm_hash(&item.content),
-                item.category,
-                item.memory_type,
-                tags,
-                item.pinned as i64,
-                item.source,
-                created_ms,
-                updated_ms,
-                access_count,
-                vector.map(|(v, _)| vector_blob(v)),
-                vector.map(|(_, m)| m),
-            ],
-            |r| r.get::<_, i64>(0),
-        );
-        let id = match inserted {
-            Ok(id) => id,
-            Err(e) => return Ok(Err(e)),
+        let row = Row {
+            user,
+            kind,
+            item,
+            vector,
+            created_ms,
+            updated_ms,
+            access_count,
         };
-        tx.commit().map_err(err)?;
-        Ok(Ok((
-            id,
-            Item {
-                id: number,
-                kind,
-                content: item.content.clone(),
-                category: item.category.clone(),
-                memory_type: item.memory_type.clone(),
-                tags: item.tags.clone(),
-                pinned: item.pinned,
-                source: item.source.clone(),
-                created_ms,
-                updated_ms,
-                access_count,
-            },
-        )))
+        match insert_in(&tx, &row) {
+            Ok(done) => {
+                tx.commit().map_err(err)?;
+                Ok(Ok(done))
+            }
+            Err(e) => Ok(Err(e)),
+        }
     }
 
     /// Stores `item` for `user`, as `store` does, with the given times (import keeps them)
@@ -1034,6 +1062,138 @@ impl MemoryDb {
     /// Stores one exported record (for `user` when given, else the record's user).
     /// Duplicates are skipped, as a store would skip them.
     pub fn import(&self, record: ExportRecord, user: Option<&str>) -> Result<StoreOutcome, String> {
+        let p = Prepared::from_record(record, user)?;
+        self.store_with(
+            &p.user,
+            p.kind,
+            p.item,
+            Some((p.created_ms, p.updated_ms, p.access_count)),
+            p.vector,
+        )
+        .map_err(|e| e.0)
+    }
+
+    /// Stores many records at once (a backup, a move): vectors the records carry for the
+    /// current model are kept, the others computed in batches; rows go in 1,000 per
+    /// transaction. A row whose text is already stored for its user is skipped (counted in
+    /// `duplicates`); unlike a tool call, near duplicates by meaning are not checked.
+    /// `progress` gets (rows done, rows in all).
+    pub fn import_many(
+        &self,
+        rows: Vec<Prepared>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<ImportReport, MemoryError> {
+        self.check_external_changes()?;
+        let embedder = self.embedder().ok();
+        let model = embedder.as_ref().map(|e| e.id().to_owned());
+        let mut rows = rows;
+        if let Some(e) = &embedder {
+            let missing: Vec<usize> = rows
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| {
+                    !r.vector
+                        .as_ref()
+                        .is_some_and(|(v, m)| Some(m) == model.as_ref() && v.len() == e.dims())
+                })
+                .map(|(i, _)| i)
+                .collect();
+            let total = missing.len();
+            for (done, chunk) in missing.chunks(EMBED_BATCH).enumerate() {
+                let texts: Vec<String> = chunk
+                    .iter()
+                    .map(|&i| embedding_text(&rows[i].item.content, &rows[i].item.tags))
+                    .collect();
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                match e.embed(&refs) {
+                    Ok(vectors) => {
+                        for (&i, v) in chunk.iter().zip(vectors) {
+                            rows[i].vector = Some((v, e.id().to_owned()));
+                        }
+                    }
+                    Err(why) => {
+                        tracing::warn!(error = %why, "embedding failed during import; those rows get vectors later");
+                        for &i in chunk {
+                            rows[i].vector = None;
+                        }
+                    }
+                }
+                progress(((done + 1) * EMBED_BATCH).min(total), total);
+            }
+        }
+        let _guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
+        let mut report = ImportReport::default();
+        let mut touched: Vec<(String, Kind)> = Vec::new();
+        for chunk in rows.chunks(IMPORT_BATCH) {
+            let mut conn = self.store.conn();
+            let tx = conn.transaction().map_err(err)?;
+            for p in chunk {
+                let exists: bool = tx
+                    .query_row(
+                        "SELECT EXISTS (SELECT 1 FROM items WHERE user = ?1 AND kind = ?2 AND norm_hash = ?3)",
+                        params![p.user, p.kind.as_str(), norm_hash(&p.item.content)],
+                        |r| r.get(0),
+                    )
+                    .map_err(err)?;
+                if exists {
+                    report.duplicates += 1;
+                    continue;
+                }
+                let vector = p
+                    .vector
+                    .as_ref()
+                    .filter(|(_, m)| Some(m) == model.as_ref())
+                    .map(|(v, m)| (v.as_slice(), m.as_str()));
+                let row = Row {
+                    user: &p.user,
+                    kind: p.kind,
+                    item: &p.item,
+                    vector,
+                    created_ms: p.created_ms,
+                    updated_ms: p.updated_ms,
+                    access_count: p.access_count,
+                };
+                insert_in(&tx, &row).map_err(err)?;
+                report.stored += 1;
+                if !touched.iter().any(|(u, k)| u == &p.user && *k == p.kind) {
+                    touched.push((p.user.clone(), p.kind));
+                }
+            }
+            tx.commit().map_err(err)?;
+        }
+        // The affected indexes are rebuilt on their next use.
+        let mut indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
+        for key in touched {
+            indexes.remove(&key);
+        }
+        Ok(report)
+    }
+}
+
+/// What [`MemoryDb::import_many`] did.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ImportReport {
+    pub stored: usize,
+    /// Rows whose text was already stored for their user.
+    pub duplicates: usize,
+}
+
+/// A record checked and ready to store.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub user: String,
+    pub kind: Kind,
+    pub item: NewItem,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+    pub access_count: i64,
+    /// A vector and the model that made it.
+    pub vector: Option<(Vec<f32>, String)>,
+}
+
+impl Prepared {
+    /// Checks an exported record (for `user` when given, else the record's user).
+    pub fn from_record(record: ExportRecord, user: Option<&str>) -> Result<Prepared, String> {
         let kind = Kind::parse(&record.kind)
             .ok_or_else(|| format!("kind {:?} is neither \"truth\" nor \"memory\"", record.kind))?;
         let user = user
@@ -1077,9 +1237,8 @@ impl MemoryDb {
                 }),
             }
         };
-        let now = now_ms();
-        let created = parse_time(&record.created)?.unwrap_or(now);
-        let updated = parse_time(&record.updated)?.unwrap_or(created);
+        let created_ms = parse_time(&record.created)?.unwrap_or_else(now_ms);
+        let updated_ms = parse_time(&record.updated)?.unwrap_or(created_ms);
         let vector = match record.embedding {
             Some(e) => {
                 let bytes = base64::engine::general_purpose::STANDARD
@@ -1089,14 +1248,15 @@ impl MemoryDb {
             }
             None => None,
         };
-        self.store_with(
-            user,
+        Ok(Prepared {
+            user: user.to_owned(),
             kind,
             item,
-            Some((created, updated, record.access_count.unwrap_or(0).max(0))),
+            created_ms,
+            updated_ms,
+            access_count: record.access_count.unwrap_or(0).max(0),
             vector,
-        )
-        .map_err(|e| e.0)
+        })
     }
 }
 

@@ -892,26 +892,40 @@ fn memory_command(app: &App, cmd: MemoryCommand) -> ExitCode {
                     Err(e) => return fail(&format!("cannot read {}: {e}", file.display())),
                 }
             };
-            let (mut stored, mut duplicates, mut failed) = (0usize, 0usize, 0usize);
+            let mut rows = Vec::new();
+            let mut failed = 0usize;
             for (n, line) in text.lines().enumerate() {
                 if line.trim().is_empty() {
                     continue;
                 }
-                let outcome = serde_json::from_str::<ringfence_store::memory::ExportRecord>(line)
+                let prepared = serde_json::from_str::<ringfence_store::memory::ExportRecord>(line)
                     .map_err(|e| format!("not a memory record: {e}"))
-                    .and_then(|r| db.import(r, user.as_deref()));
-                match outcome {
-                    Ok(ringfence_tools::memory::StoreOutcome::Stored(_)) => stored += 1,
-                    Ok(ringfence_tools::memory::StoreOutcome::Duplicate(_)) => duplicates += 1,
+                    .and_then(|r| {
+                        ringfence_store::memory::Prepared::from_record(r, user.as_deref())
+                    });
+                match prepared {
+                    Ok(p) => rows.push(p),
                     Err(e) => {
                         failed += 1;
                         say(&format!("line {}: {e}", n + 1));
                     }
                 }
             }
+            let mut last_report = std::time::Instant::now();
+            let report = db.import_many(rows, &mut |done, total| {
+                if last_report.elapsed() >= std::time::Duration::from_secs(2) || done == total {
+                    last_report = std::time::Instant::now();
+                    say(&format!("embedding: {done}/{total}"));
+                }
+            });
+            let report = match report {
+                Ok(r) => r,
+                Err(e) => return fail(&format!("import failed: {}", e.0)),
+            };
             db.flush();
             say(&format!(
-                "imported {stored} rows; {duplicates} already there; {failed} refused"
+                "imported {} rows; {} already there; {failed} refused",
+                report.stored, report.duplicates
             ));
             if failed > 0 {
                 ExitCode::from(1)

@@ -445,3 +445,52 @@ fn search_counts_accesses() {
     let r = db.export(Some("u"), None, false).unwrap();
     assert_eq!(r[0].access_count, Some(3));
 }
+
+#[test]
+fn bulk_import_skips_stored_text_and_is_searchable_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path(), true);
+    stored(
+        db.store("u", Kind::Memory, memory("User grows tomatoes"))
+            .unwrap(),
+    );
+    // Build the index first, so the import must invalidate it.
+    assert_eq!(found(&db, "u", Kind::Memory, "tomatoes"), vec![1]);
+    let rows: Vec<super::Prepared> = [
+        "user grows tomatoes.",
+        "User keeps bees",
+        "User sails dinghies",
+    ]
+    .iter()
+    .map(|c| {
+        super::Prepared::from_record(
+            super::ExportRecord {
+                user: None,
+                kind: "memory".into(),
+                id: None,
+                content: (*c).into(),
+                category: None,
+                memory_type: None,
+                tags: None,
+                is_pinned: None,
+                source: None,
+                created: Some("2025-01-02T03:04:05Z".into()),
+                updated: None,
+                access_count: None,
+                embedding: None,
+            },
+            Some("u"),
+        )
+        .unwrap()
+    })
+    .collect();
+    let mut calls = 0;
+    let report = db.import_many(rows, &mut |_, _| calls += 1).unwrap();
+    assert_eq!((report.stored, report.duplicates), (2, 1));
+    assert!(calls > 0);
+    assert_eq!(found(&db, "u", Kind::Memory, "bees")[0], 2);
+    assert_eq!(found(&db, "u", Kind::Memory, "dinghies sails")[0], 3);
+    let r = db.export(Some("u"), None, false).unwrap();
+    assert_eq!(r[1].created.as_deref(), Some("2025-01-02T03:04:05.000Z"));
+    assert_eq!(r[1].source.as_deref(), Some("import"));
+}
