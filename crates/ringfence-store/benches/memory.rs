@@ -21,27 +21,8 @@ use ringfence_store::memory::{EmbedderLoader, ExportRecord, MemoryDb, Prepared, 
 use ringfence_tools::memory::{Kind, MemoryBackend, NewItem, Query, StoreOutcome};
 use serde_json::{Value, json};
 
-#[derive(serde::Deserialize)]
-struct Eval {
-    memories: Vec<EvalMemory>,
-    queries: Vec<EvalQuery>,
-}
-
-#[derive(serde::Deserialize)]
-struct EvalMemory {
-    key: String,
-    content: String,
-    #[serde(rename = "memoryType")]
-    memory_type: String,
-    category: String,
-    tags: Vec<String>,
-}
-
-#[derive(serde::Deserialize)]
-struct EvalQuery {
-    query: String,
-    expected: Vec<String>,
-}
+#[path = "../tests/eval_set/mod.rs"]
+mod eval_set;
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -91,26 +72,33 @@ fn main() {
         .split(',')
         .map(|s| s.trim().parse().expect("MEMORY_SIZES: numbers"))
         .collect();
-    let eval: Eval = serde_json::from_str(
-        &std::fs::read_to_string(root.join("tests/data/memory_eval.json")).unwrap(),
-    )
-    .unwrap();
+    let eval = eval_set::load();
     let lines: Vec<String> = std::fs::read_to_string(&corpus)
         .unwrap_or_else(|e| panic!("{}: {e} (bench/memory.sh generates it)", corpus.display()))
         .lines()
         .map(str::to_owned)
         .collect();
-    assert!(lines.len() >= *sizes.iter().max().unwrap(), "corpus too small");
+    assert!(
+        lines.len() >= *sizes.iter().max().unwrap(),
+        "corpus too small"
+    );
 
     let load_started = Instant::now();
     let model: Arc<dyn Embedder> = Arc::new(LocalModel::load(&model_dir).unwrap());
     let model_load_ms = load_started.elapsed().as_secs_f64() * 1000.0;
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
 
     // --- embedding throughput -------------------------------------------------------------
     let sample: Vec<String> = lines[..1024]
         .iter()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["content"].as_str().unwrap().to_owned())
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     let refs: Vec<&str> = sample.iter().map(String::as_str).collect();
     model.embed(&refs[..64]).unwrap(); // warm-up
@@ -143,19 +131,13 @@ fn main() {
     let user = "bench";
     let mut key_of: HashMap<i64, String> = HashMap::new();
     for m in &eval.memories {
-        let item = NewItem {
-            content: m.content.clone(),
-            category: Some(m.category.clone()),
-            memory_type: Some(m.memory_type.clone()),
-            tags: m.tags.clone(),
-            pinned: false,
-            source: "eval".into(),
-        };
-        match db.store(user, Kind::Memory, item).unwrap() {
+        match db.store(user, Kind::Memory, m.item("eval")).unwrap() {
             StoreOutcome::Stored(i) => {
                 key_of.insert(i.id, m.key.clone());
             }
-            StoreOutcome::Duplicate(d) => panic!("eval memory {} duplicate of {}", m.key, d.existing.id),
+            StoreOutcome::Duplicate(d) => {
+                panic!("eval memory {} duplicate of {}", m.key, d.existing.id)
+            }
         }
     }
 
@@ -182,7 +164,10 @@ fn main() {
             .unwrap();
         let import_s = t.elapsed().as_secs_f64();
         loaded = size;
-        eprintln!("imported {} rows to {size} in {import_s:.1} s ({} skipped)", report.stored, report.duplicates);
+        eprintln!(
+            "imported {} rows to {size} in {import_s:.1} s ({} skipped)",
+            report.stored, report.duplicates
+        );
 
         // As a restarted server would: a fresh instance (no cached query vectors), whose
         // first search builds the user's vector index from the file.
@@ -212,15 +197,22 @@ fn main() {
             let t = Instant::now();
             let out = db.search(user, Kind::Memory, &query).unwrap();
             search_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-            let got: Vec<&String> = out.hits.iter().filter_map(|h| key_of.get(&h.item.id)).collect();
-            recall += q.expected.iter().filter(|e| got.contains(e)).count() as f64 / q.expected.len() as f64;
+            let got: Vec<&String> = out
+                .hits
+                .iter()
+                .filter_map(|h| key_of.get(&h.item.id))
+                .collect();
+            recall += q.recall(&got);
         }
         recall /= eval.queries.len() as f64;
 
         let mut store_ms = Vec::new();
         for i in 0..100 {
             let item = NewItem {
-                content: format!("Benchmark fact {size}-{i}: the user's locker number at gym {i} is {}", 1000 + i),
+                content: format!(
+                    "Benchmark fact {size}-{i}: the user's locker number at gym {i} is {}",
+                    1000 + i
+                ),
                 category: Some("personal".into()),
                 memory_type: Some("fact".into()),
                 tags: vec!["bench".into()],

@@ -8,34 +8,16 @@
 #![allow(clippy::print_stderr)] // reports the measured recall
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use ringfence_embed::{Embedder, LocalModel};
 use ringfence_store::memory::{EmbedderLoader, MemoryDb, RankConfig};
 use ringfence_tools::memory::{Kind, MemoryBackend, NewItem, Query, SearchMode, StoreOutcome};
 
-#[derive(serde::Deserialize)]
-struct Eval {
-    memories: Vec<EvalMemory>,
-    queries: Vec<EvalQuery>,
-}
+mod eval_set;
 
-#[derive(serde::Deserialize)]
-struct EvalMemory {
-    key: String,
-    content: String,
-    #[serde(rename = "memoryType")]
-    memory_type: String,
-    category: String,
-    tags: Vec<String>,
-}
-
-#[derive(serde::Deserialize)]
-struct EvalQuery {
-    query: String,
-    expected: Vec<String>,
-}
+use eval_set::Eval;
 
 fn model() -> Arc<dyn Embedder> {
     let dir = std::env::var_os("RINGFENCE_TEST_MODEL_DIR").expect(
@@ -44,24 +26,11 @@ fn model() -> Arc<dyn Embedder> {
     Arc::new(LocalModel::load(Path::new(&dir)).unwrap())
 }
 
-fn eval() -> Eval {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/memory_eval.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 /// Stores the set, runs every query; returns recall@5 and the queries that missed.
 fn recall(db: &MemoryDb, set: &Eval) -> (f64, Vec<String>) {
     let mut number_of: HashMap<i64, String> = HashMap::new();
     for m in &set.memories {
-        let item = NewItem {
-            content: m.content.clone(),
-            category: Some(m.category.clone()),
-            memory_type: Some(m.memory_type.clone()),
-            tags: m.tags.clone(),
-            pinned: false,
-            source: "eval".into(),
-        };
-        match db.store("eval", Kind::Memory, item).unwrap() {
+        match db.store("eval", Kind::Memory, m.item("eval")).unwrap() {
             StoreOutcome::Stored(i) => {
                 number_of.insert(i.id, m.key.clone());
             }
@@ -97,9 +66,9 @@ fn recall(db: &MemoryDb, set: &Eval) -> (f64, Vec<String>) {
             })
             .collect();
         let keys: Vec<&String> = out.hits.iter().map(|h| &number_of[&h.item.id]).collect();
-        let hit = q.expected.iter().filter(|e| keys.contains(e)).count();
-        total += hit as f64 / q.expected.len() as f64;
-        if hit < q.expected.len() {
+        let r = q.recall(&keys);
+        total += r;
+        if r < 1.0 {
             misses.push(format!(
                 "{:?} expected {:?} got {:?}",
                 q.query, q.expected, got
@@ -111,7 +80,7 @@ fn recall(db: &MemoryDb, set: &Eval) -> (f64, Vec<String>) {
 
 #[test]
 fn recall_at_5_by_meaning_and_by_words() {
-    let set = eval();
+    let set = eval_set::load();
     assert!(set.memories.len() >= 150 && set.queries.len() >= 50);
 
     let tmp = tempfile::tempdir().unwrap();

@@ -420,6 +420,17 @@ fn open_memory_db(settings: &MemorySettings) -> Result<Arc<MemoryDb>, String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
+    // Facts about people: readable by their owner only. SQLite gives its -wal and -shm
+    // files the database file's mode.
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&settings.database)
+            .map_err(|e| format!("cannot create {}: {e}", settings.database.display()))?;
+    }
     MemoryDb::open(
         &settings.database,
         embedder_loader(&settings.provider),
