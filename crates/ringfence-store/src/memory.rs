@@ -136,6 +136,8 @@ const CANDIDATES: usize = 100;
 const QUERY_CACHE: usize = 512;
 /// Rows embedded per batch when filling in missing vectors.
 const EMBED_BATCH: usize = 64;
+/// Vector indexes kept in memory at once (one per user and kind).
+const MAX_INDEXES: usize = 256;
 /// Rows per transaction in an import.
 const IMPORT_BATCH: usize = 1000;
 
@@ -155,7 +157,9 @@ pub struct MemoryDb {
     embedder: OnceLock<Arc<dyn Embedder>>,
     /// The last failed load: why, and when.
     failed: Mutex<Option<(String, std::time::Instant)>>,
-    indexes: Mutex<HashMap<(String, Kind), SharedIndex>>,
+    /// Vector indexes by (user, kind), with when each was last used; at most
+    /// [`MAX_INDEXES`], the least recently used dropped first (rebuilt on their next use).
+    indexes: Mutex<HashMap<(String, Kind), (SharedIndex, std::time::Instant)>>,
     /// Serialises duplicate check + insert so two sessions cannot store the same fact twice.
     write: Mutex<()>,
     /// `PRAGMA data_version` when the indexes were last known good: another process (an
@@ -595,12 +599,13 @@ impl MemoryDb {
         embedder: &Arc<dyn Embedder>,
     ) -> Result<Arc<RwLock<VecIndex>>, MemoryError> {
         let key = (user.to_owned(), kind);
-        if let Some(ix) = self
+        if let Some((ix, used)) = self
             .indexes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
+            .get_mut(&key)
         {
+            *used = std::time::Instant::now();
             return Ok(ix.clone());
         }
         self.embed_missing(user, kind, embedder)?;
@@ -636,12 +641,22 @@ impl MemoryDb {
                 ix.insert(r.get(0).map_err(err)?, &v, meta);
             }
         }
-        let ix = Arc::new(RwLock::new(ix));
-        self.indexes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, ix.clone());
-        Ok(ix)
+        let mut indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
+        if indexes.len() >= MAX_INDEXES
+            && !indexes.contains_key(&key)
+            && let Some(oldest) = indexes
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone())
+        {
+            indexes.remove(&oldest);
+        }
+        // Two first searches may build at once: the first index in wins, so a row another
+        // call added to it meanwhile is never lost by a replacement.
+        let (ix, _) = indexes
+            .entry(key)
+            .or_insert_with(|| (Arc::new(RwLock::new(ix)), std::time::Instant::now()));
+        Ok(ix.clone())
     }
 
     fn embed_missing(
@@ -1562,7 +1577,7 @@ impl MemoryBackend for MemoryDb {
         let Some((row, item)) = removed else {
             return Ok(None);
         };
-        if let Some(ix) = self
+        if let Some((ix, _)) = self
             .indexes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
