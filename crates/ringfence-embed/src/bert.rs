@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use candle_core::{D, DType, Device, Module, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use serde::Deserialize;
 
 use crate::EmbedError;
@@ -86,11 +86,82 @@ pub enum Pooling {
     Cls,
 }
 
+/// Up to this many tokens, dense layers skip the general matrix product (see
+/// [`Dense::forward_small`]).
+const SMALL_ROWS: usize = 48;
+
+/// A dense layer over the last dimension, its weight stored transposed and contiguous
+/// (`in × out`) so every call is one plain 2-D matrix product over all tokens at once.
+struct Dense {
+    weight_t: Tensor,
+    bias: Tensor,
+    out: usize,
+}
+
+impl Dense {
+    fn load(vb: VarBuilder, input: usize, out: usize) -> candle_core::Result<Dense> {
+        let weight = vb.get((out, input), "weight")?;
+        let weight_t = weight.t()?.contiguous()?;
+        Ok(Dense {
+            weight_t,
+            bias: vb.get(out, "bias")?,
+            out,
+        })
+    }
+
+    /// Several layers reading the same input as one (query, key and value side by side).
+    fn concat(parts: &[Dense]) -> candle_core::Result<Dense> {
+        let weights: Vec<&Tensor> = parts.iter().map(|d| &d.weight_t).collect();
+        let biases: Vec<&Tensor> = parts.iter().map(|d| &d.bias).collect();
+        let weight_t = Tensor::cat(&weights, 1)?.contiguous()?;
+        Ok(Dense {
+            weight_t,
+            bias: Tensor::cat(&biases, 0)?,
+            out: parts.iter().map(|d| d.out).sum(),
+        })
+    }
+
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let dims = x.dims();
+        let input = dims[dims.len() - 1];
+        let rows = x.elem_count() / input;
+        let mut shape = dims.to_vec();
+        *shape.last_mut().unwrap_or(&mut 0) = self.out;
+        if rows <= SMALL_ROWS {
+            return self.forward_small(x, rows, input)?.reshape(shape);
+        }
+        x.reshape((rows, input))?
+            .matmul(&self.weight_t)?
+            .broadcast_add(&self.bias)?
+            .reshape(shape)
+    }
+
+    /// A few rows (a search query): the general matrix product would copy ("pack") the
+    /// whole weight matrix on every call, which costs more than the arithmetic. Here each
+    /// weight row is read once and added, scaled, into every output row (vectorised).
+    fn forward_small(&self, x: &Tensor, rows: usize, input: usize) -> candle_core::Result<Tensor> {
+        let xs = x.flatten_all()?.to_vec1::<f32>()?;
+        let bias = self.bias.to_vec1::<f32>()?;
+        let out_n = self.out;
+        let mut out: Vec<f32> = Vec::with_capacity(rows * out_n);
+        for _ in 0..rows {
+            out.extend_from_slice(&bias);
+        }
+        let (storage, layout) = self.weight_t.storage_and_layout();
+        let candle_core::Storage::Cpu(cpu) = &*storage else {
+            candle_core::bail!("the encoder runs on the CPU only");
+        };
+        let all = cpu.as_slice::<f32>()?;
+        let w = &all[layout.start_offset()..layout.start_offset() + input * out_n];
+        crate::small_matmul_acc(&xs, w, &mut out, rows, input);
+        Tensor::from_vec(out, (rows, out_n), x.device())
+    }
+}
+
 struct SelfAttention {
-    query: Linear,
-    key: Linear,
-    value: Linear,
-    output: Linear,
+    /// Query, key and value in one product.
+    qkv: Dense,
+    output: Dense,
     norm: LayerNorm,
     heads: usize,
     head_dim: usize,
@@ -101,10 +172,12 @@ impl SelfAttention {
         let h = cfg.hidden_size;
         let own = vb.pp("self");
         Ok(SelfAttention {
-            query: candle_nn::linear(h, h, own.pp("query"))?,
-            key: candle_nn::linear(h, h, own.pp("key"))?,
-            value: candle_nn::linear(h, h, own.pp("value"))?,
-            output: candle_nn::linear(h, h, vb.pp("output").pp("dense"))?,
+            qkv: Dense::concat(&[
+                Dense::load(own.pp("query"), h, h)?,
+                Dense::load(own.pp("key"), h, h)?,
+                Dense::load(own.pp("value"), h, h)?,
+            ])?,
+            output: Dense::load(vb.pp("output").pp("dense"), h, h)?,
             norm: candle_nn::layer_norm(h, cfg.layer_norm_eps, vb.pp("output").pp("LayerNorm"))?,
             heads: cfg.num_attention_heads,
             head_dim: h / cfg.num_attention_heads,
@@ -114,14 +187,14 @@ impl SelfAttention {
     /// `x`: [batch, seq, hidden]; `mask_bias`: [batch, 1, 1, seq] (0 or a large negative).
     fn forward(&self, x: &Tensor, mask_bias: &Tensor) -> candle_core::Result<Tensor> {
         let (b, s, hidden) = x.dims3()?;
-        let split = |t: Tensor| -> candle_core::Result<Tensor> {
-            t.reshape((b, s, self.heads, self.head_dim))?
+        let qkv = self.qkv.forward(x)?;
+        let split = |i: usize| -> candle_core::Result<Tensor> {
+            qkv.narrow(2, i * hidden, hidden)?
+                .reshape((b, s, self.heads, self.head_dim))?
                 .transpose(1, 2)?
                 .contiguous()
         };
-        let q = split(self.query.forward(x)?)?;
-        let k = split(self.key.forward(x)?)?;
-        let v = split(self.value.forward(x)?)?;
+        let (q, k, v) = (split(0)?, split(1)?, split(2)?);
         let scale = 1.0 / (self.head_dim as f64).sqrt();
         let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(mask_bias)?;
         let probs = candle_nn::ops::softmax_last_dim(&scores)?;
@@ -136,8 +209,8 @@ impl SelfAttention {
 
 struct Layer {
     attention: SelfAttention,
-    intermediate: Linear,
-    output: Linear,
+    intermediate: Dense,
+    output: Dense,
     norm: LayerNorm,
 }
 
@@ -145,15 +218,15 @@ impl Layer {
     fn load(vb: VarBuilder, cfg: &BertConfig) -> candle_core::Result<Layer> {
         Ok(Layer {
             attention: SelfAttention::load(vb.pp("attention"), cfg)?,
-            intermediate: candle_nn::linear(
-                cfg.hidden_size,
-                cfg.intermediate_size,
+            intermediate: Dense::load(
                 vb.pp("intermediate").pp("dense"),
+                cfg.hidden_size,
+                cfg.intermediate_size,
             )?,
-            output: candle_nn::linear(
+            output: Dense::load(
+                vb.pp("output").pp("dense"),
                 cfg.intermediate_size,
                 cfg.hidden_size,
-                vb.pp("output").pp("dense"),
             )?,
             norm: candle_nn::layer_norm(
                 cfg.hidden_size,

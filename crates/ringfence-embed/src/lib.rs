@@ -72,22 +72,123 @@ pub fn normalize(v: &mut [f32]) {
 }
 
 /// The dot product of two vectors of the same length (cosine similarity for unit vectors).
-#[inline]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Eight independent accumulators let the compiler vectorise without reassociating.
-    let mut acc = [0f32; 8];
-    let chunks = a.len() / 8;
-    for i in 0..chunks {
-        let (x, y) = (&a[i * 8..i * 8 + 8], &b[i * 8..i * 8 + 8]);
-        for j in 0..8 {
-            acc[j] += x[j] * y[j];
-        }
+    pulp::Arch::new().dispatch(Dot { a, b })
+}
+
+/// `scores[i] = query · vectors[i·d .. (i+1)·d]` for every row of a flat matrix of
+/// `d = query.len()` columns: one runtime-dispatched SIMD pass (AVX2/FMA or AVX-512 where the
+/// CPU has them).
+pub fn dot_rows(query: &[f32], vectors: &[f32], scores: &mut Vec<f32>) {
+    scores.clear();
+    if query.is_empty() {
+        return;
     }
-    let mut sum: f32 = acc.iter().sum();
-    for i in chunks * 8..a.len().min(b.len()) {
-        sum += a[i] * b[i];
+    pulp::Arch::new().dispatch(DotRows {
+        query,
+        vectors,
+        scores,
+    });
+}
+
+/// `out[r] += Σ_i x[r][i] · w[i]` for `rows` rows: `x` is `rows × input`, `w` is
+/// `input × out` (row-major, `out = w.len() / input`), `out` is `rows × out` and holds the
+/// bias on entry. Each weight row is read once for all rows.
+pub fn small_matmul_acc(x: &[f32], w: &[f32], out: &mut [f32], rows: usize, input: usize) {
+    pulp::Arch::new().dispatch(SmallMatmul {
+        x,
+        w,
+        out,
+        rows,
+        input,
+    });
+}
+
+struct Dot<'a> {
+    a: &'a [f32],
+    b: &'a [f32],
+}
+
+impl pulp::WithSimd for Dot<'_> {
+    type Output = f32;
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) -> f32 {
+        dot_simd(simd, self.a, self.b)
+    }
+}
+
+#[inline(always)]
+fn dot_simd<S: pulp::Simd>(simd: S, a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let (ah, at) = S::as_simd_f32s(a);
+    let (bh, bt) = S::as_simd_f32s(b);
+    // Two accumulators hide the latency of the fused multiply-add.
+    let mut acc0 = simd.splat_f32s(0.0);
+    let mut acc1 = simd.splat_f32s(0.0);
+    let mut pairs_a = ah.chunks_exact(2);
+    let mut pairs_b = bh.chunks_exact(2);
+    for (x, y) in (&mut pairs_a).zip(&mut pairs_b) {
+        acc0 = simd.mul_add_e_f32s(x[0], y[0], acc0);
+        acc1 = simd.mul_add_e_f32s(x[1], y[1], acc1);
+    }
+    for (x, y) in pairs_a.remainder().iter().zip(pairs_b.remainder()) {
+        acc0 = simd.mul_add_e_f32s(*x, *y, acc0);
+    }
+    let mut sum = simd.reduce_sum_f32s(simd.add_f32s(acc0, acc1));
+    for (x, y) in at.iter().zip(bt) {
+        sum += x * y;
     }
     sum
+}
+
+struct DotRows<'a> {
+    query: &'a [f32],
+    vectors: &'a [f32],
+    scores: &'a mut Vec<f32>,
+}
+
+impl pulp::WithSimd for DotRows<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) {
+        let d = self.query.len();
+        self.scores.reserve(self.vectors.len() / d);
+        for row in self.vectors.chunks_exact(d) {
+            self.scores.push(dot_simd(simd, self.query, row));
+        }
+    }
+}
+
+struct SmallMatmul<'a> {
+    x: &'a [f32],
+    w: &'a [f32],
+    out: &'a mut [f32],
+    rows: usize,
+    input: usize,
+}
+
+impl pulp::WithSimd for SmallMatmul<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) {
+        let out_n = self.w.len() / self.input.max(1);
+        for (i, w_row) in self.w.chunks_exact(out_n).enumerate() {
+            let (wh, wt) = S::as_simd_f32s(w_row);
+            for r in 0..self.rows {
+                let a = self.x[r * self.input + i];
+                let o = &mut self.out[r * out_n..(r + 1) * out_n];
+                let (oh, ot) = S::as_mut_simd_f32s(o);
+                let av = simd.splat_f32s(a);
+                for (o, w) in oh.iter_mut().zip(wh) {
+                    *o = simd.mul_add_e_f32s(av, *w, *o);
+                }
+                for (o, w) in ot.iter_mut().zip(wt) {
+                    *o += a * w;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -104,6 +205,30 @@ mod tests {
             "{} vs {naive}",
             dot(&a, &b)
         );
+    }
+
+    #[test]
+    fn dot_rows_and_small_matmul_match_plain_loops() {
+        let q: Vec<f32> = (0..19).map(|i| (i as f32).sin()).collect();
+        let m: Vec<f32> = (0..19 * 5).map(|i| (i as f32 * 0.37).cos()).collect();
+        let mut scores = Vec::new();
+        dot_rows(&q, &m, &mut scores);
+        assert_eq!(scores.len(), 5);
+        for (r, s) in scores.iter().enumerate() {
+            let naive: f32 = q.iter().zip(&m[r * 19..(r + 1) * 19]).map(|(a, b)| a * b).sum();
+            assert!((s - naive).abs() < 1e-4, "{s} vs {naive}");
+        }
+        // x: 3 × 4, w: 4 × 13, out starts at the bias.
+        let x: Vec<f32> = (0..12).map(|i| i as f32 - 5.0).collect();
+        let w: Vec<f32> = (0..52).map(|i| (i as f32 * 0.11).sin()).collect();
+        let mut out = vec![0.5f32; 3 * 13];
+        small_matmul_acc(&x, &w, &mut out, 3, 4);
+        for r in 0..3 {
+            for o in 0..13 {
+                let naive: f32 = 0.5 + (0..4).map(|i| x[r * 4 + i] * w[i * 13 + o]).sum::<f32>();
+                assert!((out[r * 13 + o] - naive).abs() < 1e-4);
+            }
+        }
     }
 
     #[test]
