@@ -250,7 +250,8 @@ async def test_seed_003_documented_examples(tmp_path):
                 "truthId": truth_id,
                 "updatedContent": "TJ is a tech lead at a fintech company in New York City"})
             sc = structured(r)
-            assert sc["updated"] is True and sc["id"] == truth_id
+            assert sc["changed"] is True and sc["id"] == truth_id
+            assert sc["updated"] >= sc["created"], sc
             assert sc["previousContent"] == "TJ is a software engineer based in New York City"
             assert sc["content"] == "TJ is a tech lead at a fintech company in New York City"
             assert "tech lead" in text_of(r) and "software engineer" in text_of(r)
@@ -305,7 +306,7 @@ async def test_seed_003_documented_examples(tmp_path):
                 "memoryId": location,
                 "updatedContent": "User lives in Chicago (moved from Seattle in December 2025)"})
             sc = structured(r)
-            assert sc["updated"] is True and sc["id"] == location
+            assert sc["changed"] is True and sc["id"] == location
             assert sc["previousContent"] == "User lives in Seattle"
             assert sc["content"] == "User lives in Chicago (moved from Seattle in December 2025)"
             assert (sc["memoryType"], sc["category"]) == ("fact", "personal")
@@ -441,7 +442,7 @@ async def test_duplicates_by_text_and_meaning_but_not_different_numbers(tmp_path
             # Updating a row into another row's meaning changes nothing.
             r = await ok(s, "update_memory", {"memoryId": r5["id"],
                                               "updatedContent": "user runs 10K every monday"})
-            assert structured(r).get("updated") is not True
+            assert structured(r).get("changed") is not True
             assert structured(r)["duplicateOf"] == r10["id"], text_of(r)
     rows = {r["content"] for r in export(tmp_path, "--kind", "memory")}
     assert rows == {"User is allergic to shellfish", "User runs 5k every Monday",

@@ -21,7 +21,9 @@ const QUERIES: [&str; 8] = [
 ];
 
 fn main() {
-    let dir = PathBuf::from(std::env::var("RINGFENCE_TEST_MODEL_DIR").expect("set RINGFENCE_TEST_MODEL_DIR"));
+    let dir = PathBuf::from(
+        std::env::var("RINGFENCE_TEST_MODEL_DIR").expect("set RINGFENCE_TEST_MODEL_DIR"),
+    );
     let model = LocalModel::load(&dir).unwrap();
     if std::env::var_os("EMBED_PROFILE").is_some() {
         let tok = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
@@ -29,7 +31,10 @@ fn main() {
         for _ in 0..200 {
             tok.encode(QUERIES[0], true).unwrap();
         }
-        println!("tokenize: {:.3} ms", t.elapsed().as_secs_f64() * 1000.0 / 200.0);
+        println!(
+            "tokenize: {:.3} ms",
+            t.elapsed().as_secs_f64() * 1000.0 / 200.0
+        );
     }
     let mut single = Vec::new();
     for round in 0..25 {

@@ -361,10 +361,8 @@ fn check(dir: &Path) -> Result<(), EmbedError> {
     Ok(())
 }
 
-/// A safetensors file: an 8-byte little-endian header length, a JSON header whose tensor
-/// offsets end exactly at the end of the file.
-#[cfg_attr(feature = "local", allow(dead_code))]
-fn check_safetensors(path: &Path) -> Result<(), EmbedError> {
+/// The JSON header of a safetensors file and the file's size.
+pub fn safetensors_header(path: &Path) -> Result<(Vec<u8>, u64), EmbedError> {
     let fail = |what: String| EmbedError::Model(format!("{}: {what}", path.display()));
     let mut f = fs::File::open(path).map_err(|e| fail(e.to_string()))?;
     let size = f.metadata().map_err(|e| fail(e.to_string()))?.len();
@@ -377,6 +375,16 @@ fn check_safetensors(path: &Path) -> Result<(), EmbedError> {
     }
     let mut header = vec![0u8; n as usize];
     f.read_exact(&mut header).map_err(|e| fail(e.to_string()))?;
+    Ok((header, size))
+}
+
+/// A safetensors file: an 8-byte little-endian header length, a JSON header whose tensor
+/// offsets end exactly at the end of the file.
+#[cfg_attr(feature = "local", allow(dead_code))]
+fn check_safetensors(path: &Path) -> Result<(), EmbedError> {
+    let fail = |what: String| EmbedError::Model(format!("{}: {what}", path.display()));
+    let (header, size) = safetensors_header(path)?;
+    let n = header.len() as u64;
     let header: serde_json::Map<String, serde_json::Value> =
         serde_json::from_slice(&header).map_err(|e| fail(format!("header: {e}")))?;
     let end = header

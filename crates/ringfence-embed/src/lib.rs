@@ -104,6 +104,42 @@ pub fn small_matmul_acc(x: &[f32], w: &[f32], out: &mut [f32], rows: usize, inpu
     });
 }
 
+/// Quantises a vector to signed bytes for a compact index: `v[i] ≈ codes[i] · scale`.
+/// Returns the scale (0 for a zero vector).
+pub fn quantize_i8(v: &[f32], codes: &mut Vec<i8>) -> f32 {
+    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 || !max.is_finite() {
+        codes.extend(std::iter::repeat_n(0i8, v.len()));
+        return 0.0;
+    }
+    let inv = 127.0 / max;
+    codes.extend(
+        v.iter()
+            .map(|x| (x * inv).round().clamp(-127.0, 127.0) as i8),
+    );
+    max / 127.0
+}
+
+/// `scores[i] = query · codes[i·d .. (i+1)·d]` in integers, for every row of a flat matrix
+/// of `d = query.len()` byte columns (vectorised at run time like [`dot_rows`]).
+pub fn dot_rows_i8(query: &[i8], codes: &[i8], scores: &mut Vec<i32>) {
+    scores.clear();
+    let d = query.len();
+    if d == 0 {
+        return;
+    }
+    scores.reserve(codes.len() / d);
+    pulp::Arch::new().dispatch(|| {
+        for row in codes.chunks_exact(d) {
+            let mut acc = 0i32;
+            for (a, b) in query.iter().zip(row) {
+                acc += (*a as i16 * *b as i16) as i32;
+            }
+            scores.push(acc);
+        }
+    });
+}
+
 struct Dot<'a> {
     a: &'a [f32],
     b: &'a [f32],
@@ -215,7 +251,11 @@ mod tests {
         dot_rows(&q, &m, &mut scores);
         assert_eq!(scores.len(), 5);
         for (r, s) in scores.iter().enumerate() {
-            let naive: f32 = q.iter().zip(&m[r * 19..(r + 1) * 19]).map(|(a, b)| a * b).sum();
+            let naive: f32 = q
+                .iter()
+                .zip(&m[r * 19..(r + 1) * 19])
+                .map(|(a, b)| a * b)
+                .sum();
             assert!((s - naive).abs() < 1e-4, "{s} vs {naive}");
         }
         // x: 3 × 4, w: 4 × 13, out starts at the bias.
@@ -229,6 +269,30 @@ mod tests {
                 assert!((out[r * 13 + o] - naive).abs() < 1e-4);
             }
         }
+    }
+
+    #[test]
+    fn quantized_dot_products_approximate_the_exact_ones() {
+        let a: Vec<f32> = (0..384)
+            .map(|i| ((i * 7 % 13) as f32 - 6.0) / 10.0)
+            .collect();
+        let b: Vec<f32> = (0..384)
+            .map(|i| ((i * 5 % 11) as f32 - 5.0) / 9.0)
+            .collect();
+        let (mut qa, mut qb) = (Vec::new(), Vec::new());
+        let sa = quantize_i8(&a, &mut qa);
+        let sb = quantize_i8(&b, &mut qb);
+        let mut scores = Vec::new();
+        dot_rows_i8(&qa, &qb, &mut scores);
+        let approx = scores[0] as f32 * sa * sb;
+        let exact = dot(&a, &b);
+        assert!(
+            (approx - exact).abs() < 0.01 * exact.abs().max(1.0),
+            "{approx} vs {exact}"
+        );
+        let mut zero = Vec::new();
+        assert_eq!(quantize_i8(&[0.0; 4], &mut zero), 0.0);
+        assert_eq!(zero, vec![0; 4]);
     }
 
     #[test]

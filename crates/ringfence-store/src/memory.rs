@@ -182,10 +182,16 @@ type SharedIndex = Arc<RwLock<VecIndex>>;
 
 /// One user's vectors of one kind, for one model.
 #[derive(Default)]
+///
+/// Vectors are kept as signed bytes with a scale per row (a quarter of the memory of f32,
+/// and a quarter of the bytes each search streams); [`top`](Self::top) ranks by these
+/// approximate similarities, and the search recomputes the exact cosine of the candidates
+/// from the stored f32 vectors.
 struct VecIndex {
     dims: usize,
     rows: Vec<i64>,
-    vectors: Vec<f32>,
+    codes: Vec<i8>,
+    scales: Vec<f32>,
     meta: Vec<RowMeta>,
     position: HashMap<i64, usize>,
 }
@@ -242,14 +248,18 @@ impl VecIndex {
         if vector.len() != self.dims {
             return;
         }
+        let mut codes = Vec::with_capacity(self.dims);
+        let scale = ringfence_embed::quantize_i8(vector, &mut codes);
         if let Some(&at) = self.position.get(&row) {
-            self.vectors[at * self.dims..(at + 1) * self.dims].copy_from_slice(vector);
+            self.codes[at * self.dims..(at + 1) * self.dims].copy_from_slice(&codes);
+            self.scales[at] = scale;
             self.meta[at] = meta;
             return;
         }
         self.position.insert(row, self.rows.len());
         self.rows.push(row);
-        self.vectors.extend_from_slice(vector);
+        self.codes.extend_from_slice(&codes);
+        self.scales.push(scale);
         self.meta.push(meta);
     }
 
@@ -262,27 +272,32 @@ impl VecIndex {
             let moved = self.rows[last];
             self.rows.swap(at, last);
             self.meta.swap(at, last);
+            self.scales.swap(at, last);
             let d = self.dims;
-            let (head, tail) = self.vectors.split_at_mut(last * d);
+            let (head, tail) = self.codes.split_at_mut(last * d);
             head[at * d..(at + 1) * d].copy_from_slice(&tail[..d]);
             self.position.insert(moved, at);
         }
         self.rows.pop();
         self.meta.pop();
-        self.vectors.truncate(last * self.dims);
+        self.scales.pop();
+        self.codes.truncate(last * self.dims);
     }
 
-    /// The `k` most similar rows passing `filter`, best first.
+    /// The `k` rows passing `filter` with the highest approximate similarity, best first.
     fn top(&self, query: &[f32], k: usize, filter: Option<&Filter>) -> Vec<(i64, f32)> {
         if query.len() != self.dims || self.rows.is_empty() || k == 0 {
             return Vec::new();
         }
+        let mut q = Vec::with_capacity(self.dims);
+        let q_scale = ringfence_embed::quantize_i8(query, &mut q);
+        let raw = self.raw_scores(&q);
         let mut scored: Vec<(f32, usize)> = Vec::with_capacity(self.rows.len());
-        for (i, v) in self.vectors.chunks_exact(self.dims).enumerate() {
+        for (i, r) in raw.into_iter().enumerate() {
             if filter.is_some_and(|f| !self.meta[i].matches(f)) {
                 continue;
             }
-            scored.push((dot(query, v), i));
+            scored.push((r as f32 * q_scale * self.scales[i], i));
         }
         if scored.len() > k {
             scored.select_nth_unstable_by(k - 1, |a, b| b.0.total_cmp(&a.0));
@@ -291,7 +306,53 @@ impl VecIndex {
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         scored.into_iter().map(|(s, i)| (self.rows[i], s)).collect()
     }
+
+    /// Integer dot products of `q` with every row; large indexes are split across the
+    /// CPU's cores (the scan is bound by memory bandwidth, which two cores share better).
+    fn raw_scores(&self, q: &[i8]) -> Vec<i32> {
+        let d = self.dims;
+        let n = self.rows.len();
+        let threads = if n >= PARALLEL_SCAN_ROWS {
+            std::thread::available_parallelism()
+                .map(|t| t.get())
+                .unwrap_or(1)
+                .min(4)
+        } else {
+            1
+        };
+        if threads <= 1 {
+            let mut out = Vec::new();
+            ringfence_embed::dot_rows_i8(q, &self.codes, &mut out);
+            return out;
+        }
+        let per = n.div_ceil(threads);
+        let parts: Vec<Vec<i32>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = self
+                .codes
+                .chunks(per * d)
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        let mut out = Vec::new();
+                        ringfence_embed::dot_rows_i8(q, chunk, &mut out);
+                        out
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        parts.concat()
+    }
 }
+
+/// How far below a threshold an approximate (byte) similarity may be and still be checked
+/// exactly.
+const APPROX_MARGIN: f32 = 0.05;
+
+/// Indexes at least this large are scanned by several threads.
+const PARALLEL_SCAN_ROWS: usize = 20_000;
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -774,24 +835,37 @@ impl MemoryDb {
     /// A row of `user` (in `index`, other than `except`) that means the same as `content`
     /// (whose vector is `vector`): at least `duplicate_threshold` similar and stating the
     /// same numbers ("runs 5k" and "runs 10k" are close in meaning but different facts).
+    #[allow(clippy::too_many_arguments)]
     fn near_duplicate(
         &self,
         user: &str,
         index: &RwLock<VecIndex>,
+        model: &str,
         content: &str,
         vector: &[f32],
         except: Option<i64>,
     ) -> Result<Option<Duplicate>, MemoryError> {
-        let close: Vec<(i64, f32)> = {
+        // The index's similarities are approximate (bytes): take a margin, then decide on
+        // the exact ones.
+        let close: Vec<i64> = {
             let ix = index.read().unwrap_or_else(|e| e.into_inner());
-            ix.top(vector, 4, None)
+            ix.top(vector, 8, None)
                 .into_iter()
-                .filter(|(row, sim)| Some(*row) != except && *sim >= self.rank.duplicate_threshold)
+                .filter(|(row, sim)| {
+                    Some(*row) != except && *sim >= self.rank.duplicate_threshold - APPROX_MARGIN
+                })
+                .map(|(row, _)| row)
                 .collect()
         };
         if close.is_empty() {
             return Ok(None);
         }
+        let mut close: Vec<(i64, f32)> = self
+            .exact_similarities(user, model, &close, vector)?
+            .into_iter()
+            .filter(|(_, sim)| *sim >= self.rank.duplicate_threshold)
+            .collect();
+        close.sort_by(|a, b| b.1.total_cmp(&a.1));
         let mut rows = self.rows_by_id(user, &close.iter().map(|c| c.0).collect::<Vec<_>>())?;
         let numbers = numbers_in(content);
         for (row, similarity) in close {
@@ -806,6 +880,41 @@ impl MemoryDb {
             }
         }
         Ok(None)
+    }
+
+    /// Exact cosine similarities of `query` with the stored vectors (of `model`) of `user`'s
+    /// rows among `ids`; rows without such a vector are left out.
+    fn exact_similarities(
+        &self,
+        user: &str,
+        model: &str,
+        ids: &[i64],
+        query: &[f32],
+    ) -> Result<HashMap<i64, f32>, MemoryError> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let marks = vec!["?"; ids.len()].join(",");
+        let conn = self.store.conn();
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT id, embedding FROM items
+                 WHERE user = ? AND embedding_model = ? AND id IN ({marks})"
+            ))
+            .map_err(err)?;
+        let args: Vec<&dyn ToSql> = [&user as &dyn ToSql, &model as &dyn ToSql]
+            .into_iter()
+            .chain(ids.iter().map(|i| i as &dyn ToSql))
+            .collect();
+        let sims = stmt
+            .query_map(params_from_iter(args), |r| {
+                let blob: Vec<u8> = r.get(1)?;
+                Ok((r.get::<_, i64>(0)?, dot(query, &blob_vector(&blob))))
+            })
+            .map_err(err)?
+            .collect::<Result<HashMap<_, _>, _>>()
+            .map_err(err)?;
+        Ok(sims)
     }
 
     /// Inserts one row (numbered next for its user and kind) in its own transaction;
@@ -877,8 +986,17 @@ impl MemoryDb {
             _ => None,
         };
         let _guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
+        // Another session may have stored the same text while this one was embedding.
+        if let Some((_, existing)) = self.find_exact(user, kind, &hash)? {
+            return Ok(StoreOutcome::Duplicate(Duplicate {
+                existing,
+                similarity: 1.0,
+                exact: true,
+            }));
+        }
         if let (Some(index), Some(v)) = (&index, &vector)
-            && let Some(dup) = self.near_duplicate(user, index, &item.content, v, None)?
+            && let Some(e) = &embedder
+            && let Some(dup) = self.near_duplicate(user, index, e.id(), &item.content, v, None)?
         {
             return Ok(StoreOutcome::Duplicate(dup));
         }
@@ -1392,6 +1510,7 @@ impl MemoryBackend for MemoryDb {
         let filter = Filter::of(query);
         let mut mode = SearchMode::Hybrid;
         let mut similarities: HashMap<i64, f32> = HashMap::new();
+        let mut query_vector: Option<(Arc<Vec<f32>>, Arc<dyn Embedder>)> = None;
         match self.embedder() {
             Ok(embedder) => {
                 let vector = self.query_vector(&embedder, query.text.trim());
@@ -1400,6 +1519,7 @@ impl MemoryBackend for MemoryDb {
                         let index = self.index(user, kind, &embedder)?;
                         let ix = index.read().unwrap_or_else(|e| e.into_inner());
                         similarities.extend(ix.top(&v, CANDIDATES, Some(&filter)));
+                        query_vector = Some((v, embedder.clone()));
                     }
                     Err(e) => {
                         mode = SearchMode::Lexical {
@@ -1417,6 +1537,11 @@ impl MemoryBackend for MemoryDb {
         let mut ids: Vec<i64> = similarities.keys().chain(lexical.keys()).copied().collect();
         ids.sort_unstable();
         ids.dedup();
+        // The index ranked by approximate similarities; score every candidate (also those
+        // found by words only) by the exact one.
+        if let Some((v, embedder)) = &query_vector {
+            similarities = self.exact_similarities(user, embedder.id(), &ids, v)?;
+        }
         let rows = self.rows_by_id(user, &ids)?;
         let now = now_ms();
         let mut hits: Vec<(i64, Hit)> = Vec::new();
@@ -1503,7 +1628,8 @@ impl MemoryBackend for MemoryDb {
         };
         let _guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
         if let (Some(index), Some(v)) = (&index, &vector)
-            && let Some(dup) = self.near_duplicate(user, index, content, v, Some(row))?
+            && let Some(e) = &embedder
+            && let Some(dup) = self.near_duplicate(user, index, e.id(), content, v, Some(row))?
         {
             return Ok(UpdateOutcome::Duplicate(dup));
         }

@@ -522,7 +522,7 @@ fn update(ctx: &ToolContext, kind: Kind, id: i64, new_content: &str) -> ToolResu
                 quote(&after.content)
             );
             let mut structured = item_json(&after);
-            structured["updated"] = json!(true);
+            structured["changed"] = json!(true);
             structured["previousContent"] = json!(before.content);
             Ok(ToolOutput::text(text).with_structured(structured))
         }
