@@ -50,6 +50,7 @@ if [[ ",$ONLY," == *",engine,"* ]]; then
     say "engine benchmark (sizes ${MEMORY_SIZES:-10000,100000})"
     ( cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target/bench" RINGFENCE_TEST_MODEL_DIR="$MODEL_DIR" \
         MEMORY_CORPUS="$CORPUS/memories-100k.jsonl" MEMORY_OUT="$ENGINE_JSON" \
+        MEMORY_VECTORS="$CORPUS/memories-100k.vectors.jsonl" \
         cargo bench -p ringfence-store --bench memory >/dev/null )
 fi
 

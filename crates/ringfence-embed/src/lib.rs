@@ -208,20 +208,103 @@ impl pulp::WithSimd for SmallMatmul<'_> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, simd: S) {
-        let out_n = self.w.len() / self.input.max(1);
-        for (i, w_row) in self.w.chunks_exact(out_n).enumerate() {
-            let (wh, wt) = S::as_simd_f32s(w_row);
+        let input = self.input.max(1);
+        let out_n = self.w.len() / input;
+        let lanes = std::mem::size_of::<S::f32s>() / std::mem::size_of::<f32>();
+        // Output columns are taken two vectors at a time and rows four at a time, so that
+        // eight sums stay in registers while the inputs are walked: each weight load feeds
+        // four multiply-adds and no partial sum goes back to memory until the end.
+        // The inputs go in slices of SLICE weight rows, each read from memory once and then
+        // used from cache by every group of four rows.
+        let block = 2 * lanes;
+        let blocked = out_n / block * block;
+        for i0 in (0..input).step_by(SLICE) {
+            let i1 = (i0 + SLICE).min(input);
+            let mut r0 = 0;
+            while r0 < self.rows {
+                let take = (self.rows - r0).min(4);
+                let m = Block {
+                    x: &self.x[r0 * input..(r0 + take) * input],
+                    w: self.w,
+                    out: &mut self.out[r0 * out_n..(r0 + take) * out_n],
+                    inputs: (i0, i1),
+                    input,
+                    out_n,
+                    block,
+                    blocked,
+                };
+                match take {
+                    4 => m.run::<S, 4>(simd),
+                    3 => m.run::<S, 3>(simd),
+                    2 => m.run::<S, 2>(simd),
+                    _ => m.run::<S, 1>(simd),
+                }
+                r0 += take;
+            }
+        }
+        // Columns past the last whole block (none for the models in use).
+        if blocked < out_n {
             for r in 0..self.rows {
-                let a = self.x[r * self.input + i];
-                let o = &mut self.out[r * out_n..(r + 1) * out_n];
-                let (oh, ot) = S::as_mut_simd_f32s(o);
-                let av = simd.splat_f32s(a);
-                for (o, w) in oh.iter_mut().zip(wh) {
-                    *o = simd.mul_add_e_f32s(av, *w, *o);
+                for i in 0..input {
+                    let a = self.x[r * input + i];
+                    let w_row = &self.w[i * out_n..(i + 1) * out_n];
+                    for c in blocked..out_n {
+                        self.out[r * out_n + c] += a * w_row[c];
+                    }
                 }
-                for (o, w) in ot.iter_mut().zip(wt) {
-                    *o += a * w;
+            }
+        }
+    }
+}
+
+/// Weight rows per slice of a [`SmallMatmul`].
+const SLICE: usize = 16;
+
+/// Up to four rows of a [`SmallMatmul`], over its whole column blocks, for one slice of
+/// its inputs.
+struct Block<'a> {
+    x: &'a [f32],
+    w: &'a [f32],
+    out: &'a mut [f32],
+    inputs: (usize, usize),
+    input: usize,
+    out_n: usize,
+    block: usize,
+    blocked: usize,
+}
+
+impl Block<'_> {
+    #[inline(always)]
+    fn run<S: pulp::Simd, const R: usize>(self, simd: S) {
+        let Block {
+            x,
+            w,
+            out,
+            inputs: (i0, i1),
+            input,
+            out_n,
+            block,
+            blocked,
+        } = self;
+        for c0 in (0..blocked).step_by(block) {
+            let mut acc = [[simd.splat_f32s(0.0); 2]; R];
+            for (r, sums) in acc.iter_mut().enumerate() {
+                let (o, _) = S::as_simd_f32s(&out[r * out_n + c0..r * out_n + c0 + block]);
+                *sums = [o[0], o[1]];
+            }
+            for i in i0..i1 {
+                let (wv, _) = S::as_simd_f32s(&w[i * out_n + c0..i * out_n + c0 + block]);
+                let (w0, w1) = (wv[0], wv[1]);
+                for (r, sums) in acc.iter_mut().enumerate() {
+                    let a = simd.splat_f32s(x[r * input + i]);
+                    sums[0] = simd.mul_add_e_f32s(a, w0, sums[0]);
+                    sums[1] = simd.mul_add_e_f32s(a, w1, sums[1]);
                 }
+            }
+            for (r, sums) in acc.iter().enumerate() {
+                let (o, _) = S::as_mut_simd_f32s(&mut out[r * out_n + c0..r * out_n + c0 + block]);
+                o[0] = sums[0];
+                o[1] = sums[1];
             }
         }
     }
@@ -267,6 +350,39 @@ mod tests {
             for o in 0..13 {
                 let naive: f32 = 0.5 + (0..4).map(|i| x[r * 4 + i] * w[i * 13 + o]).sum::<f32>();
                 assert!((out[r * 13 + o] - naive).abs() < 1e-4);
+            }
+        }
+    }
+
+    #[test]
+    fn small_matmul_matches_plain_loops_for_every_row_and_column_remainder() {
+        // Row counts around the blocks of four; column counts that are whole blocks for
+        // 4-, 8- and 16-lane vectors, and ones that leave a tail.
+        for rows in 1..=9 {
+            for out_n in [16usize, 32, 40, 64, 103] {
+                let input = 23;
+                let x: Vec<f32> = (0..rows * input)
+                    .map(|i| ((i * 13 % 29) as f32 - 14.0) / 7.0)
+                    .collect();
+                let w: Vec<f32> = (0..input * out_n)
+                    .map(|i| ((i as f32) * 0.071).sin())
+                    .collect();
+                let bias: Vec<f32> = (0..rows * out_n).map(|i| (i % 5) as f32).collect();
+                let mut out = bias.clone();
+                small_matmul_acc(&x, &w, &mut out, rows, input);
+                for r in 0..rows {
+                    for o in 0..out_n {
+                        let naive: f32 = bias[r * out_n + o]
+                            + (0..input)
+                                .map(|i| x[r * input + i] * w[i * out_n + o])
+                                .sum::<f32>();
+                        let got = out[r * out_n + o];
+                        assert!(
+                            (got - naive).abs() < 1e-3,
+                            "rows {rows} out {out_n} at ({r},{o}): {got} vs {naive}"
+                        );
+                    }
+                }
             }
         }
     }

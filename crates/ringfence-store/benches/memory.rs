@@ -8,6 +8,11 @@
 //! One user holds the project's eval set (168 memories) plus the first N synthetic ones;
 //! the eval set's 128 paraphrased queries are timed and scored at each size. Prints one
 //! JSON object (also written to MEMORY_OUT when set).
+//!
+//! MEMORY_VECTORS names a cache of the corpus with its vectors (JSON lines, as `memory
+//! export --embeddings` writes them): written after a run that embedded the corpus, read by
+//! the next, whose imports then store rows without embedding them (reported as
+//! `"vectors": "cached"`; import speed is then not embedding speed).
 #![allow(clippy::disallowed_methods)] // reads its inputs, writes its result file
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark program reports
 
@@ -73,11 +78,22 @@ fn main() {
         .map(|s| s.trim().parse().expect("MEMORY_SIZES: numbers"))
         .collect();
     let eval = eval_set::load();
-    let lines: Vec<String> = std::fs::read_to_string(&corpus)
-        .unwrap_or_else(|e| panic!("{}: {e} (bench/memory.sh generates it)", corpus.display()))
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let vectors_cache = std::env::var("MEMORY_VECTORS").ok().map(PathBuf::from);
+    let read_lines = |path: &PathBuf| -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("{}: {e} (bench/memory.sh generates it)", path.display()))
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    let max_size = *sizes.iter().max().unwrap();
+    let cached: Option<Vec<String>> = vectors_cache
+        .as_ref()
+        .filter(|p| p.exists())
+        .map(read_lines)
+        .filter(|l| l.len() >= max_size);
+    let vectors_cached = cached.is_some();
+    let lines: Vec<String> = cached.unwrap_or_else(|| read_lines(&corpus));
     assert!(
         lines.len() >= *sizes.iter().max().unwrap(),
         "corpus too small"
@@ -217,7 +233,7 @@ fn main() {
                 memory_type: Some("fact".into()),
                 tags: vec!["bench".into()],
                 pinned: false,
-                source: "bench".into(),
+                source: "bench-store".into(),
             };
             let t = Instant::now();
             let out = db.store(user, Kind::Memory, item).unwrap();
@@ -226,6 +242,7 @@ fn main() {
         }
         let entry = json!({
             "memories": size + eval.memories.len(),
+            "vectors": if vectors_cached { "cached" } else { "embedded" },
             "import_s": round(import_s),
             "import_rows_per_s": round(n as f64 / import_s),
             "index_load_ms": round(index_load_ms),
@@ -236,6 +253,21 @@ fn main() {
         });
         eprintln!("size {size}: {entry}");
         results.push(entry);
+    }
+    if let (Some(cache), false) = (&vectors_cache, vectors_cached) {
+        // The synthetic rows with their vectors, in corpus order, for the next run.
+        let mut text = String::new();
+        for r in db.export(Some(user), Some(Kind::Memory), true).unwrap() {
+            if r.source
+                .as_deref()
+                .is_some_and(|s| s == "eval" || s == "bench-store")
+            {
+                continue;
+            }
+            text.push_str(&serde_json::to_string(&r).unwrap());
+            text.push('\n');
+        }
+        std::fs::write(cache, text).unwrap();
     }
     let out = json!({
         "threads": threads,

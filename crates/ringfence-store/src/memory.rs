@@ -818,11 +818,14 @@ impl MemoryDb {
         let conn = self.store.conn();
         let mut stmt = conn
             .prepare(&format!(
-                "SELECT {ITEM_COLUMNS} FROM items WHERE user = ? AND id IN ({marks})"
+                // `+user`: look the rows up by id; an index on user would walk all of them.
+                "SELECT {ITEM_COLUMNS} FROM items WHERE id IN ({marks}) AND +user = ?"
             ))
             .map_err(err)?;
-        let args: Vec<&dyn ToSql> = std::iter::once(&user as &dyn ToSql)
-            .chain(ids.iter().map(|i| i as &dyn ToSql))
+        let args: Vec<&dyn ToSql> = ids
+            .iter()
+            .map(|i| i as &dyn ToSql)
+            .chain(std::iter::once(&user as &dyn ToSql))
             .collect();
         let rows = stmt
             .query_map(params_from_iter(args), item_from_row)
@@ -898,13 +901,15 @@ impl MemoryDb {
         let conn = self.store.conn();
         let mut stmt = conn
             .prepare(&format!(
+                // `+`: by id, not by an index on user (see rows_by_id).
                 "SELECT id, embedding FROM items
-                 WHERE user = ? AND embedding_model = ? AND id IN ({marks})"
+                 WHERE id IN ({marks}) AND +user = ? AND +embedding_model = ?"
             ))
             .map_err(err)?;
-        let args: Vec<&dyn ToSql> = [&user as &dyn ToSql, &model as &dyn ToSql]
-            .into_iter()
-            .chain(ids.iter().map(|i| i as &dyn ToSql))
+        let args: Vec<&dyn ToSql> = ids
+            .iter()
+            .map(|i| i as &dyn ToSql)
+            .chain([&user as &dyn ToSql, &model as &dyn ToSql])
             .collect();
         let sims = stmt
             .query_map(params_from_iter(args), |r| {
@@ -1040,18 +1045,23 @@ impl MemoryDb {
     /// query's inverse document frequency (over this user's rows of `kind`) that the row's
     /// words cover, in 0..1. Words no row has are left out of the share. Stemmed (Porter),
     /// so "allergies" finds "allergy".
+    ///
+    /// `rows` is how many rows of `kind` the user has, when known (the vector index knows).
     fn lexical_candidates(
         &self,
         user: &str,
         kind: Kind,
         query: &Query,
+        rows: Option<usize>,
     ) -> Result<Vec<(i64, f32)>, MemoryError> {
         let terms = query_terms(&query.text);
         if terms.is_empty() {
             return Ok(Vec::new());
         }
+        // CROSS JOIN keeps the full-text match as the outer loop: the planner would
+        // otherwise walk all of the user's rows and probe the full-text index for each.
         let mut sql = String::from(
-            "SELECT i.id FROM items_fts JOIN items i ON i.id = items_fts.rowid
+            "SELECT i.id FROM items_fts CROSS JOIN items i ON i.id = items_fts.rowid
              WHERE items_fts MATCH ?1 AND i.user = ?2 AND i.kind = ?3",
         );
         let mut args: Vec<Box<dyn ToSql>> = vec![
@@ -1080,13 +1090,16 @@ impl MemoryDb {
         }
         sql.push_str(&format!(" LIMIT {TERM_ROWS}"));
         let conn = self.store.conn();
-        let total: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM items WHERE user = ?1 AND kind = ?2",
-                params![user, kind.as_str()],
-                |r| r.get(0),
-            )
-            .map_err(err)?;
+        let total: i64 = match rows {
+            Some(n) => n as i64,
+            None => conn
+                .query_row(
+                    "SELECT count(*) FROM items WHERE user = ?1 AND kind = ?2",
+                    params![user, kind.as_str()],
+                    |r| r.get(0),
+                )
+                .map_err(err)?,
+        };
         let mut stmt = conn.prepare_cached(&sql).map_err(err)?;
         let mut covered: HashMap<i64, f32> = HashMap::new();
         let mut mass = 0f32;
@@ -1511,12 +1524,24 @@ impl MemoryBackend for MemoryDb {
         let mut mode = SearchMode::Hybrid;
         let mut similarities: HashMap<i64, f32> = HashMap::new();
         let mut query_vector: Option<(Arc<Vec<f32>>, Arc<dyn Embedder>)> = None;
-        match self.embedder() {
-            Ok(embedder) => {
-                let vector = self.query_vector(&embedder, query.text.trim());
-                match vector {
+        // The index first: cheap once built, and it knows how many rows the user has.
+        let indexed: Result<(Arc<dyn Embedder>, SharedIndex), String> = match self.embedder() {
+            Ok(e) => {
+                let ix = self.index(user, kind, &e)?;
+                Ok((e, ix))
+            }
+            Err(why) => Err(why),
+        };
+        let rows = indexed
+            .as_ref()
+            .ok()
+            .map(|(_, ix)| ix.read().unwrap_or_else(|e| e.into_inner()).rows.len());
+        // Words are looked up in the database while the question is embedded.
+        let lexical = std::thread::scope(|scope| {
+            let words = scope.spawn(|| self.lexical_candidates(user, kind, query, rows));
+            match &indexed {
+                Ok((embedder, index)) => match self.query_vector(embedder, query.text.trim()) {
                     Ok(v) => {
-                        let index = self.index(user, kind, &embedder)?;
                         let ix = index.read().unwrap_or_else(|e| e.into_inner());
                         similarities.extend(ix.top(&v, CANDIDATES, Some(&filter)));
                         query_vector = Some((v, embedder.clone()));
@@ -1526,14 +1551,18 @@ impl MemoryBackend for MemoryDb {
                             reason: format!("the embedding model failed ({e})"),
                         }
                     }
+                },
+                Err(why) => {
+                    mode = SearchMode::Lexical {
+                        reason: why.clone(),
+                    }
                 }
             }
-            Err(why) => mode = SearchMode::Lexical { reason: why },
-        }
-        let lexical: HashMap<i64, f32> = self
-            .lexical_candidates(user, kind, query)?
-            .into_iter()
-            .collect();
+            words
+                .join()
+                .unwrap_or_else(|_| Err(MemoryError("the word search panicked".into())))
+        })?;
+        let lexical: HashMap<i64, f32> = lexical.into_iter().collect();
         let mut ids: Vec<i64> = similarities.keys().chain(lexical.keys()).copied().collect();
         ids.sort_unstable();
         ids.dedup();
