@@ -248,8 +248,9 @@ impl pulp::WithSimd for SmallMatmul<'_> {
                 for i in 0..input {
                     let a = self.x[r * input + i];
                     let w_row = &self.w[i * out_n..(i + 1) * out_n];
-                    for c in blocked..out_n {
-                        self.out[r * out_n + c] += a * w_row[c];
+                    let o = &mut self.out[r * out_n + blocked..(r + 1) * out_n];
+                    for (o, w) in o.iter_mut().zip(&w_row[blocked..]) {
+                        *o += a * w;
                     }
                 }
             }

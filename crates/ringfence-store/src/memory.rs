@@ -1523,13 +1523,15 @@ impl MemoryBackend for MemoryDb {
         let filter = Filter::of(query);
         let mut mode = SearchMode::Hybrid;
         let mut similarities: HashMap<i64, f32> = HashMap::new();
-        let mut query_vector: Option<(Arc<Vec<f32>>, Arc<dyn Embedder>)> = None;
+        let mut query_vector: Option<Arc<Vec<f32>>> = None;
         // The index first: cheap once built, and it knows how many rows the user has.
+        // Building it embeds rows stored without a vector: an endpoint that is down then
+        // leaves the search to words, as a failed question embedding does.
         let indexed: Result<(Arc<dyn Embedder>, SharedIndex), String> = match self.embedder() {
-            Ok(e) => {
-                let ix = self.index(user, kind, &e)?;
-                Ok((e, ix))
-            }
+            Ok(e) => match self.index(user, kind, &e) {
+                Ok(ix) => Ok((e, ix)),
+                Err(why) => Err(format!("the embedding model failed ({why})")),
+            },
             Err(why) => Err(why),
         };
         let rows = indexed
@@ -1538,13 +1540,15 @@ impl MemoryBackend for MemoryDb {
             .map(|(_, ix)| ix.read().unwrap_or_else(|e| e.into_inner()).rows.len());
         // Words are looked up in the database while the question is embedded.
         let lexical = std::thread::scope(|scope| {
-            let words = scope.spawn(|| self.lexical_candidates(user, kind, query, rows));
+            let words = std::thread::Builder::new()
+                .name("memory-words".into())
+                .spawn_scoped(scope, || self.lexical_candidates(user, kind, query, rows));
             match &indexed {
                 Ok((embedder, index)) => match self.query_vector(embedder, query.text.trim()) {
                     Ok(v) => {
                         let ix = index.read().unwrap_or_else(|e| e.into_inner());
                         similarities.extend(ix.top(&v, CANDIDATES, Some(&filter)));
-                        query_vector = Some((v, embedder.clone()));
+                        query_vector = Some(v);
                     }
                     Err(e) => {
                         mode = SearchMode::Lexical {
@@ -1558,9 +1562,13 @@ impl MemoryBackend for MemoryDb {
                     }
                 }
             }
-            words
-                .join()
-                .unwrap_or_else(|_| Err(MemoryError("the word search panicked".into())))
+            match words {
+                Ok(words) => words
+                    .join()
+                    .unwrap_or_else(|_| Err(MemoryError("the word search panicked".into()))),
+                // No thread to be had: look the words up here, after the embedding.
+                Err(_) => self.lexical_candidates(user, kind, query, rows),
+            }
         })?;
         let lexical: HashMap<i64, f32> = lexical.into_iter().collect();
         let mut ids: Vec<i64> = similarities.keys().chain(lexical.keys()).copied().collect();
@@ -1568,7 +1576,7 @@ impl MemoryBackend for MemoryDb {
         ids.dedup();
         // The index ranked by approximate similarities; score every candidate (also those
         // found by words only) by the exact one.
-        if let Some((v, embedder)) = &query_vector {
+        if let (Some(v), Ok((embedder, _))) = (&query_vector, &indexed) {
             similarities = self.exact_similarities(user, embedder.id(), &ids, v)?;
         }
         let rows = self.rows_by_id(user, &ids)?;

@@ -252,19 +252,26 @@ fn deleting_a_truth_promotes_nothing() {
     assert_eq!(db.delete("u", Kind::Truth, 1).unwrap(), None);
 }
 
-#[test]
-fn filters_unrelated_rows_and_pinned_truths() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = open(tmp.path(), true);
+/// Two memories of `user` sharing the word "runs": #1 a habit (hobbies; sport, running),
+/// #2 a fact (professional; work).
+fn store_runner_and_baker(db: &MemoryDb, user: &str) {
     let mut m = memory("User runs marathons every spring");
     m.memory_type = Some("habit".into());
     m.category = Some("hobbies".into());
     m.tags = vec!["sport".into(), "running".into()];
-    stored(db.store("u", Kind::Memory, m).unwrap());
+    assert_eq!(stored(db.store(user, Kind::Memory, m).unwrap()), 1);
     let mut m = memory("User runs a small bakery business");
     m.memory_type = Some("fact".into());
     m.category = Some("professional".into());
-    stored(db.store("u", Kind::Memory, m).unwrap());
+    m.tags = vec!["work".into()];
+    assert_eq!(stored(db.store(user, Kind::Memory, m).unwrap()), 2);
+}
+
+#[test]
+fn filters_unrelated_rows_and_pinned_truths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path(), true);
+    store_runner_and_baker(&db, "u");
     let mut q = query("runs");
     q.memory_type = Some("habit".into());
     assert_eq!(db.search("u", Kind::Memory, &q).unwrap().hits.len(), 1);
@@ -493,4 +500,79 @@ fn bulk_import_skips_stored_text_and_is_searchable_at_once() {
     let r = db.export(Some("u"), None, false).unwrap();
     assert_eq!(r[1].created.as_deref(), Some("2025-01-02T03:04:05.000Z"));
     assert_eq!(r[1].source.as_deref(), Some("import"));
+}
+
+#[test]
+fn words_only_search_applies_type_category_and_tag_filters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path(), false);
+    store_runner_and_baker(&db, "u");
+    // Another user's row with the same words and labels is never a candidate.
+    let mut m = memory("Someone else runs marathons and a bakery");
+    m.memory_type = Some("habit".into());
+    m.category = Some("professional".into());
+    m.tags = vec!["running".into(), "work".into()];
+    stored(db.store("other", Kind::Memory, m).unwrap());
+
+    let ids = |q: &Query| -> Vec<i64> {
+        let out = db.search("u", Kind::Memory, q).unwrap();
+        assert!(matches!(out.mode, SearchMode::Lexical { .. }));
+        let mut ids: Vec<i64> = out.hits.iter().map(|h| h.item.id).collect();
+        ids.sort_unstable();
+        ids
+    };
+    let mut q = query("runs marathons bakery");
+    assert_eq!(ids(&q), vec![1, 2]);
+    q.memory_type = Some("habit".into());
+    assert_eq!(ids(&q), vec![1]);
+    q.memory_type = None;
+    q.category = Some("professional".into());
+    assert_eq!(ids(&q), vec![2]);
+    q.category = None;
+    q.tags = vec!["work".into(), "nothing".into()];
+    assert_eq!(ids(&q), vec![2]);
+    q.tags = vec!["nothing".into()];
+    assert!(ids(&q).is_empty());
+}
+
+/// An endpoint that is down: it loads, and every embedding fails.
+#[derive(Debug)]
+struct Down;
+
+impl Embedder for Down {
+    fn id(&self) -> &str {
+        "test:down"
+    }
+    fn dims(&self) -> usize {
+        256
+    }
+    fn embed(&self, _texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Err(EmbedError::Provider("connection refused".into()))
+    }
+}
+
+#[test]
+fn an_embedder_that_fails_leaves_stores_working_and_search_to_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let loader: super::EmbedderLoader = Box::new(|| Ok(Arc::new(Down) as Arc<dyn Embedder>));
+    let db = MemoryDb::open(
+        &tmp.path().join("memory.db"),
+        Some(loader),
+        RankConfig::default(),
+    )
+    .unwrap();
+    store_runner_and_baker(&db, "u");
+    // The first search must build the index, which embeds the stored rows: that fails too,
+    // and the search answers by words, saying why.
+    let out = db.search("u", Kind::Memory, &query("bakery")).unwrap();
+    match &out.mode {
+        SearchMode::Lexical { reason } => {
+            assert!(reason.contains("connection refused"), "{reason}")
+        }
+        SearchMode::Hybrid => panic!("hybrid without vectors"),
+    }
+    assert_eq!(
+        out.hits.iter().map(|h| h.item.id).collect::<Vec<_>>(),
+        vec![2]
+    );
 }
