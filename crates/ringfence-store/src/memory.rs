@@ -67,21 +67,24 @@ pub const MEMORY_SCHEMA: Schema = Schema {
             last INTEGER NOT NULL,
             PRIMARY KEY (user, kind)
         ) WITHOUT ROWID;
+        -- owner: one token per (user, kind), 'u' || hex(user) || 1 (truths) or 2 (memories),
+        -- so a word search is scoped to one user inside the full-text index itself. It ends
+        -- in a digit, which no Porter rule strips, and hex keeps distinct users distinct.
         CREATE VIRTUAL TABLE items_fts USING fts5(
-            content, tags, content='items', content_rowid='id',
+            content, tags, owner, content='', contentless_delete=1,
             tokenize='porter unicode61 remove_diacritics 2'
         );
         CREATE TRIGGER items_ai AFTER INSERT ON items BEGIN
-            INSERT INTO items_fts (rowid, content, tags) VALUES (new.id, new.content, new.tags);
+            INSERT INTO items_fts (rowid, content, tags, owner) VALUES (new.id, new.content,
+                new.tags, 'u' || hex(new.user) || iif(new.kind = 'truth', '1', '2'));
         END;
         CREATE TRIGGER items_ad AFTER DELETE ON items BEGIN
-            INSERT INTO items_fts (items_fts, rowid, content, tags)
-                VALUES ('delete', old.id, old.content, old.tags);
+            DELETE FROM items_fts WHERE rowid = old.id;
         END;
         CREATE TRIGGER items_au AFTER UPDATE OF content, tags ON items BEGIN
-            INSERT INTO items_fts (items_fts, rowid, content, tags)
-                VALUES ('delete', old.id, old.content, old.tags);
-            INSERT INTO items_fts (rowid, content, tags) VALUES (new.id, new.content, new.tags);
+            DELETE FROM items_fts WHERE rowid = old.id;
+            INSERT INTO items_fts (rowid, content, tags, owner) VALUES (new.id, new.content,
+                new.tags, 'u' || hex(new.user) || iif(new.kind = 'truth', '1', '2'));
         END;",
     ],
 };
@@ -353,6 +356,17 @@ const APPROX_MARGIN: f32 = 0.05;
 
 /// Indexes at least this large are scanned by several threads.
 const PARALLEL_SCAN_ROWS: usize = 20_000;
+
+/// The full-text token that stands for (user, kind): see the `items_fts` schema.
+fn fts_owner(user: &str, kind: Kind) -> String {
+    let mut token = String::with_capacity(2 + 2 * user.len());
+    token.push('u');
+    for b in user.as_bytes() {
+        token.push_str(&format!("{b:02x}"));
+    }
+    token.push(if kind == Kind::Truth { '1' } else { '2' });
+    token
+}
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -1058,17 +1072,24 @@ impl MemoryDb {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
-        // CROSS JOIN keeps the full-text match as the outer loop: the planner would
-        // otherwise walk all of the user's rows and probe the full-text index for each.
-        let mut sql = String::from(
+        // The owner token scopes each word to this user's rows of this kind inside the
+        // full-text index. Filters need the rows themselves: then the match is joined to
+        // them, CROSS JOIN keeping the match as the outer loop (the planner would otherwise
+        // walk all of the user's rows and probe the full-text index for each).
+        let owner = fts_owner(user, kind);
+        let filtered =
+            query.memory_type.is_some() || query.category.is_some() || !query.tags.is_empty();
+        let mut sql = String::from(if filtered {
             "SELECT i.id FROM items_fts CROSS JOIN items i ON i.id = items_fts.rowid
-             WHERE items_fts MATCH ?1 AND i.user = ?2 AND i.kind = ?3",
-        );
-        let mut args: Vec<Box<dyn ToSql>> = vec![
-            Box::new(String::new()),
-            Box::new(user.to_owned()),
-            Box::new(kind.as_str()),
-        ];
+             WHERE items_fts MATCH ?1 AND i.user = ?2 AND i.kind = ?3"
+        } else {
+            "SELECT rowid FROM items_fts WHERE items_fts MATCH ?1"
+        });
+        let mut args: Vec<Box<dyn ToSql>> = vec![Box::new(String::new())];
+        if filtered {
+            args.push(Box::new(user.to_owned()));
+            args.push(Box::new(kind.as_str()));
+        }
         if let Some(t) = &query.memory_type {
             args.push(Box::new(t.clone()));
             sql.push_str(&format!(" AND i.memory_type = ?{}", args.len()));
@@ -1104,7 +1125,10 @@ impl MemoryDb {
         let mut covered: HashMap<i64, f32> = HashMap::new();
         let mut mass = 0f32;
         for term in &terms {
-            args[0] = Box::new(format!("\"{}\"", term.replace('"', "")));
+            args[0] = Box::new(format!(
+                "owner : \"{owner}\" AND {{content tags}} : \"{}\"",
+                term.replace('"', "")
+            ));
             let ids = stmt
                 .query_map(params_from_iter(args.iter().map(|a| a.as_ref())), |r| {
                     r.get::<_, i64>(0)

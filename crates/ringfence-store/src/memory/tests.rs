@@ -576,3 +576,67 @@ fn an_embedder_that_fails_leaves_stores_working_and_search_to_words() {
         vec![2]
     );
 }
+
+#[test]
+fn words_of_users_with_similar_names_stay_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path(), false);
+    // Names that differ by case, by a suffix, or that contain the separator characters
+    // of the full-text index's owner token.
+    let users = ["ann", "ANN", "ann2", "ann 1", "an", "ännchen", "u616e6e2"];
+    for u in users {
+        stored(
+            db.store(
+                u,
+                Kind::Memory,
+                memory(&format!("{u} keeps bees on the roof")),
+            )
+            .unwrap(),
+        );
+    }
+    stored(
+        db.store("ann", Kind::Truth, memory("ann keeps bees as a hobby"))
+            .unwrap(),
+    );
+    for u in users {
+        let hits = db
+            .search(u, Kind::Memory, &query("bees roof"))
+            .unwrap()
+            .hits;
+        assert_eq!(hits.len(), 1, "{u}");
+        assert_eq!(hits[0].item.content, format!("{u} keeps bees on the roof"));
+    }
+    let truths = db.search("ann", Kind::Truth, &query("bees")).unwrap().hits;
+    assert_eq!(truths.len(), 1);
+    assert!(truths[0].item.content.contains("hobby"));
+    // After an update and a delete, the index follows.
+    db.update("ANN", Kind::Memory, 1, "ANN keeps wasps in the shed")
+        .unwrap();
+    assert!(
+        db.search("ANN", Kind::Memory, &query("bees"))
+            .unwrap()
+            .hits
+            .is_empty()
+    );
+    assert_eq!(
+        db.search("ANN", Kind::Memory, &query("wasps"))
+            .unwrap()
+            .hits
+            .len(),
+        1
+    );
+    db.delete("ann2", Kind::Memory, 1).unwrap();
+    assert!(
+        db.search("ann2", Kind::Memory, &query("bees"))
+            .unwrap()
+            .hits
+            .is_empty()
+    );
+    assert_eq!(
+        db.search("ann", Kind::Memory, &query("bees"))
+            .unwrap()
+            .hits
+            .len(),
+        1
+    );
+}
