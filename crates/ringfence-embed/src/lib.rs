@@ -77,8 +77,8 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// `scores[i] = query · vectors[i·d .. (i+1)·d]` for every row of a flat matrix of
-/// `d = query.len()` columns: one runtime-dispatched SIMD pass (AVX2/FMA or AVX-512 where the
-/// CPU has them).
+/// `d = query.len()` columns: one runtime-dispatched SIMD pass (AVX2/FMA where the CPU has
+/// it, narrower vectors otherwise).
 pub fn dot_rows(query: &[f32], vectors: &[f32], scores: &mut Vec<f32>) {
     scores.clear();
     if query.is_empty() {

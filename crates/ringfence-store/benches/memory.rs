@@ -10,7 +10,7 @@
 //! JSON object (also written to MEMORY_OUT when set).
 //!
 //! MEMORY_VECTORS names a cache of the corpus with its vectors (JSON lines, as `memory
-//! export --embeddings` writes them): written after a run that embedded the corpus, read by
+//! export` writes them): written after a run that embedded the corpus, read by
 //! the next, whose imports then store rows without embedding them (reported as
 //! `"vectors": "cached"`; import speed is then not embedding speed).
 #![allow(clippy::disallowed_methods)] // reads its inputs, writes its result file
@@ -94,10 +94,7 @@ fn main() {
         .filter(|l| l.len() >= max_size);
     let vectors_cached = cached.is_some();
     let lines: Vec<String> = cached.unwrap_or_else(|| read_lines(&corpus));
-    assert!(
-        lines.len() >= *sizes.iter().max().unwrap(),
-        "corpus too small"
-    );
+    assert!(lines.len() >= max_size, "corpus too small");
 
     let load_started = Instant::now();
     let model: Arc<dyn Embedder> = Arc::new(LocalModel::load(&model_dir).unwrap());

@@ -359,10 +359,11 @@ const PARALLEL_SCAN_ROWS: usize = 20_000;
 
 /// The full-text token that stands for (user, kind): see the `items_fts` schema.
 fn fts_owner(user: &str, kind: Kind) -> String {
+    use std::fmt::Write as _;
     let mut token = String::with_capacity(2 + 2 * user.len());
     token.push('u');
     for b in user.as_bytes() {
-        token.push_str(&format!("{b:02x}"));
+        let _ = write!(token, "{b:02x}");
     }
     token.push(if kind == Kind::Truth { '1' } else { '2' });
     token
