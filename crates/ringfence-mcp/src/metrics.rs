@@ -24,8 +24,8 @@ struct ToolStats {
 /// Latency bucket bounds, seconds.
 const BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0, 10.0];
 
-impl Metrics {
-    pub(crate) fn record(&self, tool: &str, ok: bool, seconds: f64) {
+impl ringfence_tools::CallMetrics for Metrics {
+    fn record_call(&self, tool: &str, ok: bool, seconds: f64) {
         let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
         let st = calls.entry(tool.to_owned()).or_default();
         if ok {
@@ -40,6 +40,9 @@ impl Metrics {
         st.buckets[i] += 1;
         st.sum_seconds += seconds;
     }
+}
+
+impl Metrics {
 
     /// Counts an HTTP request refused with `status` (401, 403, 404, 413, 429, 503).
     pub(crate) fn refused(&self, status: u16) {
@@ -144,12 +147,14 @@ impl Drop for SessionGuard {
 
 #[cfg(test)]
 mod tests {
+    use ringfence_tools::CallMetrics as _;
+
     #[test]
     fn metrics_render_counts_and_histograms() {
         let m = std::sync::Arc::new(crate::Metrics::default());
         let guard = m.session();
-        m.record("read_file", true, 0.002);
-        m.record("read_file", false, 3.0);
+        m.record_call("read_file", true, 0.002);
+        m.record_call("read_file", false, 3.0);
         let text = m.render();
         assert!(text.contains("ringfence_tool_calls_total{tool=\"read_file\",outcome=\"ok\"} 1"));
         assert!(

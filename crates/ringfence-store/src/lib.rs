@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use ringfence_tools::journal::HISTORY_PER_FILE;
-use ringfence_tools::{FileKey, Journal, JournalEntry, JournalRecord};
+use ringfence_tools::{FileKey, Journal, JournalEntry, JournalError, JournalRecord};
 
 pub mod memory;
 
@@ -253,15 +253,15 @@ fn now_ms() -> i64 {
 }
 
 impl Journal for SqliteJournal {
-    fn record(&self, entry: JournalEntry) -> Result<(), String> {
+    fn record(&self, entry: JournalEntry) -> Result<(), JournalError> {
         let tx = self.queue.tx.lock().unwrap_or_else(|e| e.into_inner());
         let Some(tx) = tx.as_ref() else {
-            return Err("the journal is closed".into());
+            return Err(JournalError::new("the journal is closed"));
         };
         *self.queue.pending.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         if tx.send(entry).is_err() {
             *self.queue.pending.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
-            return Err("the journal thread has stopped".into());
+            return Err(JournalError::new("the journal thread has stopped"));
         }
         Ok(())
     }
@@ -270,7 +270,7 @@ impl Journal for SqliteJournal {
         self.drain();
     }
 
-    fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, String> {
+    fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, JournalError> {
         self.drain();
         self.store
             .conn()
@@ -299,19 +299,19 @@ impl Journal for SqliteJournal {
                 },
             )
             .optional()
-            .map_err(|e| e.to_string())
+            .map_err(JournalError::new)
     }
 
-    fn remove(&self, id: i64) -> Result<(), String> {
+    fn remove(&self, id: i64) -> Result<(), JournalError> {
         self.drain();
         self.store
             .conn()
             .execute("DELETE FROM edit_journal WHERE id = ?1", params![id])
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(JournalError::new)
     }
 
-    fn depth(&self, key: &FileKey) -> Result<usize, String> {
+    fn depth(&self, key: &FileKey) -> Result<usize, JournalError> {
         self.drain();
         self.store
             .conn()
@@ -321,7 +321,7 @@ impl Journal for SqliteJournal {
                 |r| r.get::<_, i64>(0),
             )
             .map(|n| n as usize)
-            .map_err(|e| e.to_string())
+            .map_err(JournalError::new)
     }
 }
 

@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -476,7 +476,7 @@ fn item_from_row(r: &rusqlite::Row) -> rusqlite::Result<(i64, Item)> {
 }
 
 fn err(e: impl std::fmt::Display) -> MemoryError {
-    MemoryError(e.to_string())
+    MemoryError::new(e.to_string())
 }
 
 /// One row to insert.
@@ -562,9 +562,8 @@ impl MemoryDb {
             queries: Mutex::new(HashMap::new()),
             access: Arc::new(Mutex::new(HashMap::new())),
         });
-        let v = db.current_data_version().map_err(|e| StoreError(e.0))?;
+        let v = db.current_data_version().map_err(|e| StoreError(e.to_string()))?;
         db.data_version.store(v, Ordering::SeqCst);
-        spawn_access_flusher(&db);
         Ok(db)
     }
 
@@ -640,7 +639,7 @@ impl MemoryDb {
             .embed(&[text])
             .map_err(err)?
             .pop()
-            .ok_or_else(|| MemoryError("the embedder returned no vector".into()))
+            .ok_or_else(|| MemoryError::new("the embedder returned no vector"))
     }
 
     fn query_vector(
@@ -1049,7 +1048,7 @@ impl MemoryDb {
                         similarity: 1.0,
                         exact: true,
                     })),
-                    None => Err(MemoryError("a concurrent store conflicted; retry".into())),
+                    None => Err(MemoryError::new("a concurrent store conflicted; retry")),
                 }
             }
             Err(e) => Err(err(e)),
@@ -1167,7 +1166,8 @@ impl MemoryDb {
         }
     }
 
-    /// Writes pending access counts.
+    /// Writes pending access counts (the owner calls this periodically and at exit; dropping
+    /// the database writes them too).
     pub fn flush(&self) {
         flush_access(&self.store, &self.access);
     }
@@ -1241,7 +1241,7 @@ impl MemoryDb {
             Some((p.created_ms, p.updated_ms, p.access_count)),
             p.vector,
         )
-        .map_err(|e| e.0)
+        .map_err(|e| e.to_string())
     }
 
     /// Stores many records at once (a backup, a move): vectors the records carry for the
@@ -1512,25 +1512,6 @@ fn flush_access(store: &Store, access: &Mutex<HashMap<i64, (i64, i64)>>) {
     }
 }
 
-/// Writes access counts every two seconds while the database is alive.
-fn spawn_access_flusher(db: &Arc<MemoryDb>) {
-    let weak: Weak<MemoryDb> = Arc::downgrade(db);
-    let spawned = std::thread::Builder::new()
-        .name("ringfence-memory-access".into())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(Duration::from_secs(2));
-                match weak.upgrade() {
-                    Some(db) => db.flush(),
-                    None => return,
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::warn!(error = %e, "no access-count writer thread; counts are written at exit only");
-    }
-}
-
 impl Drop for MemoryDb {
     fn drop(&mut self) {
         flush_access(&self.store, &self.access);
@@ -1590,7 +1571,7 @@ impl MemoryBackend for MemoryDb {
             match words {
                 Ok(words) => words
                     .join()
-                    .unwrap_or_else(|_| Err(MemoryError("the word search panicked".into()))),
+                    .unwrap_or_else(|_| Err(MemoryError::new("the word search panicked"))),
                 // No thread to be had: look the words up here, after the embedding.
                 Err(_) => self.lexical_candidates(user, kind, query, rows),
             }
@@ -1717,7 +1698,7 @@ impl MemoryBackend for MemoryDb {
                 rusqlite::Error::SqliteFailure(f, _)
                     if f.code == rusqlite::ErrorCode::ConstraintViolation =>
                 {
-                    MemoryError("another session stored the same text at this moment; search and retry".into())
+                    MemoryError::new("another session stored the same text at this moment; search and retry")
                 }
                 e => err(e),
             })?;

@@ -137,3 +137,16 @@ impl From<FsError> for ToolError {
 }
 
 pub type ToolResult<T> = Result<T, ToolError>;
+
+/// A failure of a service a family depends on (its database, an embedding endpoint, an
+/// outbound client), with the cause kept as its source. Its text is the cause's.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct BackendError(Box<dyn std::error::Error + Send + Sync + 'static>);
+
+impl BackendError {
+    /// Wraps an error (or, for a failure with no underlying error, a message).
+    pub fn new(cause: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
+        BackendError(cause.into())
+    }
+}

@@ -6,11 +6,11 @@
 //! across restarts) and here by [`MemoryJournal`] (tests, embedding without a database).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ringfence_fs::Target;
 
-use crate::tool::ToolContext;
+pub use crate::error::BackendError as JournalError;
 
 /// Identifies a file across restarts and across roots: its absolute path, spelled from the
 /// root as configured (so a file reached through a narrowed sub-root and through its
@@ -56,18 +56,18 @@ pub struct JournalRecord {
     pub entry: JournalEntry,
 }
 
-/// Where edits are journaled. Errors are strings: a journal failure is logged and reported,
-/// never allowed to fail the edit that already happened.
+/// Where edits are journaled. A journal failure is logged and reported, never allowed to
+/// fail the edit that already happened.
 pub trait Journal: Send + Sync + std::fmt::Debug {
     /// Records a change (the newest for its file), dropping the oldest beyond the history
     /// bound.
-    fn record(&self, entry: JournalEntry) -> Result<(), String>;
+    fn record(&self, entry: JournalEntry) -> Result<(), JournalError>;
     /// The newest change of a file.
-    fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, String>;
+    fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, JournalError>;
     /// Forgets one change (after it was undone).
-    fn remove(&self, id: i64) -> Result<(), String>;
+    fn remove(&self, id: i64) -> Result<(), JournalError>;
     /// How many changes of a file are kept.
-    fn depth(&self, key: &FileKey) -> Result<usize, String>;
+    fn depth(&self, key: &FileKey) -> Result<usize, JournalError>;
     /// Waits until every recorded change is stored (journals that store in the background
     /// must, before the process exits).
     fn flush(&self) {}
@@ -143,7 +143,7 @@ fn now_ms() -> i64 {
 }
 
 impl Journal for MemoryJournal {
-    fn record(&self, entry: JournalEntry) -> Result<(), String> {
+    fn record(&self, entry: JournalEntry) -> Result<(), JournalError> {
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         g.0 += 1;
         let id = g.0;
@@ -159,12 +159,12 @@ impl Journal for MemoryJournal {
         Ok(())
     }
 
-    fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, String> {
+    fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, JournalError> {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         Ok(g.1.get(key).and_then(|l| l.last().cloned()))
     }
 
-    fn remove(&self, id: i64) -> Result<(), String> {
+    fn remove(&self, id: i64) -> Result<(), JournalError> {
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         for list in g.1.values_mut() {
             list.retain(|r| r.id != id);
@@ -172,7 +172,7 @@ impl Journal for MemoryJournal {
         Ok(())
     }
 
-    fn depth(&self, key: &FileKey) -> Result<usize, String> {
+    fn depth(&self, key: &FileKey) -> Result<usize, JournalError> {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         Ok(g.1.get(key).map_or(0, Vec::len))
     }
@@ -246,18 +246,54 @@ impl<'a> Before<'a> {
     }
 }
 
-/// Journals a change a tool just made to `target` (`after`: what it left, `None` if it
-/// deleted the file; `mode`: the file's permission bits before). Returns a note for the
-/// result when the change could not be kept.
-pub(crate) fn note(
-    ctx: &ToolContext,
+/// The journal the file tools that change files record into, if any: held by each of those
+/// tools (given when the files family is built). Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Journaling(Option<Arc<dyn Journal>>);
+
+impl Journaling {
+    /// Changes are recorded in `journal`.
+    pub fn to(journal: Arc<dyn Journal>) -> Journaling {
+        Journaling(Some(journal))
+    }
+
+    /// Changes are not recorded (undo_edit then says the journal is unavailable).
+    pub fn off() -> Journaling {
+        Journaling(None)
+    }
+
+    /// The journal, if changes are recorded.
+    pub fn journal(&self) -> Option<&Arc<dyn Journal>> {
+        self.0.as_ref()
+    }
+
+    pub fn is_on(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Journals a change a tool just made to `target` (`after`: what it left, `None` if it
+    /// deleted the file; `mode`: the file's permission bits before). Returns a note for the
+    /// result when the change could not be kept.
+    pub(crate) fn note(
+        &self,
+        target: &Target,
+        tool: &str,
+        before: Before<'_>,
+        after: Option<&[u8]>,
+        mode: Option<u32>,
+    ) -> Option<String> {
+        note(self.0.as_ref()?, target, tool, before, after, mode)
+    }
+}
+
+fn note(
+    journal: &Arc<dyn Journal>,
     target: &Target,
     tool: &str,
     before: Before<'_>,
     after: Option<&[u8]>,
     mode: Option<u32>,
 ) -> Option<String> {
-    let journal = ctx.journal.as_ref()?;
     // Keep only what differs: the common prefix and suffix are in the file ringfence left.
     let (before, patch) = match before {
         Before::NotKept => {

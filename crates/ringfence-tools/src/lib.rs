@@ -1,31 +1,44 @@
 //! The ringfence tool framework and tool families.
 //!
-//! A [`Tool`] has a name, a description written for the model, a JSON Schema for its
-//! arguments, annotations, and an async `call` that receives a [`ToolContext`] (the session's
-//! workspace and read tracker, limits, spill store, cancellation token and progress
-//! reporter). Failures the model can fix are [`ToolError`]s, returned as tool results. Tools
-//! know nothing of MCP: the transport crate adapts a [`Toolbox`] to the protocol.
+//! A [`Tool`] is a value holding the services it needs (given by its family's constructor),
+//! with a name, a description written for the model, a JSON Schema for its arguments,
+//! annotations, the names of its sensitive arguments, and an async `call` that receives a
+//! [`ToolContext`] — only what belongs to one call: the session and its user, limits, the
+//! spill store, cancellation and progress. A [`Family`] is what one constructor returns:
+//! its tools plus any resources, prompts and instructions; the static [`Catalogue`] of
+//! family infos resolves presets and names before anything is built. Every caller runs
+//! tools through one [`ToolRunner`]. Failures the model can fix are [`ToolError`]s,
+//! returned as tool results. Nothing here knows MCP.
 
 pub mod error;
+pub mod family;
 pub mod files;
 pub mod journal;
 pub mod limits;
 pub mod memory;
 pub mod resources;
+pub mod runner;
 pub mod session;
 pub mod spill;
 pub mod tool;
 pub mod toolbox;
 
-pub use error::{ToolError, ToolErrorKind, ToolResult};
-pub use journal::{FileKey, Journal, JournalEntry, JournalRecord, MemoryJournal};
+pub use error::{BackendError, ToolError, ToolErrorKind, ToolResult};
+pub use family::{Catalogue, Family, FamilyInfo, Preset, Selection, SelectionError};
+pub use journal::{
+    FileKey, Journal, JournalEntry, JournalError, JournalRecord, Journaling, MemoryJournal,
+};
 pub use limits::Limits;
 pub use memory::MemoryBackend;
-pub use resources::{PromptInfo, ResourceInfo, Resources};
+pub use resources::{PromptContent, PromptInfo, ResourceInfo, ResourceProvider, ResourceSet};
+pub use runner::{
+    AuditEvent, AuditSink, CallMetrics, CallRequest, CallScope, ToolRunner, UnknownTool,
+    redact_args,
+};
 pub use session::{LOCAL_USER, ReadRecord, ReadTracker, Session};
 pub use spill::SpillStore;
 pub use tool::{
     Annotations, Blocking, BlockingTool, BoxFuture, Content, Progress, ProgressUpdate, Tool,
     ToolContext, ToolOutput,
 };
-pub use toolbox::{DefinitionFormat, Preset, Toolbox, definition};
+pub use toolbox::{DefinitionFormat, Toolbox, definition};

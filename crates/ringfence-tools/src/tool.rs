@@ -9,9 +9,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
-use crate::journal::Journal;
 use crate::limits::Limits;
-use crate::memory::MemoryBackend;
 use crate::session::Session;
 use crate::spill::SpillStore;
 
@@ -140,16 +138,15 @@ impl Progress {
     }
 }
 
-/// Everything a call may use. Cheap to clone.
+/// What belongs to one call: who it is for (the session and its user), the limits, where
+/// long output is saved, cancellation and progress. Services a family needs (a journal, a
+/// database, an HTTP client) are not here: the family's tools hold them, given when the
+/// family was built. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     pub session: Arc<Session>,
     pub limits: Arc<Limits>,
     pub spill: Arc<SpillStore>,
-    /// Where writes and edits are journaled for `undo_edit` (`None`: not journaled).
-    pub journal: Option<Arc<dyn Journal>>,
-    /// Where truths and memories live (`None`: the memory tools report it unavailable).
-    pub memory: Option<Arc<dyn MemoryBackend>>,
     pub cancel: CancellationToken,
     pub progress: Progress,
 }
@@ -198,7 +195,8 @@ fn internal_failure() -> ToolError {
     )
 }
 
-/// A tool the model can call. Implementations live one per file under a family module.
+/// A tool the model can call: a value holding what it needs (built by its family's
+/// constructor). Implementations live one per file under a family module.
 pub trait Tool: Send + Sync + 'static {
     /// The name the model calls (seed-defined for seed tools).
     fn name(&self) -> &'static str;
@@ -209,12 +207,17 @@ pub trait Tool: Send + Sync + 'static {
     /// JSON Schema of the arguments (an object schema).
     fn input_schema(&self) -> Map<String, Value>;
     fn annotations(&self) -> Annotations;
+    /// Argument names whose values are personal or file content: the audit trail records
+    /// them as length and hash only, wherever they occur in the arguments.
+    fn sensitive_args(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Runs the call. Model-fixable failures are `Err(ToolError)`.
     fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>>;
 }
 
-/// A tool whose work is blocking (file-system) work on typed arguments. Wrap it in
-/// [`Blocking`] to get a [`Tool`]: arguments are parsed into `Args` (unknown fields are
+/// A tool whose work is blocking (file-system, database) work on typed arguments. Wrap it
+/// in [`Blocking`] to get a [`Tool`]: arguments are parsed into `Args` (unknown fields are
 /// errors), the schema comes from `Args`, and `run` executes off the async runtime.
 pub trait BlockingTool: Send + Sync + 'static {
     type Args: DeserializeOwned + schemars::JsonSchema + Send + 'static;
@@ -222,12 +225,25 @@ pub trait BlockingTool: Send + Sync + 'static {
     const FAMILY: &'static str;
     const DESCRIPTION: &'static str;
     const ANNOTATIONS: Annotations;
-    fn run(ctx: &ToolContext, args: Self::Args) -> ToolResult<ToolOutput>;
+    /// See [`Tool::sensitive_args`].
+    const SENSITIVE: &'static [&'static str] = &[];
+    fn run(&self, ctx: &ToolContext, args: Self::Args) -> ToolResult<ToolOutput>;
 }
 
 /// Adapts a [`BlockingTool`] to [`Tool`].
 #[derive(Debug, Default)]
-pub struct Blocking<T>(pub T);
+pub struct Blocking<T>(Arc<T>);
+
+impl<T: BlockingTool> Blocking<T> {
+    pub fn new(tool: T) -> Blocking<T> {
+        Blocking(Arc::new(tool))
+    }
+
+    /// `tool` as a shared [`Tool`].
+    pub fn arc(tool: T) -> Arc<dyn Tool> {
+        Arc::new(Blocking::new(tool))
+    }
+}
 
 impl<T: BlockingTool> Tool for Blocking<T> {
     fn name(&self) -> &'static str {
@@ -245,10 +261,14 @@ impl<T: BlockingTool> Tool for Blocking<T> {
     fn annotations(&self) -> Annotations {
         T::ANNOTATIONS
     }
+    fn sensitive_args(&self) -> &'static [&'static str] {
+        T::SENSITIVE
+    }
     fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>> {
+        let tool = self.0.clone();
         Box::pin(async move {
             let args: T::Args = parse_args(T::NAME, args)?;
-            ctx.blocking(move |ctx| T::run(&ctx, args)).await
+            ctx.blocking(move |ctx| tool.run(&ctx, args)).await
         })
     }
 }

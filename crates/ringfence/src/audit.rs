@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
-use ringfence_mcp::{AuditEvent, AuditSink};
+use ringfence_tools::{AuditEvent, AuditSink};
 
 /// Lines queued at most; beyond that lines are counted as dropped (and the count logged)
 /// rather than blocking a call.

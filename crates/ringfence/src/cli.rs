@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::Value;
 
-use ringfence_tools::{DefinitionFormat, Progress, ToolContext};
+use ringfence_tools::{CallRequest, DefinitionFormat, Progress};
 
 use crate::app::App;
 use crate::config::{Config, Overrides, ProcessEnv};
@@ -258,7 +258,9 @@ pub fn run_main() -> ExitCode {
             tracing::warn!(variable = %key, "unknown RINGFENCE_ variable ignored (typo?)");
         }
     }
-    let mut app = match App::build(&config) {
+    // Only commands that run tools start background work (opening databases, the model).
+    let background = matches!(cli.command, Command::Serve { .. } | Command::Call { .. });
+    let mut app = match App::build(&config, background) {
         Ok(a) => a,
         Err(e) => return fail(&format!("configuration error: {e}")),
     };
@@ -290,10 +292,6 @@ pub fn run_main() -> ExitCode {
         Command::Model(cmd) => return model_command(&config, cmd),
         Command::Memory(cmd) => return memory_command(&app, cmd),
         _ => {}
-    }
-    if !matches!(cli.command, Command::Tools { .. }) {
-        app.open_journal();
-        app.open_memory();
     }
     if matches!(cli.command, Command::Serve { .. }) {
         app.open_audit();
@@ -356,7 +354,7 @@ fn serve(app: App) -> ExitCode {
     });
     // A blocking read of stdin may still be in flight (after a signal): do not wait for it.
     rt.shutdown_background();
-    app.flush_journal();
+    app.shutdown();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&format!("MCP session failed: {e}")),
@@ -419,13 +417,11 @@ fn serve_http(app: App, addr: &str, tls_files: Option<(PathBuf, PathBuf)>) -> Ex
             .map_err(|e| format!("serve --http {addr}: {e}"))?;
         let shutdown = tokio_util::sync::CancellationToken::new();
         let factory_app = app.clone();
-        let timeout = plan.call_timeout;
-        let factory = move || {
-            Ok(factory_app
-                .user_server()
-                .with_metrics(&metrics)
-                .with_call_timeout(timeout))
-        };
+        let runner = app.runner(
+            plan.call_timeout,
+            Some(metrics.clone() as std::sync::Arc<dyn ringfence_tools::CallMetrics>),
+        );
+        let factory = move || Ok(factory_app.user_server(&runner).with_metrics(&metrics));
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         tracing::info!(
             version = env!("CARGO_PKG_VERSION"),
@@ -448,7 +444,7 @@ fn serve_http(app: App, addr: &str, tls_files: Option<(PathBuf, PathBuf)>) -> Ex
             .map_err(|e| format!("serve --http {addr}: {e}"))
     });
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
-    app.flush_journal();
+    app.shutdown();
     match result {
         Ok(()) => {
             tracing::info!("stopped");
@@ -625,13 +621,14 @@ fn print_out(text: &str) {
 
 fn call(app: App, tool_name: &str, json: &str) -> ExitCode {
     raise_fd_limit();
-    let Some(tool) = app.toolbox.get(tool_name).cloned() else {
-        let names: Vec<&str> = app.toolbox.iter().map(|t| t.name()).collect();
+    let runner = app.runner(None, None);
+    if runner.toolbox().get(tool_name).is_none() {
+        let names: Vec<&str> = runner.toolbox().iter().map(|t| t.name()).collect();
         return fail(&format!(
             "unknown tool `{tool_name}`; available: {}",
             names.join(", ")
         ));
-    };
+    }
     let text = if json == "-" {
         let mut s = String::new();
         if let Err(e) = std::io::stdin().read_to_string(&mut s) {
@@ -645,30 +642,29 @@ fn call(app: App, tool_name: &str, json: &str) -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail(&format!("arguments are not valid JSON: {e}")),
     };
-    let (session, spill) = match app.session() {
+    let scope = match app.sessions.local() {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
-    let ctx = ToolContext {
-        session,
-        limits: app.limits.clone(),
-        spill,
-        journal: app.journal.clone(),
-        memory: app
-            .memory
-            .clone()
-            .map(|m| m as std::sync::Arc<dyn ringfence_tools::MemoryBackend>),
+    let user = scope.session.user().to_owned();
+    let outcome = runtime().block_on(runner.call(CallRequest {
+        tool: tool_name,
+        args,
+        user: &user,
+        session_id: "cli",
+        scope: Ok(scope),
         cancel: tokio_util::sync::CancellationToken::new(),
         progress: Progress::none(),
-    };
-    let result = runtime().block_on(tool.call(ctx, args));
-    app.flush_journal();
-    match result {
-        Ok(out) => {
+        ready: None,
+    }));
+    app.shutdown();
+    match outcome {
+        Err(unknown) => fail(&unknown.to_string()),
+        Ok(Ok(out)) => {
             print_out(&out.all_text());
             ExitCode::SUCCESS
         }
-        Err(err) => {
+        Ok(Err(err)) => {
             print_out(&format!("Error: {}", err.message));
             ExitCode::from(1)
         }
@@ -808,7 +804,7 @@ fn memory_command(app: &App, cmd: MemoryCommand) -> ExitCode {
             };
             let rows = match db.export(user.as_deref(), kind, false) {
                 Ok(r) => r,
-                Err(e) => return fail(&e.0),
+                Err(e) => return fail(&e.to_string()),
             };
             let mut text = String::new();
             for r in &rows {
@@ -854,7 +850,7 @@ fn memory_command(app: &App, cmd: MemoryCommand) -> ExitCode {
             };
             let rows = match db.export(user.as_deref(), kind, !no_embeddings) {
                 Ok(r) => r,
-                Err(e) => return fail(&e.0),
+                Err(e) => return fail(&e.to_string()),
             };
             let mut text = String::new();
             for r in &rows {
@@ -920,7 +916,7 @@ fn memory_command(app: &App, cmd: MemoryCommand) -> ExitCode {
             });
             let report = match report {
                 Ok(r) => r,
-                Err(e) => return fail(&format!("import failed: {}", e.0)),
+                Err(e) => return fail(&format!("import failed: {e}")),
             };
             db.flush();
             say(&format!(

@@ -387,6 +387,19 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
 }
 
+#[cfg(test)]
+impl Config {
+    /// The defaults, with the data directory at `data_dir` and nothing from the process
+    /// environment.
+    pub fn for_tests(data_dir: &Path) -> Config {
+        let over = Overrides {
+            data_dir: Some(data_dir.to_owned()),
+            ..Overrides::default()
+        };
+        Config::load(&over, &BTreeMap::new(), data_dir).expect("default configuration")
+    }
+}
+
 /// Where environment values come from (a map in tests, the process environment otherwise).
 pub trait Env {
     fn get(&self, key: &str) -> Option<String>;

@@ -5,6 +5,9 @@ mod audit;
 mod cli;
 mod config;
 mod env_vars;
+mod families;
+mod sessions;
+mod supervisor;
 
 fn main() -> std::process::ExitCode {
     cli::run_main()

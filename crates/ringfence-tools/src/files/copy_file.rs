@@ -10,6 +10,7 @@ use ringfence_fs::TransferOptions;
 use crate::error::ToolResult;
 use crate::files::text::thousands;
 use crate::files::{guard_overwrite, journal_overwrite, transfer_targets};
+use crate::journal::Journaling;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -26,12 +27,14 @@ pub struct CopyFileArgs {
     pub overwrite: bool,
 }
 
-pub struct CopyFile;
+pub struct CopyFile {
+    pub(crate) journal: Journaling,
+}
 
 impl BlockingTool for CopyFile {
     type Args = CopyFileArgs;
     const NAME: &'static str = "copy_file";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Copies a file or a directory (with everything in it) to a new path. An existing destination is never replaced unless overwrite is true (files only: a directory copy never merges into an existing one). Missing parent directories are created. A destination ending in `/` means \"into this directory\". The copy keeps permissions; symbolic links are copied as links. A directory copy appears whole or not at all.";
     const ANNOTATIONS: Annotations = Annotations {
         title: "Copy",
@@ -40,7 +43,7 @@ impl BlockingTool for CopyFile {
         idempotent: false,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: CopyFileArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: CopyFileArgs) -> ToolResult<ToolOutput> {
         let (source, dest) = transfer_targets(ctx, &args.source, &args.destination, "copy")?;
         let replaced = if args.overwrite {
             guard_overwrite(ctx, &dest)?
@@ -75,7 +78,7 @@ impl BlockingTool for CopyFile {
             text.push_str(
                 " (replaced the existing file; undo_edit on the destination brings it back)",
             );
-            if let Some(note) = journal_overwrite(ctx, &dest, Self::NAME, old) {
+            if let Some(note) = journal_overwrite(&self.journal, &dest, Self::NAME, old) {
                 text.push('\n');
                 text.push_str(&note);
             }

@@ -19,7 +19,7 @@ pub struct CreateFolder;
 impl BlockingTool for CreateFolder {
     type Args = CreateFolderArgs;
     const NAME: &'static str = "create_folder";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Creates a directory and any necessary parent directories. An existing directory is left as it is (the result says so).";
     const ANNOTATIONS: Annotations = Annotations {
         title: "Create folder",
@@ -28,7 +28,7 @@ impl BlockingTool for CreateFolder {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: CreateFolderArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: CreateFolderArgs) -> ToolResult<ToolOutput> {
         let target = ctx.session.workspace.resolve(&args.path)?;
         let created = target.create_dir_all()?;
         let abs = target.absolute();

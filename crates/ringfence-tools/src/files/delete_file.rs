@@ -8,7 +8,7 @@ use ringfence_fs::{EntryKind, PermissionsExt, TargetState};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::existing_entry;
-use crate::journal::{self, Before, MAX_JOURNALED_BYTES};
+use crate::journal::{Before, Journaling, MAX_JOURNALED_BYTES};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -21,12 +21,14 @@ pub struct DeleteFileArgs {
     pub recursive: bool,
 }
 
-pub struct DeleteFile;
+pub struct DeleteFile {
+    pub(crate) journal: Journaling,
+}
 
 impl BlockingTool for DeleteFile {
     type Args = DeleteFileArgs;
     const NAME: &'static str = "delete_file";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Deletes a file or directory. Use recursive=true to delete non-empty directories and all their contents.\n\nA symbolic link is deleted itself, never what it points to (also inside a recursive delete). Configured root directories and the directory holding the current workspace cannot be deleted.";
     const ANNOTATIONS: Annotations = Annotations {
         title: "Delete",
@@ -35,7 +37,7 @@ impl BlockingTool for DeleteFile {
         idempotent: false,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: DeleteFileArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: DeleteFileArgs) -> ToolResult<ToolOutput> {
         let ws = &ctx.session.workspace;
         let target = existing_entry(ctx, &args.path)?;
         let abs = target.absolute();
@@ -57,7 +59,7 @@ impl BlockingTool for DeleteFile {
         // A single regular file is journaled (content and mode), so undo_edit can bring it
         // back.
         let before = if target.state() == TargetState::Exists(EntryKind::File)
-            && ctx.journal.is_some()
+            && self.journal.is_on()
         {
             match target.open_read() {
                 Ok((_, meta)) if meta.len() as usize > MAX_JOURNALED_BYTES => Some((None, None)),
@@ -76,7 +78,7 @@ impl BlockingTool for DeleteFile {
                 Some(bytes) => Before::Content(bytes),
                 None => Before::NotKept,
             };
-            if let Some(note) = journal::note(ctx, &target, Self::NAME, b, None, *mode) {
+            if let Some(note) = self.journal.note(&target, Self::NAME, b, None, *mode) {
                 text.push('\n');
                 text.push_str(&note);
             }

@@ -39,7 +39,7 @@ const MAX_DEPTH: usize = 64;
 impl BlockingTool for DirectoryTree {
     type Args = DirectoryTreeArgs;
     const NAME: &'static str = "directory_tree";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Shows a directory as an indented tree (two spaces per level, directories ending in `/`, sorted by name), expanded to max_depth levels (default 3). Skips what .gitignore/.ignore exclude and .git unless include_ignored is true. Cut at max_entries (default 1,000) with the full tree saved to a file the read tools can open.";
     const ANNOTATIONS: Annotations = Annotations {
         title: "Directory tree",
@@ -48,7 +48,7 @@ impl BlockingTool for DirectoryTree {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: DirectoryTreeArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: DirectoryTreeArgs) -> ToolResult<ToolOutput> {
         let depth = args.max_depth.unwrap_or(DEFAULT_DEPTH);
         if depth == 0 || depth > MAX_DEPTH {
             return Err(ToolError::invalid(format!(

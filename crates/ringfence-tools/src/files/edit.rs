@@ -9,7 +9,7 @@ use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::encoding::{self, TextEncoding};
 use crate::files::text::{TextStyle, thousands};
 use crate::files::{binary_error, check_read_first, read_whole, record_for};
-use crate::journal::{self, Before, MAX_JOURNALED_BYTES};
+use crate::journal::{Before, Journaling, MAX_JOURNALED_BYTES};
 use crate::tool::ToolContext;
 
 /// An existing text file opened for a change.
@@ -144,6 +144,7 @@ pub(crate) struct Saved {
 /// records the result as known to the session, and journals the change for `undo_edit`.
 pub(crate) fn save(
     ctx: &ToolContext,
+    journal: &Journaling,
     ed: &Editable,
     new_text: &str,
     tool: &str,
@@ -162,7 +163,7 @@ pub(crate) fn save(
         Some(b) => Before::Content(b),
         None => Before::NotKept,
     };
-    let journal_note = journal::note(ctx, &ed.target, tool, before, Some(&out), None);
+    let journal_note = journal.note(&ed.target, tool, before, Some(&out), None);
     Ok(Saved { journal_note })
 }
 

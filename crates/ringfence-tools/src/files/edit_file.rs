@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::edit;
 use crate::files::text::{cut_line, thousands};
+use crate::journal::Journaling;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -25,7 +26,9 @@ pub struct EditFileArgs {
     pub replace_all: bool,
 }
 
-pub struct EditFile;
+pub struct EditFile {
+    pub(crate) journal: Journaling,
+}
 
 const DESCRIPTION: &str = "Perform an exact-string replacement on a file within the workspace. The file must have been read in the current session via read_file first (read-first gate), and must not have changed since.\n\n`old_string` must appear in the file exactly (whitespace included; copy it from read_file output without the line-number prefix) and, unless `replace_all` is true, exactly once: add surrounding lines to make it unique. Returns the replacement count and a unified diff of the change. CRLF files stay CRLF when the strings use LF; the byte-order mark and final-newline state are kept; the write is atomic.";
 
@@ -37,8 +40,9 @@ const MAX_DIFF_HUNKS: usize = 5;
 impl BlockingTool for EditFile {
     type Args = EditFileArgs;
     const NAME: &'static str = "edit_file";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = DESCRIPTION;
+    const SENSITIVE: &'static [&'static str] = &["old_string", "new_string"];
     const ANNOTATIONS: Annotations = Annotations {
         title: "Edit file",
         read_only: false,
@@ -46,12 +50,12 @@ impl BlockingTool for EditFile {
         idempotent: false,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: EditFileArgs) -> ToolResult<ToolOutput> {
-        edit_file(ctx, args)
+    fn run(&self, ctx: &ToolContext, args: EditFileArgs) -> ToolResult<ToolOutput> {
+        edit_file(ctx, &self.journal, args)
     }
 }
 
-fn edit_file(ctx: &ToolContext, args: EditFileArgs) -> ToolResult<ToolOutput> {
+fn edit_file(ctx: &ToolContext, journal: &Journaling, args: EditFileArgs) -> ToolResult<ToolOutput> {
     if args.old_string.is_empty() {
         return Err(ToolError::invalid(
             "edit_file: old_string is empty; give the exact text to replace (use write_file to create a file)",
@@ -98,7 +102,7 @@ fn edit_file(ctx: &ToolContext, args: EditFileArgs) -> ToolResult<ToolOutput> {
     )?;
     ctx.check_cancelled()?;
     let replaced = edit::replace_ranges(text, &found.ranges, &new);
-    let saved = edit::save(ctx, &ed, &replaced, "edit_file")?;
+    let saved = edit::save(ctx, journal, &ed, &replaced, "edit_file")?;
     let diff = render_diff(ed.target.display(), text, &found.ranges, &new);
     let mut msg = format!(
         "Edited {}: {} replacement{}.",

@@ -26,7 +26,7 @@ pub struct EntryInfo;
 impl BlockingTool for EntryInfo {
     type Args = EntryInfoArgs;
     const NAME: &'static str = "entry_info";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Returns metadata about a filesystem entry (file, directory, symlink, etc.) — type, size, timestamps, permissions, and symlink target if applicable.\n\nOne line per metadata field. A symbolic link is described itself (not what it points to), with its target and whether that target is usable.";
     const ANNOTATIONS: Annotations = Annotations {
         title: "Entry info",
@@ -35,7 +35,7 @@ impl BlockingTool for EntryInfo {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: EntryInfoArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: EntryInfoArgs) -> ToolResult<ToolOutput> {
         let ws = &ctx.session.workspace;
         let target = existing_entry(ctx, &args.path)?;
         let abs = target.absolute();

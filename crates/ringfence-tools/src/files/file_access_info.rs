@@ -23,7 +23,7 @@ const PATH_COLUMN: usize = 56;
 impl BlockingTool for FileAccessInfo {
     type Args = FileAccessInfoArgs;
     const NAME: &'static str = "file_access_info";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Returns a list of all configured directories with their access levels (read/write) and indicates which one is the current workspace path. Useful for discovering which parts of the filesystem are available.";
     const ANNOTATIONS: Annotations = Annotations {
         title: "File access info",
@@ -32,7 +32,7 @@ impl BlockingTool for FileAccessInfo {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, _args: FileAccessInfoArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, _args: FileAccessInfoArgs) -> ToolResult<ToolOutput> {
         let ws = &ctx.session.workspace;
         let current = ws.current();
         let mut text = String::from("Configured file system access:");

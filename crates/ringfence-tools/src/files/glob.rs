@@ -36,7 +36,7 @@ const DESCRIPTION: &str = "List files matching a glob pattern within the workspa
 impl BlockingTool for Glob {
     type Args = GlobArgs;
     const NAME: &'static str = "glob";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = DESCRIPTION;
     const ANNOTATIONS: Annotations = Annotations {
         title: "Find files by pattern",
@@ -45,7 +45,7 @@ impl BlockingTool for Glob {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: GlobArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: GlobArgs) -> ToolResult<ToolOutput> {
         glob(ctx, args)
     }
 }

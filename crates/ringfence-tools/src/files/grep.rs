@@ -82,7 +82,7 @@ const DESCRIPTION: &str = "Search file contents using a regular expression patte
 impl BlockingTool for Grep {
     type Args = GrepArgs;
     const NAME: &'static str = "grep";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = DESCRIPTION;
     const ANNOTATIONS: Annotations = Annotations {
         title: "Search file contents",
@@ -91,7 +91,7 @@ impl BlockingTool for Grep {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
         grep(ctx, args)
     }
 }

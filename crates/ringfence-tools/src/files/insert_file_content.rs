@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::error::{ToolError, ToolResult};
 use crate::files::edit::{self, lines_of};
 use crate::files::text::thousands;
+use crate::journal::Journaling;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -21,15 +22,18 @@ pub struct InsertFileContentArgs {
     pub line: Option<u64>,
 }
 
-pub struct InsertFileContent;
+pub struct InsertFileContent {
+    pub(crate) journal: Journaling,
+}
 
 const DESCRIPTION: &str = "Inserts new text content at a specific line in an existing text file without overwriting existing content. Use line (1-indexed) to insert before a given line. Omit line to append at end of file. File must already exist.\n\nThe file must have been read with read_file in this session and be unchanged since. The inserted text becomes whole lines; the file's line endings and byte-order mark are kept; the write is atomic.";
 
 impl BlockingTool for InsertFileContent {
     type Args = InsertFileContentArgs;
     const NAME: &'static str = "insert_file_content";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = DESCRIPTION;
+    const SENSITIVE: &'static [&'static str] = &["content"];
     const ANNOTATIONS: Annotations = Annotations {
         title: "Insert into file",
         read_only: false,
@@ -37,12 +41,12 @@ impl BlockingTool for InsertFileContent {
         idempotent: false,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: InsertFileContentArgs) -> ToolResult<ToolOutput> {
-        insert_file_content(ctx, args)
+    fn run(&self, ctx: &ToolContext, args: InsertFileContentArgs) -> ToolResult<ToolOutput> {
+        insert_file_content(ctx, &self.journal, args)
     }
 }
 
-fn insert_file_content(ctx: &ToolContext, args: InsertFileContentArgs) -> ToolResult<ToolOutput> {
+fn insert_file_content(ctx: &ToolContext, journal: &Journaling, args: InsertFileContentArgs) -> ToolResult<ToolOutput> {
     if args.line == Some(0) {
         return Err(ToolError::invalid(
             "insert_file_content: line must be at least 1 (lines are numbered from 1); omit it to append",
@@ -86,7 +90,7 @@ fn insert_file_content(ctx: &ToolContext, args: InsertFileContentArgs) -> ToolRe
         }
         new_text.push_str(&ed.text[before..]);
     }
-    let saved = edit::save(ctx, &ed, &new_text, "insert_file_content")?;
+    let saved = edit::save(ctx, journal, &ed, &new_text, "insert_file_content")?;
     let abs = ed.target.absolute();
     let mut msg = if args.line.is_some() {
         format!("Inserted content at line {at} in {}", abs.display())

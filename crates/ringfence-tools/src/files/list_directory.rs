@@ -31,7 +31,7 @@ pub struct ListDirectory;
 impl BlockingTool for ListDirectory {
     type Args = ListDirectoryArgs;
     const NAME: &'static str = "list_directory";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Lists files and directories in a path. Directories are suffixed with /.\n\nOne entry per line, sorted by name; with recursive=true the whole tree depth-first (paths relative to the listed directory), skipping what .gitignore/.ignore exclude and .git unless include_ignored is true. Long listings are cut at 1,000 entries; the full listing is saved to a file the read tools can open.";
     const ANNOTATIONS: Annotations = Annotations {
         title: "List directory",
@@ -40,7 +40,7 @@ impl BlockingTool for ListDirectory {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: ListDirectoryArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: ListDirectoryArgs) -> ToolResult<ToolOutput> {
         list_directory(ctx, args)
     }
 }

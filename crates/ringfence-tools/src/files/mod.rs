@@ -8,6 +8,8 @@ use ringfence_fs::{File, Metadata, Target};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::session::ReadRecord;
+use crate::family::{Family, FamilyInfo};
+use crate::journal::Journaling;
 use crate::tool::{Blocking, Tool, ToolContext};
 
 pub mod copy_file;
@@ -37,31 +39,100 @@ pub mod time;
 pub mod undo_edit;
 pub mod write_file;
 
-/// Every file tool: seed 000's, then the rest of seed 002's, then ringfence's own.
-pub fn all() -> Vec<Arc<dyn Tool>> {
-    vec![
-        Arc::new(Blocking(read_file::ReadFile)),
-        Arc::new(Blocking(write_file::WriteFile)),
-        Arc::new(Blocking(edit_file::EditFile)),
-        Arc::new(Blocking(grep::Grep)),
-        Arc::new(Blocking(glob::Glob)),
-        Arc::new(Blocking(search_entries::SearchEntries)),
-        Arc::new(Blocking(list_directory::ListDirectory)),
-        Arc::new(Blocking(replace_file_lines::ReplaceFileLines)),
-        Arc::new(Blocking(insert_file_content::InsertFileContent)),
-        Arc::new(Blocking(replace_file_content::ReplaceFileContent)),
-        Arc::new(Blocking(entry_info::EntryInfo)),
-        Arc::new(Blocking(delete_file::DeleteFile)),
-        Arc::new(Blocking(create_folder::CreateFolder)),
-        Arc::new(Blocking(move_file::MoveFile)),
-        Arc::new(Blocking(file_access_info::FileAccessInfo)),
-        Arc::new(Blocking(switch_workspace::SwitchWorkspace)),
-        Arc::new(Blocking(copy_file::CopyFile)),
-        Arc::new(Blocking(multi_edit::MultiEdit)),
-        Arc::new(Blocking(directory_tree::DirectoryTree)),
-        Arc::new(Blocking(undo_edit::UndoEdit)),
-        Arc::new(Blocking(read_media_file::ReadMediaFile)),
-    ]
+/// The files family in the catalogue: its name and tool names, in listing order (seed
+/// 000's, then the rest of seed 002's, then ringfence's own).
+pub const INFO: FamilyInfo = FamilyInfo {
+    name: FAMILY,
+    summary: "read, write, edit, search and organise files inside the allowed directories",
+    tools: &[
+        "read_file",
+        "write_file",
+        "edit_file",
+        "grep",
+        "glob",
+        "search_entries",
+        "list_directory",
+        "replace_file_lines",
+        "insert_file_content",
+        "replace_file_content",
+        "entry_info",
+        "delete_file",
+        "create_folder",
+        "move_file",
+        "file_access_info",
+        "switch_workspace",
+        "copy_file",
+        "multi_edit",
+        "directory_tree",
+        "undo_edit",
+        "read_media_file",
+    ],
+};
+
+/// The family name (`tools.disable = ["files"]` turns every file tool off).
+pub const FAMILY: &str = "files";
+
+/// What the instructions at `initialize` teach the model about the file tools.
+pub const INSTRUCTIONS: &str = "ringfence gives you file tools confined to the directories the user allowed. Call file_access_info (when offered) to see them, with their access (read or write) and the current workspace.\n\
+\n\
+Paths: relative paths (`notes/todo.md`) resolve against the current workspace; `~` is the current workspace (not the user's home). Absolute paths work inside the allowed directories. `..` may move within a directory, never out of it; symbolic links that lead outside are refused, and some paths may be blocked by the user's denylist. switch_workspace changes the current workspace.\n\
+\n\
+Read first: a new file can be written at once, but overwriting or editing an existing file requires that you read it with read_file in this session first, and that it has not changed since. If it changed, read it again. undo_edit reverts ringfence's last change to a file.\n\
+\n\
+Large output: read_file returns at most 500 lines or 30,000 characters (10,000 characters per file with `paths`), grep 100 matches, glob 100 paths, list_directory 1,000 entries. When a cap cuts the output, a notice says what was shown and gives the path of a file holding the full output: read it with read_file using offset and limit, or search it with grep. Page through big files with read_file offset/limit (or start_line/end_line with `paths`).";
+
+/// What the file tools need beyond a call's context.
+#[derive(Debug, Clone, Default)]
+pub struct FileServices {
+    /// Where changes are journaled for `undo_edit`.
+    pub journal: Journaling,
+}
+
+/// Builds the files family: every file tool, in [`INFO`]'s order, sharing `services`.
+pub fn family(services: FileServices) -> Family {
+    let journal = services.journal;
+    let tools: Vec<Arc<dyn Tool>> = vec![
+        Blocking::arc(read_file::ReadFile),
+        Blocking::arc(write_file::WriteFile {
+            journal: journal.clone(),
+        }),
+        Blocking::arc(edit_file::EditFile {
+            journal: journal.clone(),
+        }),
+        Blocking::arc(grep::Grep),
+        Blocking::arc(glob::Glob),
+        Blocking::arc(search_entries::SearchEntries),
+        Blocking::arc(list_directory::ListDirectory),
+        Blocking::arc(replace_file_lines::ReplaceFileLines {
+            journal: journal.clone(),
+        }),
+        Blocking::arc(insert_file_content::InsertFileContent {
+            journal: journal.clone(),
+        }),
+        Blocking::arc(replace_file_content::ReplaceFileContent {
+            journal: journal.clone(),
+        }),
+        Blocking::arc(entry_info::EntryInfo),
+        Blocking::arc(delete_file::DeleteFile {
+            journal: journal.clone(),
+        }),
+        Blocking::arc(create_folder::CreateFolder),
+        Blocking::arc(move_file::MoveFile {
+            journal: journal.clone(),
+        }),
+        Blocking::arc(file_access_info::FileAccessInfo),
+        Blocking::arc(switch_workspace::SwitchWorkspace),
+        Blocking::arc(copy_file::CopyFile {
+            journal: journal.clone(),
+        }),
+        Blocking::arc(multi_edit::MultiEdit {
+            journal: journal.clone(),
+        }),
+        Blocking::arc(directory_tree::DirectoryTree),
+        Blocking::arc(undo_edit::UndoEdit { journal }),
+        Blocking::arc(read_media_file::ReadMediaFile),
+    ];
+    Family::new(&INFO, tools).with_instructions(INSTRUCTIONS)
 }
 
 /// Resolves `path` as an entry (a final symlink is the link itself) that must exist.
@@ -118,7 +189,7 @@ pub(crate) fn guard_overwrite(ctx: &ToolContext, dest: &Target) -> ToolResult<Op
 
 /// Journals the replacement of `dest` (whose earlier bytes `old` were) by a move or copy.
 pub(crate) fn journal_overwrite(
-    ctx: &ToolContext,
+    journal: &crate::journal::Journaling,
     dest: &Target,
     tool: &str,
     old: &[u8],
@@ -126,8 +197,7 @@ pub(crate) fn journal_overwrite(
     let after = read_whole(dest, crate::journal::MAX_JOURNALED_BYTES as u64)
         .ok()
         .map(|(b, _)| b);
-    crate::journal::note(
-        ctx,
+    journal.note(
         dest,
         tool,
         crate::journal::Before::of(old),

@@ -8,6 +8,7 @@ use ringfence_fs::{MoveMethod, TransferOptions};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::{guard_overwrite, journal_overwrite, transfer_targets};
+use crate::journal::Journaling;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -24,12 +25,14 @@ pub struct MoveFileArgs {
     pub overwrite: bool,
 }
 
-pub struct MoveFile;
+pub struct MoveFile {
+    pub(crate) journal: Journaling,
+}
 
 impl BlockingTool for MoveFile {
     type Args = MoveFileArgs;
     const NAME: &'static str = "move_file";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Moves or renames a file or directory.\n\nMissing parent directories of the destination are created. An existing destination is never replaced unless overwrite is true. A destination ending in `/` means \"into this directory\". Works between configured directories (both must be writable); a symbolic link is moved as a link.";
     const ANNOTATIONS: Annotations = Annotations {
         title: "Move",
@@ -38,7 +41,7 @@ impl BlockingTool for MoveFile {
         idempotent: false,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: MoveFileArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: MoveFileArgs) -> ToolResult<ToolOutput> {
         let ws = &ctx.session.workspace;
         let (source, dest) = transfer_targets(ctx, &args.source, &args.destination, "move")?;
         if ws.holds_current(&source) {
@@ -70,7 +73,7 @@ impl BlockingTool for MoveFile {
             text.push_str(
                 " (replaced the existing file; undo_edit on the destination brings it back)",
             );
-            if let Some(note) = journal_overwrite(ctx, &dest, Self::NAME, old) {
+            if let Some(note) = journal_overwrite(&self.journal, &dest, Self::NAME, old) {
                 text.push('\n');
                 text.push_str(&note);
             }
@@ -79,8 +82,7 @@ impl BlockingTool for MoveFile {
             if let Ok((moved, _)) =
                 crate::files::read_whole(&dest, crate::journal::MAX_JOURNALED_BYTES as u64)
             {
-                crate::journal::note(
-                    ctx,
+                self.journal.note(
                     &source,
                     Self::NAME,
                     crate::journal::Before::Content(&moved),

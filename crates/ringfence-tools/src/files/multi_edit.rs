@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::edit;
 use crate::files::edit_file::no_match;
+use crate::journal::Journaling;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -30,7 +31,9 @@ pub struct MultiEditArgs {
     pub edits: Vec<OneEdit>,
 }
 
-pub struct MultiEdit;
+pub struct MultiEdit {
+    pub(crate) journal: Journaling,
+}
 
 /// Edits one call may make.
 const MAX_EDITS: usize = 100;
@@ -40,8 +43,9 @@ const MAX_DIFF_LINES: usize = 120;
 impl BlockingTool for MultiEdit {
     type Args = MultiEditArgs;
     const NAME: &'static str = "multi_edit";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Makes several exact-string replacements in one file, all or nothing: the edits apply in order (each to the result of the ones before), and if any one fails — not found, or found more than once without replace_all — the file is left untouched and the error names the edit. The file must have been read with read_file in this session and be unchanged since. Returns a unified diff of the whole change. The write is atomic.";
+    const SENSITIVE: &'static [&'static str] = &["old_string", "new_string"];
     const ANNOTATIONS: Annotations = Annotations {
         title: "Edit file (several changes)",
         read_only: false,
@@ -49,7 +53,7 @@ impl BlockingTool for MultiEdit {
         idempotent: false,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: MultiEditArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: MultiEditArgs) -> ToolResult<ToolOutput> {
         if args.edits.is_empty() {
             return Err(ToolError::invalid(
                 "multi_edit: `edits` is empty; give at least one {old_string, new_string}",
@@ -123,7 +127,7 @@ impl BlockingTool for MultiEdit {
                 "multi_edit: the edits cancel out; the file would not change",
             ));
         }
-        let saved = edit::save(ctx, &ed, &text, Self::NAME)?;
+        let saved = edit::save(ctx, &self.journal, &ed, &text, Self::NAME)?;
         let diff = unified_diff(ed.target.display(), &ed.text, &text);
         let mut msg = format!(
             "Edited {}: {} edits, {} replacements.",

@@ -61,7 +61,7 @@ const DESCRIPTION: &str = "Read the contents of a file within the workspace. Ret
 impl BlockingTool for ReadFile {
     type Args = ReadFileArgs;
     const NAME: &'static str = "read_file";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = DESCRIPTION;
     const ANNOTATIONS: Annotations = Annotations {
         title: "Read file",
@@ -70,7 +70,7 @@ impl BlockingTool for ReadFile {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: ReadFileArgs) -> ToolResult<ToolOutput> {
         read_file(ctx, args)
     }
 }

@@ -26,7 +26,7 @@ pub struct ReadMediaFile;
 impl BlockingTool for ReadMediaFile {
     type Args = ReadMediaFileArgs;
     const NAME: &'static str = "read_media_file";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Returns an image (PNG, JPEG, GIF, WebP, BMP) or audio file (WAV, MP3, OGG, FLAC, M4A, AIFF) as media content you can see or hear, with its type detected from the bytes. Images larger than 1,568 pixels on a side or 5 MiB are downscaled to fit; audio above 5 MiB is refused. read_file on an image or audio file does the same.";
     const ANNOTATIONS: Annotations = Annotations {
         title: "Read image or audio",
@@ -35,7 +35,7 @@ impl BlockingTool for ReadMediaFile {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: ReadMediaFileArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: ReadMediaFileArgs) -> ToolResult<ToolOutput> {
         let target = ctx.session.workspace.resolve(&args.path)?;
         let (file, meta) = target.open_read()?;
         let mut head = Vec::with_capacity(media::SNIFF_BYTES);

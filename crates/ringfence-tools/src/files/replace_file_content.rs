@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::error::{ToolError, ToolResult};
 use crate::files::edit;
 use crate::files::edit_file::no_match;
+use crate::journal::Journaling;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -23,15 +24,18 @@ pub struct ReplaceFileContentArgs {
     pub replace_all: bool,
 }
 
-pub struct ReplaceFileContent;
+pub struct ReplaceFileContent {
+    pub(crate) journal: Journaling,
+}
 
 const DESCRIPTION: &str = "Replaces an exact substring in an existing text file with new content (partial edit, unlike write_file which overwrites the whole file). Uses replace_all to replace all occurrences vs only the first. Works like find-and-replace. File must already exist.\n\nThe file must have been read with read_file in this session and be unchanged since. If old_content does not occur exactly, a single candidate that differs only in trailing whitespace, line endings or typographic quotes is used (the result says so); otherwise the closest lines are shown. The write is atomic.";
 
 impl BlockingTool for ReplaceFileContent {
     type Args = ReplaceFileContentArgs;
     const NAME: &'static str = "replace_file_content";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = DESCRIPTION;
+    const SENSITIVE: &'static [&'static str] = &["old_content", "new_content"];
     const ANNOTATIONS: Annotations = Annotations {
         title: "Replace in file",
         read_only: false,
@@ -39,12 +43,12 @@ impl BlockingTool for ReplaceFileContent {
         idempotent: false,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: ReplaceFileContentArgs) -> ToolResult<ToolOutput> {
-        replace_file_content(ctx, args)
+    fn run(&self, ctx: &ToolContext, args: ReplaceFileContentArgs) -> ToolResult<ToolOutput> {
+        replace_file_content(ctx, &self.journal, args)
     }
 }
 
-fn replace_file_content(ctx: &ToolContext, args: ReplaceFileContentArgs) -> ToolResult<ToolOutput> {
+fn replace_file_content(ctx: &ToolContext, journal: &Journaling, args: ReplaceFileContentArgs) -> ToolResult<ToolOutput> {
     if args.old_content.is_empty() {
         return Err(ToolError::invalid(
             "replace_file_content: old_content is empty; give the exact text to replace",
@@ -74,7 +78,7 @@ fn replace_file_content(ctx: &ToolContext, args: ReplaceFileContentArgs) -> Tool
         ed.text.len() as u128 - matched + count as u128 * new.len() as u128,
     )?;
     let new_text = edit::replace_ranges(&ed.text, &found.ranges, &new);
-    let saved = edit::save(ctx, &ed, &new_text, "replace_file_content")?;
+    let saved = edit::save(ctx, journal, &ed, &new_text, "replace_file_content")?;
     let abs = ed.target.absolute();
     let mut msg = format!("Replaced content in {}", abs.display());
     if args.replace_all {

@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::error::{ToolError, ToolResult};
 use crate::files::edit::{self, lines_of};
 use crate::files::text::thousands;
+use crate::journal::Journaling;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -23,15 +24,18 @@ pub struct ReplaceFileLinesArgs {
     pub end_line: Option<u64>,
 }
 
-pub struct ReplaceFileLines;
+pub struct ReplaceFileLines {
+    pub(crate) journal: Journaling,
+}
 
 const DESCRIPTION: &str = "Replaces a range of lines in an existing text file with new content (partial edit, unlike write_file which overwrites the whole file). Uses start_line/end_line (1-indexed, inclusive) to specify the range. Empty content deletes the range. File must already exist.\n\nThe file must have been read with read_file in this session and be unchanged since. Line numbers are those read_file shows. The file's line endings, byte-order mark and final-newline state are kept; the write is atomic.";
 
 impl BlockingTool for ReplaceFileLines {
     type Args = ReplaceFileLinesArgs;
     const NAME: &'static str = "replace_file_lines";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = DESCRIPTION;
+    const SENSITIVE: &'static [&'static str] = &["content"];
     const ANNOTATIONS: Annotations = Annotations {
         title: "Replace lines",
         read_only: false,
@@ -39,12 +43,12 @@ impl BlockingTool for ReplaceFileLines {
         idempotent: false,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: ReplaceFileLinesArgs) -> ToolResult<ToolOutput> {
-        replace_file_lines(ctx, args)
+    fn run(&self, ctx: &ToolContext, args: ReplaceFileLinesArgs) -> ToolResult<ToolOutput> {
+        replace_file_lines(ctx, &self.journal, args)
     }
 }
 
-fn replace_file_lines(ctx: &ToolContext, args: ReplaceFileLinesArgs) -> ToolResult<ToolOutput> {
+fn replace_file_lines(ctx: &ToolContext, journal: &Journaling, args: ReplaceFileLinesArgs) -> ToolResult<ToolOutput> {
     let start = args.start_line;
     let end = args.end_line.unwrap_or(start);
     if start == 0 {
@@ -88,7 +92,7 @@ fn replace_file_lines(ctx: &ToolContext, args: ReplaceFileLinesArgs) -> ToolResu
     new_text.push_str(&ed.text[..before]);
     new_text.push_str(&content);
     new_text.push_str(&ed.text[before + removed..]);
-    let saved = edit::save(ctx, &ed, &new_text, "replace_file_lines")?;
+    let saved = edit::save(ctx, journal, &ed, &new_text, "replace_file_lines")?;
     let abs = ed.target.absolute();
     let mut msg = if content.is_empty() {
         format!(

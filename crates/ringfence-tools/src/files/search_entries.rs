@@ -74,7 +74,7 @@ const DESCRIPTION: &str = "Searches for files and directories by name, content p
 impl BlockingTool for SearchEntries {
     type Args = SearchEntriesArgs;
     const NAME: &'static str = "search_entries";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = DESCRIPTION;
     const ANNOTATIONS: Annotations = Annotations {
         title: "Search entries",
@@ -83,7 +83,7 @@ impl BlockingTool for SearchEntries {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: SearchEntriesArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: SearchEntriesArgs) -> ToolResult<ToolOutput> {
         search_entries(ctx, args)
     }
 }

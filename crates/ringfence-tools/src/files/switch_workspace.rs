@@ -19,7 +19,7 @@ pub struct SwitchWorkspace;
 impl BlockingTool for SwitchWorkspace {
     type Args = SwitchWorkspaceArgs;
     const NAME: &'static str = "switch_workspace";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Changes the current workspace path to a new directory within configured accessible directories. Must be called before any other filesystem tool when changing workspace. Do NOT call this tool in parallel with any other filesystem tool.\n\nThe path may be a configured directory or any directory inside one (call file_access_info to see them); relative paths are resolved against the current workspace.";
     const ANNOTATIONS: Annotations = Annotations {
         title: "Switch workspace",
@@ -28,7 +28,7 @@ impl BlockingTool for SwitchWorkspace {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: SwitchWorkspaceArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: SwitchWorkspaceArgs) -> ToolResult<ToolOutput> {
         let ws = &ctx.session.workspace;
         let target = ws.resolve(&args.path)?;
         let current = ws.switch_to(&target)?;

@@ -12,7 +12,7 @@ use crate::files::multi_edit::unified_diff;
 use crate::files::text::thousands;
 use crate::files::time::format_iso;
 use crate::files::{read_whole, record_for};
-use crate::journal::{FileKey, earlier_version};
+use crate::journal::{FileKey, JournalError, Journaling, earlier_version};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -23,12 +23,14 @@ pub struct UndoEditArgs {
     pub path: String,
 }
 
-pub struct UndoEdit;
+pub struct UndoEdit {
+    pub(crate) journal: Journaling,
+}
 
 impl BlockingTool for UndoEdit {
     type Args = UndoEditArgs;
     const NAME: &'static str = "undo_edit";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Reverts the last change ringfence made to a file (write_file, edit_file, multi_edit, replace_file_lines, insert_file_content, replace_file_content, delete_file of a file): the previous version comes back, a file ringfence created is removed, a file it deleted is restored. Call again to step further back (the last 20 changes per file are kept, across restarts). Refused — with nothing changed — if the file no longer holds what ringfence wrote (someone changed it since), so no one's later work is lost.";
     const ANNOTATIONS: Annotations = Annotations {
         title: "Undo last edit",
@@ -37,13 +39,13 @@ impl BlockingTool for UndoEdit {
         idempotent: false,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: UndoEditArgs) -> ToolResult<ToolOutput> {
-        undo_edit(ctx, args)
+    fn run(&self, ctx: &ToolContext, args: UndoEditArgs) -> ToolResult<ToolOutput> {
+        undo_edit(ctx, &self.journal, args)
     }
 }
 
-fn undo_edit(ctx: &ToolContext, args: UndoEditArgs) -> ToolResult<ToolOutput> {
-    let Some(journal) = ctx.journal.as_ref() else {
+fn undo_edit(ctx: &ToolContext, journaling: &Journaling, args: UndoEditArgs) -> ToolResult<ToolOutput> {
+    let Some(journal) = journaling.journal() else {
         return Err(ToolError::new(
             ToolErrorKind::Disabled,
             "undo_edit: the edit journal is not available in this configuration (the database could not be opened; see the server log)",
@@ -52,7 +54,7 @@ fn undo_edit(ctx: &ToolContext, args: UndoEditArgs) -> ToolResult<ToolOutput> {
     let target = ctx.session.workspace.resolve(&args.path)?;
     target.require_writable()?;
     let key = FileKey::of(&target);
-    let journal_err = |e: String| {
+    let journal_err = |e: JournalError| {
         ToolError::new(
             ToolErrorKind::Io,
             format!("undo_edit: the edit journal failed: {e}"),

@@ -10,7 +10,7 @@ use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::text::{TextStyle, thousands};
 use crate::files::{check_read_first, read_whole, record_for};
 use crate::files::{edit, encoding};
-use crate::journal::{self, Before};
+use crate::journal::{Before, Journaling};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -22,15 +22,18 @@ pub struct WriteFileArgs {
     pub content: String,
 }
 
-pub struct WriteFile;
+pub struct WriteFile {
+    pub(crate) journal: Journaling,
+}
 
 const DESCRIPTION: &str = "Write content to a file within the workspace. Creates the file and any intermediate directories if they do not exist. When writing to an existing file, the file must have been read in the current session via read_file first (read-first gate), and must not have changed since.\n\nThe write is atomic: readers see the old file or the new one, never a mix. An existing file keeps its permissions, line endings (CRLF stays CRLF), byte-order mark and final-newline state.";
 
 impl BlockingTool for WriteFile {
     type Args = WriteFileArgs;
     const NAME: &'static str = "write_file";
-    const FAMILY: &'static str = "files";
+    const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = DESCRIPTION;
+    const SENSITIVE: &'static [&'static str] = &["content"];
     const ANNOTATIONS: Annotations = Annotations {
         title: "Write file",
         read_only: false,
@@ -38,12 +41,12 @@ impl BlockingTool for WriteFile {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> {
-        write_file(ctx, args)
+    fn run(&self, ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> {
+        write_file(ctx, &self.journal, args)
     }
 }
 
-fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> {
+fn write_file(ctx: &ToolContext, journal: &Journaling, args: WriteFileArgs) -> ToolResult<ToolOutput> {
     let target = ctx.session.workspace.resolve(&args.path)?;
     target.require_writable()?;
     let mut old_bytes: Option<Vec<u8>> = None;
@@ -148,7 +151,7 @@ fn write_file(ctx: &ToolContext, args: WriteFileArgs) -> ToolResult<ToolOutput> 
         Some(b) => Before::of(b),
         None => Before::Absent,
     };
-    if let Some(note) = journal::note(ctx, &target, "write_file", before, Some(&data), None) {
+    if let Some(note) = journal.note(&target, "write_file", before, Some(&data), None) {
         text.push(' ');
         text.push_str(&note);
     }

@@ -1,9 +1,11 @@
 //! `delete_memory` (seed 003): remove a memory permanently.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Kind, whole_number};
+use super::{MemoryBackend, Kind, whole_number};
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
@@ -16,7 +18,9 @@ pub struct DeleteMemoryArgs {
     pub id: i64,
 }
 
-pub struct DeleteMemory;
+pub struct DeleteMemory {
+    pub(crate) memory: Arc<dyn MemoryBackend>,
+}
 
 impl BlockingTool for DeleteMemory {
     type Args = DeleteMemoryArgs;
@@ -31,7 +35,7 @@ impl BlockingTool for DeleteMemory {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: DeleteMemoryArgs) -> ToolResult<ToolOutput> {
-        super::delete(ctx, Kind::Memory, args.id)
+    fn run(&self, ctx: &ToolContext, args: DeleteMemoryArgs) -> ToolResult<ToolOutput> {
+        super::delete(self.memory.as_ref(), ctx, Kind::Memory, args.id)
     }
 }

@@ -1,9 +1,11 @@
 //! `delete_truth` (seed 003): remove a truth permanently.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Kind, whole_number};
+use super::{MemoryBackend, Kind, whole_number};
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
@@ -16,7 +18,9 @@ pub struct DeleteTruthArgs {
     pub id: i64,
 }
 
-pub struct DeleteTruth;
+pub struct DeleteTruth {
+    pub(crate) memory: Arc<dyn MemoryBackend>,
+}
 
 impl BlockingTool for DeleteTruth {
     type Args = DeleteTruthArgs;
@@ -30,7 +34,7 @@ impl BlockingTool for DeleteTruth {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: DeleteTruthArgs) -> ToolResult<ToolOutput> {
-        super::delete(ctx, Kind::Truth, args.id)
+    fn run(&self, ctx: &ToolContext, args: DeleteTruthArgs) -> ToolResult<ToolOutput> {
+        super::delete(self.memory.as_ref(), ctx, Kind::Truth, args.id)
     }
 }

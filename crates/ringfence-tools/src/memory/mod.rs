@@ -22,6 +22,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::family::{Family, FamilyInfo};
 use crate::files::time::format_iso_ms as iso8601;
 use crate::tool::{Blocking, Tool, ToolContext, ToolOutput};
 
@@ -219,20 +220,12 @@ pub struct SearchOutcome {
     pub mode: SearchMode,
 }
 
-/// A failure of the storage behind the tools.
-#[derive(Debug, Clone)]
-pub struct MemoryError(pub String);
+/// A failure of the storage behind the tools (the cause kept as its source).
+pub use crate::error::BackendError as MemoryError;
 
-impl std::fmt::Display for MemoryError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<MemoryError> for ToolError {
-    fn from(e: MemoryError) -> ToolError {
-        ToolError::new(ToolErrorKind::Io, format!("memory storage failed: {e}"))
-    }
+/// A storage failure as the model sees it.
+fn storage_failed(e: MemoryError) -> ToolError {
+    ToolError::new(ToolErrorKind::Io, format!("memory storage failed: {e}"))
 }
 
 /// Where truths and memories live. Every call names the user; an implementation must never
@@ -256,30 +249,52 @@ pub trait MemoryBackend: Send + Sync + std::fmt::Debug {
     fn pinned(&self, user: &str) -> Result<Vec<Item>, MemoryError>;
 }
 
-/// The eight tools, in seed 003's order.
-pub fn all() -> Vec<Arc<dyn Tool>> {
-    vec![
-        Arc::new(Blocking(StoreTruth)),
-        Arc::new(Blocking(SearchTruths)),
-        Arc::new(Blocking(UpdateTruth)),
-        Arc::new(Blocking(DeleteTruth)),
-        Arc::new(Blocking(StoreMemory)),
-        Arc::new(Blocking(SearchMemory)),
-        Arc::new(Blocking(UpdateMemory)),
-        Arc::new(Blocking(DeleteMemory)),
-    ]
+/// The memory family in the catalogue: the eight tools, in seed 003's order.
+pub const INFO: FamilyInfo = FamilyInfo {
+    name: FAMILY,
+    summary: "truths and memories about the user, stored per user and found by meaning",
+    tools: &[
+        "store_truth",
+        "search_truths",
+        "update_truth",
+        "delete_truth",
+        "store_memory",
+        "search_memory",
+        "update_memory",
+        "delete_memory",
+    ],
+};
+
+/// What the memory family is built from.
+#[derive(Debug, Clone)]
+pub struct MemoryServices {
+    /// Where truths and memories live.
+    pub backend: Arc<dyn MemoryBackend>,
+    /// Append the user's pinned truths to the instructions at `initialize`.
+    pub pinned_in_instructions: bool,
+}
+
+/// Builds the memory family: the eight tools over `services.backend`, and the pinned truths
+/// as a resource, a prompt and (when configured) instructions.
+pub fn family(services: MemoryServices) -> Family {
+    let m = services.backend;
+    let tools: Vec<Arc<dyn Tool>> = vec![
+        Blocking::arc(StoreTruth { memory: m.clone() }),
+        Blocking::arc(SearchTruths { memory: m.clone() }),
+        Blocking::arc(UpdateTruth { memory: m.clone() }),
+        Blocking::arc(DeleteTruth { memory: m.clone() }),
+        Blocking::arc(StoreMemory { memory: m.clone() }),
+        Blocking::arc(SearchMemory { memory: m.clone() }),
+        Blocking::arc(UpdateMemory { memory: m.clone() }),
+        Blocking::arc(DeleteMemory { memory: m.clone() }),
+    ];
+    Family::new(&INFO, tools).with_resources(Arc::new(PinnedTruths::new(
+        m,
+        services.pinned_in_instructions,
+    )))
 }
 
 // --- shared by the tools -----------------------------------------------------------------
-
-fn backend(ctx: &ToolContext) -> ToolResult<&Arc<dyn MemoryBackend>> {
-    ctx.memory.as_ref().ok_or_else(|| {
-        ToolError::new(
-            ToolErrorKind::Unavailable,
-            "memory storage is not available in this server (its database could not be opened; the server log says why)",
-        )
-    })
-}
 
 /// Trimmed content, refused when empty or too long.
 fn content(param: &str, text: &str) -> ToolResult<String> {
@@ -501,17 +516,33 @@ fn not_found(kind: Kind, id: i64) -> ToolError {
     )
 }
 
-fn store(ctx: &ToolContext, kind: Kind, item: NewItem) -> ToolResult<ToolOutput> {
-    let outcome = backend(ctx)?.store(ctx.session.user(), kind, item)?;
+fn store(
+    backend: &dyn MemoryBackend,
+    ctx: &ToolContext,
+    kind: Kind,
+    item: NewItem,
+) -> ToolResult<ToolOutput> {
+    let outcome = backend
+        .store(ctx.session.user(), kind, item)
+        .map_err(storage_failed)?;
     Ok(match outcome {
         StoreOutcome::Stored(item) => stored_output(&item),
         StoreOutcome::Duplicate(dup) => duplicate_output(kind, &dup, "stored"),
     })
 }
 
-fn update(ctx: &ToolContext, kind: Kind, id: i64, new_content: &str) -> ToolResult<ToolOutput> {
+fn update(
+    backend: &dyn MemoryBackend,
+    ctx: &ToolContext,
+    kind: Kind,
+    id: i64,
+    new_content: &str,
+) -> ToolResult<ToolOutput> {
     let new_content = content("updatedContent", new_content)?;
-    match backend(ctx)?.update(ctx.session.user(), kind, id, &new_content)? {
+    match backend
+        .update(ctx.session.user(), kind, id, &new_content)
+        .map_err(storage_failed)?
+    {
         UpdateOutcome::NotFound => Err(not_found(kind, id)),
         UpdateOutcome::Duplicate(dup) => Ok(duplicate_output(kind, &dup, "updated")),
         UpdateOutcome::Updated { before, after } => {
@@ -529,8 +560,16 @@ fn update(ctx: &ToolContext, kind: Kind, id: i64, new_content: &str) -> ToolResu
     }
 }
 
-fn delete(ctx: &ToolContext, kind: Kind, id: i64) -> ToolResult<ToolOutput> {
-    match backend(ctx)?.delete(ctx.session.user(), kind, id)? {
+fn delete(
+    backend: &dyn MemoryBackend,
+    ctx: &ToolContext,
+    kind: Kind,
+    id: i64,
+) -> ToolResult<ToolOutput> {
+    match backend
+        .delete(ctx.session.user(), kind, id)
+        .map_err(storage_failed)?
+    {
         None => Err(not_found(kind, id)),
         Some(item) => {
             let text = format!(
@@ -545,13 +584,20 @@ fn delete(ctx: &ToolContext, kind: Kind, id: i64) -> ToolResult<ToolOutput> {
     }
 }
 
-fn search(ctx: &ToolContext, kind: Kind, query: Query) -> ToolResult<ToolOutput> {
+fn search(
+    backend: &dyn MemoryBackend,
+    ctx: &ToolContext,
+    kind: Kind,
+    query: Query,
+) -> ToolResult<ToolOutput> {
     if query.text.trim().is_empty() {
         return Err(ToolError::invalid(
             "searchQuery is empty: give a question or topic to search for",
         ));
     }
-    let outcome = backend(ctx)?.search(ctx.session.user(), kind, &query)?;
+    let outcome = backend
+        .search(ctx.session.user(), kind, &query)
+        .map_err(storage_failed)?;
     let mode_note = match &outcome.mode {
         SearchMode::Hybrid => None,
         SearchMode::Lexical { reason } => Some(format!(

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use super::{Item, MemoryBackend};
-use crate::resources::{PromptInfo, ResourceInfo, Resources};
+use crate::error::BackendError;
+use crate::resources::{PromptContent, PromptInfo, ResourceInfo, ResourceProvider};
 
 pub const PINNED_URI: &str = "ringfence://truths/pinned";
 pub const PINNED_PROMPT: &str = "pinned_truths";
@@ -25,9 +26,8 @@ impl PinnedTruths {
         }
     }
 
-    fn text(&self, user: &str) -> Result<String, String> {
-        let items = self.memory.pinned(user).map_err(|e| e.0)?;
-        Ok(render(&items))
+    fn text(&self, user: &str) -> Result<String, BackendError> {
+        Ok(render(&self.memory.pinned(user)?))
     }
 }
 
@@ -47,7 +47,7 @@ pub fn render(items: &[Item]) -> String {
     s
 }
 
-impl Resources for PinnedTruths {
+impl ResourceProvider for PinnedTruths {
     fn resources(&self) -> Vec<ResourceInfo> {
         vec![ResourceInfo {
             uri: PINNED_URI,
@@ -58,7 +58,7 @@ impl Resources for PinnedTruths {
         }]
     }
 
-    fn read(&self, user: &str, uri: &str) -> Option<Result<String, String>> {
+    fn read(&self, user: &str, uri: &str) -> Option<Result<String, BackendError>> {
         (uri == PINNED_URI).then(|| self.text(user))
     }
 
@@ -70,8 +70,13 @@ impl Resources for PinnedTruths {
         }]
     }
 
-    fn prompt(&self, user: &str, name: &str) -> Option<Result<String, String>> {
-        (name == PINNED_PROMPT).then(|| self.text(user))
+    fn prompt(&self, user: &str, name: &str) -> Option<Result<PromptContent, BackendError>> {
+        (name == PINNED_PROMPT).then(|| {
+            self.text(user).map(|text| PromptContent {
+                description: "The user's pinned truths".into(),
+                text,
+            })
+        })
     }
 
     fn instructions(&self, user: &str) -> Option<String> {
@@ -82,7 +87,7 @@ impl Resources for PinnedTruths {
             Ok(items) if !items.is_empty() => Some(render(&items)),
             Ok(_) => None,
             Err(e) => {
-                tracing::warn!(error = %e.0, "pinned truths left out of the instructions");
+                tracing::warn!(error = %e, "pinned truths left out of the instructions");
                 None
             }
         }

@@ -1,9 +1,11 @@
 //! `search_memory` (seed 003): search stored memories semantically.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{CATEGORIES, Kind, MEMORY_TYPES, Query, limit, one_of, optional_whole_number, tags};
+use super::{MemoryBackend, CATEGORIES, Kind, MEMORY_TYPES, Query, limit, one_of, optional_whole_number, tags};
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
@@ -28,13 +30,16 @@ pub struct SearchMemoryArgs {
     pub limit: Option<i64>,
 }
 
-pub struct SearchMemory;
+pub struct SearchMemory {
+    pub(crate) memory: Arc<dyn MemoryBackend>,
+}
 
 impl BlockingTool for SearchMemory {
     type Args = SearchMemoryArgs;
     const NAME: &'static str = "search_memory";
     const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Search stored memories semantically (by meaning, not only by words), optionally filtered by type, tags or category. Returns: List of matching memories with content and metadata, best first; unrelated memories are not returned.";
+    const SENSITIVE: &'static [&'static str] = &["searchQuery", "tags"];
     const ANNOTATIONS: Annotations = Annotations {
         title: "Search memory",
         read_only: true,
@@ -42,7 +47,7 @@ impl BlockingTool for SearchMemory {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: SearchMemoryArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: SearchMemoryArgs) -> ToolResult<ToolOutput> {
         let query = Query {
             text: args.search_query,
             limit: limit(args.limit, 5, 20)?,
@@ -50,6 +55,6 @@ impl BlockingTool for SearchMemory {
             category: one_of("category", args.category.as_deref(), &CATEGORIES)?,
             tags: tags(args.tags)?,
         };
-        super::search(ctx, Kind::Memory, query)
+        super::search(self.memory.as_ref(), ctx, Kind::Memory, query)
     }
 }

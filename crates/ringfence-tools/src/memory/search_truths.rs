@@ -1,9 +1,11 @@
 //! `search_truths` (seed 003): search existing truths semantically.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Kind, Query, limit, optional_whole_number};
+use super::{MemoryBackend, Kind, Query, limit, optional_whole_number};
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
@@ -19,13 +21,16 @@ pub struct SearchTruthsArgs {
     pub limit: Option<i64>,
 }
 
-pub struct SearchTruths;
+pub struct SearchTruths {
+    pub(crate) memory: Arc<dyn MemoryBackend>,
+}
 
 impl BlockingTool for SearchTruths {
     type Args = SearchTruthsArgs;
     const NAME: &'static str = "search_truths";
     const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Search existing truths semantically (by meaning, not only by words). Returns: List of matching truths with content, source, and pin status, best first; unrelated truths are not returned.";
+    const SENSITIVE: &'static [&'static str] = &["searchQuery"];
     const ANNOTATIONS: Annotations = Annotations {
         title: "Search truths",
         read_only: true,
@@ -33,7 +38,7 @@ impl BlockingTool for SearchTruths {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: SearchTruthsArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: SearchTruthsArgs) -> ToolResult<ToolOutput> {
         let query = Query {
             text: args.search_query,
             limit: limit(args.limit, 5, 10)?,
@@ -41,6 +46,6 @@ impl BlockingTool for SearchTruths {
             category: None,
             tags: Vec::new(),
         };
-        super::search(ctx, Kind::Truth, query)
+        super::search(self.memory.as_ref(), ctx, Kind::Truth, query)
     }
 }

@@ -1,9 +1,11 @@
 //! `store_memory` (seed 003): store a new memory about the user.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{CATEGORIES, Kind, MEMORY_TYPES, NewItem, SOURCE_CONVERSATION, content, one_of, tags};
+use super::{MemoryBackend, CATEGORIES, Kind, MEMORY_TYPES, NewItem, SOURCE_CONVERSATION, content, one_of, tags};
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
@@ -24,13 +26,16 @@ pub struct StoreMemoryArgs {
     pub category: Option<String>,
 }
 
-pub struct StoreMemory;
+pub struct StoreMemory {
+    pub(crate) memory: Arc<dyn MemoryBackend>,
+}
 
 impl BlockingTool for StoreMemory {
     type Args = StoreMemoryArgs;
     const NAME: &'static str = "store_memory";
     const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Store a new memory about the user: contextual information, events and situational details. memoryContent should be self-contained - it should make sense without the conversation (\"Allergic to shellfish\" is better than \"Has the allergy we discussed\"). A memory that means the same as one already stored is not stored twice: the result names the existing memory's ID. Returns: Confirmation message with memory ID.";
+    const SENSITIVE: &'static [&'static str] = &["memoryContent", "tags"];
     const ANNOTATIONS: Annotations = Annotations {
         title: "Store memory",
         read_only: false,
@@ -38,7 +43,7 @@ impl BlockingTool for StoreMemory {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: StoreMemoryArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: StoreMemoryArgs) -> ToolResult<ToolOutput> {
         let item = NewItem {
             content: content("memoryContent", &args.memory_content)?,
             category: one_of("category", args.category.as_deref(), &CATEGORIES)?,
@@ -47,6 +52,6 @@ impl BlockingTool for StoreMemory {
             pinned: false,
             source: SOURCE_CONVERSATION.into(),
         };
-        super::store(ctx, Kind::Memory, item)
+        super::store(self.memory.as_ref(), ctx, Kind::Memory, item)
     }
 }

@@ -1,9 +1,11 @@
 //! `store_truth` (seed 003): store a core truth about the user.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{CATEGORIES, Kind, NewItem, SOURCE_CONVERSATION, content, one_of};
+use super::{MemoryBackend, CATEGORIES, Kind, NewItem, SOURCE_CONVERSATION, content, one_of};
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
@@ -21,13 +23,16 @@ pub struct StoreTruthArgs {
     pub is_pinned: Option<bool>,
 }
 
-pub struct StoreTruth;
+pub struct StoreTruth {
+    pub(crate) memory: Arc<dyn MemoryBackend>,
+}
 
 impl BlockingTool for StoreTruth {
     type Args = StoreTruthArgs;
     const NAME: &'static str = "store_truth";
     const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Store a core truth about the user - fundamental facts that define who they are (name, career, location, core relationships). Use store_memory for contextual or time-bound information. A truth that means the same as one already stored is not stored twice: the result names the existing truth's ID. Returns: Confirmation with truth ID and pin status.";
+    const SENSITIVE: &'static [&'static str] = &["truthContent"];
     const ANNOTATIONS: Annotations = Annotations {
         title: "Store truth",
         read_only: false,
@@ -35,7 +40,7 @@ impl BlockingTool for StoreTruth {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: StoreTruthArgs) -> ToolResult<ToolOutput> {
+    fn run(&self, ctx: &ToolContext, args: StoreTruthArgs) -> ToolResult<ToolOutput> {
         let item = NewItem {
             content: content("truthContent", &args.truth_content)?,
             category: one_of("category", args.category.as_deref(), &CATEGORIES)?,
@@ -44,6 +49,6 @@ impl BlockingTool for StoreTruth {
             pinned: args.is_pinned.unwrap_or(false),
             source: SOURCE_CONVERSATION.into(),
         };
-        super::store(ctx, Kind::Truth, item)
+        super::store(self.memory.as_ref(), ctx, Kind::Truth, item)
     }
 }

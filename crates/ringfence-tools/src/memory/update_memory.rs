@@ -1,9 +1,11 @@
 //! `update_memory` (seed 003): modify an existing memory.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Kind, whole_number};
+use super::{MemoryBackend, Kind, whole_number};
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
@@ -19,13 +21,16 @@ pub struct UpdateMemoryArgs {
     pub updated_content: String,
 }
 
-pub struct UpdateMemory;
+pub struct UpdateMemory {
+    pub(crate) memory: Arc<dyn MemoryBackend>,
+}
 
 impl BlockingTool for UpdateMemory {
     type Args = UpdateMemoryArgs;
     const NAME: &'static str = "update_memory";
     const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Modify an existing memory. Useful when information changes or was recorded incorrectly. Search for the memory first to get its ID. Updating regenerates the memory's embedding, so semantic search will find it with the new content. Returns: Confirmation of the update.";
+    const SENSITIVE: &'static [&'static str] = &["updatedContent"];
     const ANNOTATIONS: Annotations = Annotations {
         title: "Update memory",
         read_only: false,
@@ -33,7 +38,7 @@ impl BlockingTool for UpdateMemory {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: UpdateMemoryArgs) -> ToolResult<ToolOutput> {
-        super::update(ctx, Kind::Memory, args.id, &args.updated_content)
+    fn run(&self, ctx: &ToolContext, args: UpdateMemoryArgs) -> ToolResult<ToolOutput> {
+        super::update(self.memory.as_ref(), ctx, Kind::Memory, args.id, &args.updated_content)
     }
 }

@@ -1,9 +1,11 @@
 //! `update_truth` (seed 003): modify an existing truth.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Kind, whole_number};
+use super::{MemoryBackend, Kind, whole_number};
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
@@ -19,13 +21,16 @@ pub struct UpdateTruthArgs {
     pub updated_content: String,
 }
 
-pub struct UpdateTruth;
+pub struct UpdateTruth {
+    pub(crate) memory: Arc<dyn MemoryBackend>,
+}
 
 impl BlockingTool for UpdateTruth {
     type Args = UpdateTruthArgs;
     const NAME: &'static str = "update_truth";
     const FAMILY: &'static str = super::FAMILY;
     const DESCRIPTION: &'static str = "Modify an existing truth when core facts change. The new content replaces the old, and the truth's embedding is regenerated so search finds it by the new content. Returns: Confirmation of the update.";
+    const SENSITIVE: &'static [&'static str] = &["updatedContent"];
     const ANNOTATIONS: Annotations = Annotations {
         title: "Update truth",
         read_only: false,
@@ -33,7 +38,7 @@ impl BlockingTool for UpdateTruth {
         idempotent: true,
         open_world: false,
     };
-    fn run(ctx: &ToolContext, args: UpdateTruthArgs) -> ToolResult<ToolOutput> {
-        super::update(ctx, Kind::Truth, args.id, &args.updated_content)
+    fn run(&self, ctx: &ToolContext, args: UpdateTruthArgs) -> ToolResult<ToolOutput> {
+        super::update(self.memory.as_ref(), ctx, Kind::Truth, args.id, &args.updated_content)
     }
 }

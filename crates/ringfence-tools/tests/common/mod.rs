@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ringfence_fs::{Access, Denylist, Root, RootOrigin, RootSpec, Workspace};
+use ringfence_tools::files::{self, FileServices};
 use ringfence_tools::{
-    Limits, MemoryJournal, Progress, Session, SpillStore, ToolContext, ToolError, ToolOutput,
+    Journaling, Limits, MemoryJournal, Progress, Session, SpillStore, ToolContext, ToolError, ToolOutput,
     Toolbox,
 };
 use serde_json::Value;
@@ -74,8 +75,6 @@ impl Fx {
             session: Arc::new(Session::new(ws)),
             limits: Arc::new(limits),
             spill: Arc::new(SpillStore::new(spill_root)),
-            journal: Some(Arc::new(MemoryJournal::default())),
-            memory: None,
             cancel: CancellationToken::new(),
             progress: Progress::none(),
         };
@@ -85,7 +84,9 @@ impl Fx {
             roots: paths,
             data,
             ctx,
-            toolbox: Toolbox::full(),
+            toolbox: Toolbox::of(&[files::family(FileServices {
+                journal: Journaling::to(Arc::new(MemoryJournal::default())),
+            })]),
         }
     }
 

@@ -1,0 +1,340 @@
+//! `McpServer`: rmcp's `ServerHandler` over a [`ToolRunner`] and a [`ResourceSet`].
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role as PromptMessageRole, ServerCapabilities, ServerConfig,
+    Tool as McpTool,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+use ringfence_tools::{CallRequest, CallScope, ResourceSet, ToolError, ToolRunner};
+
+use crate::convert::{content_block, mcp_tool, progress_for, quick_blocking};
+use crate::metrics::{Metrics, SessionGuard};
+use crate::roots::RootsReady;
+use crate::session::{SessionSlot, UserSessions, request_user};
+
+/// Identity and instructions the server announces at `initialize`.
+#[derive(Debug, Clone)]
+pub struct ServerIdentity {
+    pub name: String,
+    pub version: String,
+    pub instructions: String,
+}
+
+/// One MCP session's server. Cheap to clone.
+#[derive(Clone)]
+pub struct McpServer {
+    runner: Arc<ToolRunner>,
+    /// The runner's tools in MCP form, made once.
+    tools: Arc<Vec<McpTool>>,
+    resources: Arc<ResourceSet>,
+    slot: Arc<SessionSlot>,
+    /// Counts this session while any clone of the server lives.
+    session_guard: Option<Arc<SessionGuard>>,
+    /// Names this MCP session in the audit trail.
+    session_id: Arc<str>,
+    identity: Arc<ServerIdentity>,
+    roots_ready: Arc<RootsReady>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("tools", self.runner.toolbox())
+            .field("session", &self.session_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// A server for one session (stdio, tests): every call runs in `scope`.
+    pub fn new(
+        runner: Arc<ToolRunner>,
+        resources: Arc<ResourceSet>,
+        scope: CallScope,
+        identity: ServerIdentity,
+    ) -> McpServer {
+        Self::with_slot(runner, resources, SessionSlot::fixed(scope), identity)
+    }
+
+    /// A server for one HTTP MCP session of several users: the scope is made by `sessions`
+    /// for the user of the first request, and requests of anyone else are refused.
+    pub fn for_users(
+        runner: Arc<ToolRunner>,
+        resources: Arc<ResourceSet>,
+        sessions: UserSessions,
+        identity: ServerIdentity,
+    ) -> McpServer {
+        Self::with_slot(runner, resources, SessionSlot::per_user(sessions), identity)
+    }
+
+    fn with_slot(
+        runner: Arc<ToolRunner>,
+        resources: Arc<ResourceSet>,
+        slot: SessionSlot,
+        identity: ServerIdentity,
+    ) -> McpServer {
+        let tools = runner.toolbox().iter().map(|t| mcp_tool(t.as_ref())).collect();
+        McpServer {
+            runner,
+            tools: Arc::new(tools),
+            resources,
+            slot: Arc::new(slot),
+            session_guard: None,
+            session_id: uuid::Uuid::new_v4().simple().to_string().into(),
+            identity: Arc::new(identity),
+            roots_ready: Arc::new(RootsReady::default()),
+        }
+    }
+
+    /// Counts this session in `metrics` while it lives (calls are counted by the runner).
+    pub fn with_metrics(mut self, metrics: &Arc<Metrics>) -> McpServer {
+        self.session_guard = Some(metrics.session());
+        self
+    }
+
+    pub(crate) fn roots_ready(&self) -> &RootsReady {
+        &self.roots_ready
+    }
+
+    /// The scope for `user`: made and bound on first use; refused for anyone else.
+    pub(crate) fn scope_for(&self, user: &str) -> Result<CallScope, ToolError> {
+        self.slot.scope_for(user, &self.session_id)
+    }
+
+    /// The user a request acts for, once the session is bound to them (a request from
+    /// anyone else is refused, as tool calls are).
+    fn acting_user(&self, extensions: &rmcp::model::Extensions) -> Result<String, ErrorData> {
+        let user = request_user(extensions);
+        self.scope_for(&user)
+            .map(|scope| scope.session.user().to_owned())
+            .map_err(|why| ErrorData::invalid_request(why.message, None))
+    }
+
+    /// Serves MCP over this process's stdin/stdout until the client closes the stream.
+    pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let running = self.serve(rmcp::transport::stdio()).await?;
+        let reason = running.waiting().await?;
+        tracing::info!(?reason, "stdio session ended");
+        Ok(())
+    }
+
+    /// Serves MCP over any async byte stream pair (used by in-process tests).
+    pub async fn serve_io<R, W>(
+        self,
+        read: R,
+        write: W,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let running = self.serve((read, write)).await?;
+        running.waiting().await?;
+        Ok(())
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = if self.resources.is_empty() {
+            ServerCapabilities::builder().enable_tools().build()
+        } else {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .enable_resources()
+                .build()
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                self.identity.name.clone(),
+                self.identity.version.clone(),
+            ))
+            .with_instructions(self.identity.instructions.clone())
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        ctx.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        if !self.resources.is_empty()
+            && let Ok(user) = self.acting_user(&ctx.extensions)
+            && let Some(extra) = quick_blocking(|| self.resources.instructions(&user))
+        {
+            result.instructions = Some(format!(
+                "{}\n\n{extra}",
+                result.instructions.unwrap_or_default()
+            ));
+        }
+        Ok(result)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let items = self
+            .resources
+            .resources()
+            .into_iter()
+            .map(|r| {
+                let mut res = Resource::new(r.uri, r.name)
+                    .with_title(r.title)
+                    .with_description(r.description);
+                res.mime_type = Some(r.mime_type.to_owned());
+                res
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(items))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let user = self.acting_user(&ctx.extensions)?;
+        let uri = request.uri.clone();
+        match quick_blocking(|| self.resources.read(&user, &uri)) {
+            None => Err(ErrorData::resource_not_found(
+                format!("no resource {uri}; resources/list names the ones there are"),
+                None,
+            )),
+            Some(Err(e)) => Err(ErrorData::internal_error(e.to_string(), None)),
+            Some(Ok(text)) => Ok(ReadResourceResult::new(vec![
+                ResourceContents::text(text, uri).with_mime_type("text/plain"),
+            ])
+            .into()),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let items = self
+            .resources
+            .prompts()
+            .into_iter()
+            .map(|p| Prompt::new(p.name, Some(p.description), None).with_title(p.title))
+            .collect();
+        Ok(ListPromptsResult::with_all_items(items))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let user = self.acting_user(&ctx.extensions)?;
+        let name = request.name.clone();
+        match quick_blocking(|| self.resources.prompt(&user, &name)) {
+            None => Err(ErrorData::invalid_params(
+                format!("no prompt `{name}`; prompts/list names the ones there are"),
+                None,
+            )),
+            Some(Err(e)) => Err(ErrorData::internal_error(e.to_string(), None)),
+            Some(Ok(prompt)) => {
+                let mut result = GetPromptResult::new(vec![PromptMessage::new_text(
+                    PromptMessageRole::User,
+                    prompt.text,
+                )]);
+                result.description = Some(prompt.description);
+                Ok(result.into())
+            }
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        let user = request_user(&ctx.extensions);
+        self.refresh_client_roots(ctx.peer, &user).await;
+    }
+
+    async fn on_roots_list_changed(&self, ctx: NotificationContext<RoleServer>) {
+        let user = request_user(&ctx.extensions);
+        self.refresh_client_roots(ctx.peer, &user).await;
+    }
+
+    fn get_tool(&self, name: &str) -> Option<McpTool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let user = request_user(&ctx.extensions);
+        let scope = self.scope_for(&user);
+        // The call may start once the client's roots (if it declared any) are applied.
+        let ready = scope.as_ref().ok().map(|scope| {
+            let session = scope.session.clone();
+            let peer = ctx.peer.clone();
+            let server = self.clone();
+            Box::pin(async move { server.wait_for_roots(&peer, &session).await })
+                as ringfence_tools::BoxFuture<'static, _>
+        });
+        let outcome = self
+            .runner
+            .call(CallRequest {
+                tool: &request.name,
+                args: Value::Object(request.arguments.unwrap_or_default()),
+                user: &user,
+                session_id: &self.session_id,
+                scope,
+                cancel: ctx.ct.clone(),
+                progress: progress_for(&ctx),
+                ready,
+            })
+            .await;
+        let result = match outcome {
+            Err(unknown) => {
+                return Err(ErrorData::invalid_params(
+                    unknown.to_string(),
+                    Some(json!({ "name": unknown.name })),
+                ));
+            }
+            Ok(result) => result,
+        };
+        let response = match result {
+            Ok(output) => {
+                let blocks = output.content.into_iter().map(content_block).collect();
+                let mut r = CallToolResult::success(blocks);
+                r.structured_content = output.structured;
+                r
+            }
+            Err(err) => {
+                let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
+                    "Error: {}",
+                    err.message
+                ))]);
+                r.structured_content =
+                    Some(json!({ "error": err.kind.as_str(), "message": err.message }));
+                r
+            }
+        };
+        Ok(response.into())
+    }
+}

@@ -1,0 +1,302 @@
+//! The one way a tool call runs, whoever asks — the MCP server, `ringfence call`, and later
+//! the sub-agent of `delegate_task`: look the tool up, build its context, wait for the
+//! caller's gate (the MCP client's roots), run it under the time limit, then record it in
+//! the metrics and the audit trail with its sensitive arguments redacted.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::limits::Limits;
+use crate::session::Session;
+use crate::spill::SpillStore;
+use crate::tool::{BoxFuture, Progress, Tool, ToolContext, ToolOutput};
+use crate::toolbox::Toolbox;
+
+/// One tool call, as the audit trail records it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AuditEvent {
+    /// RFC 3339 UTC, milliseconds.
+    pub time: String,
+    pub user: String,
+    pub session: String,
+    pub tool: String,
+    /// The arguments with every sensitive value (and every long string) replaced by its
+    /// length and hash.
+    pub args: Value,
+    pub outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'static str>,
+    pub duration_ms: f64,
+}
+
+/// Where audit events go. Implementations must not block the call (queue and return).
+pub trait AuditSink: Send + Sync + std::fmt::Debug {
+    fn record(&self, event: AuditEvent);
+}
+
+/// Where call counts and latencies go (the HTTP server's `/metrics`).
+pub trait CallMetrics: Send + Sync + std::fmt::Debug {
+    fn record_call(&self, tool: &str, ok: bool, seconds: f64);
+}
+
+/// Strings longer than this are redacted whatever their argument's name.
+const LONG_STRING: usize = 512;
+
+/// `args` with the value of every key in `sensitive` (at any depth: `edits[].old_string`
+/// too) and every string over 512 bytes replaced by `{"len": bytes, "blake3": first 16 hex
+/// digits}`, so the audit trail can tell calls apart without holding what they carried.
+pub fn redact_args(args: &Value, sensitive: &[&str]) -> Value {
+    fn walk(v: &Value, sensitive: &[&str], hide: bool) -> Value {
+        match v {
+            Value::String(s) if hide || s.len() > LONG_STRING => json!({
+                "len": s.len(),
+                "blake3": &blake3::hash(s.as_bytes()).to_hex()[..16],
+            }),
+            // A sensitive value of another type (a number, a flag) says little, but its
+            // presence is all the trail needs.
+            Value::Number(_) | Value::Bool(_) if hide => json!({ "redacted": true }),
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, v)| {
+                        let hide = hide || sensitive.contains(&k.as_str());
+                        (k.clone(), walk(v, sensitive, hide))
+                    })
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(|v| walk(v, sensitive, hide)).collect()),
+            other => other.clone(),
+        }
+    }
+    walk(args, sensitive, false)
+}
+
+/// The caller asked for a tool this runner does not offer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown tool `{name}`; available tools: {}", available.join(", "))]
+pub struct UnknownTool {
+    pub name: String,
+    pub available: Vec<&'static str>,
+}
+
+/// Where a call runs: its session (roots, current workspace, read tracker, user) and where
+/// its long outputs are saved.
+#[derive(Debug, Clone)]
+pub struct CallScope {
+    pub session: Arc<Session>,
+    pub spill: Arc<SpillStore>,
+}
+
+/// One call as a caller hands it to the runner.
+pub struct CallRequest<'a> {
+    pub tool: &'a str,
+    pub args: Value,
+    /// Who asked (for the audit trail, also when `scope` is refused).
+    pub user: &'a str,
+    /// Names the caller's session in the audit trail.
+    pub session_id: &'a str,
+    /// The session to run in, or why the caller may not run anything.
+    pub scope: ToolResult<CallScope>,
+    /// Cancelled by the caller (the client's `notifications/cancelled`); the runner's time
+    /// limit cancels a child of it.
+    pub cancel: CancellationToken,
+    pub progress: Progress,
+    /// Resolves when the call may start (the MCP server waits for the client's roots);
+    /// counted within the time limit and cancellable.
+    pub ready: Option<BoxFuture<'a, ToolResult<()>>>,
+}
+
+/// Runs calls against one tool set. Cheap to share (`Arc`).
+#[derive(Debug)]
+pub struct ToolRunner {
+    toolbox: Toolbox,
+    limits: Arc<Limits>,
+    call_timeout: Option<Duration>,
+    audit: Option<Arc<dyn AuditSink>>,
+    metrics: Option<Arc<dyn CallMetrics>>,
+}
+
+impl ToolRunner {
+    pub fn new(toolbox: Toolbox, limits: Arc<Limits>) -> ToolRunner {
+        ToolRunner {
+            toolbox,
+            limits,
+            call_timeout: None,
+            audit: None,
+            metrics: None,
+        }
+    }
+
+    /// Stops calls that run longer than `limit` (they answer with a `timeout` error).
+    pub fn with_call_timeout(mut self, limit: Option<Duration>) -> ToolRunner {
+        self.call_timeout = limit;
+        self
+    }
+
+    /// Records every call in an audit trail.
+    pub fn with_audit(mut self, audit: Option<Arc<dyn AuditSink>>) -> ToolRunner {
+        self.audit = audit;
+        self
+    }
+
+    /// Counts every call and its latency.
+    pub fn with_metrics(mut self, metrics: Option<Arc<dyn CallMetrics>>) -> ToolRunner {
+        self.metrics = metrics;
+        self
+    }
+
+    pub fn toolbox(&self) -> &Toolbox {
+        &self.toolbox
+    }
+
+    pub fn limits(&self) -> &Arc<Limits> {
+        &self.limits
+    }
+
+    /// Runs one call. `Err` only when no such tool is offered (a protocol error for MCP);
+    /// everything the model can act on — bad arguments, a refused session, a timeout — is
+    /// the inner `Err(ToolError)`, audited like a success.
+    pub async fn call(&self, req: CallRequest<'_>) -> Result<ToolResult<ToolOutput>, UnknownTool> {
+        let Some(tool) = self.toolbox.get(req.tool).cloned() else {
+            return Err(UnknownTool {
+                name: req.tool.to_owned(),
+                available: self.toolbox.iter().map(|t| t.name()).collect(),
+            });
+        };
+        let audited_args = self
+            .audit
+            .as_ref()
+            .map(|_| redact_args(&req.args, tool.sensitive_args()));
+        let started = Instant::now();
+        let result = match req.scope {
+            Ok(scope) => {
+                self.run(
+                    tool.as_ref(),
+                    scope,
+                    req.args,
+                    req.cancel,
+                    req.progress,
+                    req.ready,
+                )
+                .await
+            }
+            Err(refused) => Err(refused),
+        };
+        let elapsed = started.elapsed().as_secs_f64();
+        if let Some(metrics) = &self.metrics {
+            metrics.record_call(req.tool, result.is_ok(), elapsed);
+        }
+        if let (Some(audit), Some(args)) = (&self.audit, audited_args) {
+            audit.record(AuditEvent {
+                time: crate::files::time::format_iso(std::time::SystemTime::now()),
+                user: req.user.to_owned(),
+                session: req.session_id.to_owned(),
+                tool: req.tool.to_owned(),
+                args,
+                outcome: if result.is_ok() { "ok" } else { "error" },
+                error: result.as_ref().err().map(|e| e.kind.as_str()),
+                duration_ms: (elapsed * 1_000_000.0).round() / 1000.0,
+            });
+        }
+        match &result {
+            Ok(_) => tracing::debug!(tool = req.tool, elapsed_ms = elapsed * 1000.0, "tool call ok"),
+            Err(e) => tracing::info!(
+                tool = req.tool,
+                elapsed_ms = elapsed * 1000.0,
+                kind = e.kind.as_str(),
+                "tool call failed"
+            ),
+        }
+        Ok(result)
+    }
+
+    /// Runs `tool` in `scope` once `ready` resolves, within the time limit.
+    async fn run(
+        &self,
+        tool: &dyn Tool,
+        scope: CallScope,
+        args: Value,
+        caller_cancel: CancellationToken,
+        progress: Progress,
+        ready: Option<BoxFuture<'_, ToolResult<()>>>,
+    ) -> ToolResult<ToolOutput> {
+        // The tool sees a child token: cancelled by the caller, or by the time limit.
+        let cancel = caller_cancel.child_token();
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let timer = self.call_timeout.map(|limit| {
+            let cancel = cancel.clone();
+            let timed_out = timed_out.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(limit).await;
+                timed_out.store(true, Ordering::SeqCst);
+                cancel.cancel();
+            })
+        });
+        let waited = match ready {
+            None => Ok(()),
+            Some(ready) => tokio::select! {
+                r = ready => r,
+                _ = cancel.cancelled() => Err(ToolError::cancelled()),
+            },
+        };
+        let ctx = ToolContext {
+            session: scope.session,
+            limits: self.limits.clone(),
+            spill: scope.spill,
+            cancel,
+            progress,
+        };
+        let result = match waited {
+            Ok(()) => tool.call(ctx, args).await,
+            Err(e) => Err(e),
+        };
+        if let Some(timer) = timer {
+            timer.abort();
+        }
+        match result {
+            Err(e) if e.kind == ToolErrorKind::Cancelled && timed_out.load(Ordering::SeqCst) => {
+                let secs = self.call_timeout.unwrap_or_default().as_secs_f64();
+                Err(ToolError::new(
+                    ToolErrorKind::Timeout,
+                    format!(
+                        "the call ran longer than this server allows ({secs} s) and was stopped; narrow it (a smaller path, a more specific pattern, a lower limit) and try again"
+                    ),
+                ))
+            }
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_args;
+
+    #[test]
+    fn sensitive_arguments_are_hidden_at_any_depth() {
+        let args = serde_json::json!({
+            "path": "notes.txt",
+            "content": "secret text",
+            "edits": [{"old_string": "a", "new_string": "b"}],
+            "tags": ["wife", "allergy"],
+            "pattern": "x".repeat(600),
+        });
+        let r = redact_args(&args, &["content", "old_string", "new_string", "tags"]);
+        assert_eq!(r["path"], "notes.txt");
+        assert_eq!(r["content"]["len"], 11);
+        assert_eq!(r["content"]["blake3"].as_str().unwrap().len(), 16);
+        assert_eq!(r["edits"][0]["old_string"]["len"], 1);
+        assert_eq!(r["tags"][0]["len"], 4);
+        assert_eq!(r["pattern"]["len"], 600);
+        let text = r.to_string();
+        for secret in ["secret", "wife", "allergy"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        // Names a tool did not declare stay as they are.
+        assert_eq!(redact_args(&args, &[])["content"], "secret text");
+    }
+}

@@ -1,0 +1,100 @@
+//! The files family: the file tools over the session's roots, with changes journaled in
+//! `<data dir>/ringfence.db` for undo_edit.
+
+use std::sync::Arc;
+
+use ringfence_store::{Durability, SqliteJournal, Store};
+use ringfence_tools::files::{self, FileServices};
+use ringfence_tools::{
+    BackendError, Family, FamilyInfo, FileKey, Journal, JournalEntry, JournalError, JournalRecord,
+    Journaling,
+};
+
+use super::{FamilyEnv, FamilyPlug};
+
+pub struct FilesPlug;
+
+impl FamilyPlug for FilesPlug {
+    fn info(&self) -> &'static FamilyInfo {
+        &files::INFO
+    }
+
+    fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, String> {
+        let journal = Arc::new(LazyJournal {
+            cell: std::sync::OnceLock::new(),
+            data_dir: env.config.data_dir.clone(),
+        });
+        if env.background {
+            // Opening and migrating the database must not delay the MCP handshake; a call
+            // that needs the journal before it is open waits for it.
+            let opener = journal.clone();
+            env.supervisor.spawn("journal-open", move |_| {
+                // Failures are logged by open_journal; calls then report them.
+                let _ = opener.get();
+            });
+        }
+        let flushed = journal.clone();
+        env.supervisor
+            .at_exit("journal flush", move || flushed.flush());
+        Ok(files::family(FileServices {
+            journal: Journaling::to(journal),
+        }))
+    }
+}
+
+/// The edit journal, opened on first use (or by a background job at start-up).
+#[derive(Debug)]
+struct LazyJournal {
+    cell: std::sync::OnceLock<Option<Arc<dyn Journal>>>,
+    data_dir: std::path::PathBuf,
+}
+
+impl LazyJournal {
+    fn get(&self) -> Result<&Arc<dyn Journal>, JournalError> {
+        self.cell
+            .get_or_init(|| open_journal(&self.data_dir))
+            .as_ref()
+            .ok_or_else(|| {
+                BackendError::new(
+                    "the edit journal's database could not be opened (see the server log)",
+                )
+            })
+    }
+}
+
+impl Journal for LazyJournal {
+    fn record(&self, entry: JournalEntry) -> Result<(), JournalError> {
+        self.get()?.record(entry)
+    }
+    fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, JournalError> {
+        self.get()?.latest(key)
+    }
+    fn remove(&self, id: i64) -> Result<(), JournalError> {
+        self.get()?.remove(id)
+    }
+    fn depth(&self, key: &FileKey) -> Result<usize, JournalError> {
+        self.get()?.depth(key)
+    }
+    fn flush(&self) {
+        if let Some(Some(j)) = self.cell.get() {
+            j.flush();
+        }
+    }
+}
+
+/// Opens the database under the data directory for the edit journal. Without it ringfence
+/// still works; undo_edit then says the journal is unavailable.
+#[allow(clippy::disallowed_methods)] // the data directory is the operator's, not a root
+fn open_journal(data_dir: &std::path::Path) -> Option<Arc<dyn Journal>> {
+    if let Err(e) = std::fs::create_dir_all(data_dir) {
+        tracing::error!(error = %e, "cannot create the data directory; edits will not be journaled for undo");
+        return None;
+    }
+    match Store::open_with(&data_dir.join("ringfence.db"), Durability::Process) {
+        Ok(store) => Some(Arc::new(SqliteJournal::new(Arc::new(store)))),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot open the database; edits will not be journaled for undo");
+            None
+        }
+    }
+}

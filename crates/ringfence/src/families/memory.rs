@@ -1,0 +1,181 @@
+//! The memory family: truths and memories per user in `memory.db`, searched by meaning with
+//! the configured embeddings; the pinned truths as a resource, a prompt and (optionally)
+//! instructions.
+
+use std::sync::Arc;
+
+use ringfence_store::memory::{EmbedderLoader, MemoryDb};
+use ringfence_tools::memory::{
+    self as family, Item, Kind, MemoryBackend, MemoryError, MemoryServices, NewItem, Query,
+    SearchOutcome, StoreOutcome, UpdateOutcome,
+};
+use ringfence_tools::{Family, FamilyInfo};
+
+use super::{FamilyEnv, FamilyPlug};
+use crate::config::{EmbeddingProvider, MemorySettings};
+
+/// How often searches' access counts are written.
+const ACCESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
+
+pub struct MemoryPlug;
+
+impl FamilyPlug for MemoryPlug {
+    fn info(&self) -> &'static FamilyInfo {
+        &family::INFO
+    }
+
+    fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, String> {
+        let memory = Arc::new(LazyMemory {
+            cell: std::sync::OnceLock::new(),
+            settings: env.config.memory.clone(),
+        });
+        if env.background {
+            // The model takes a moment to read; the handshake must not wait. Calls that need
+            // memory before then wait for the database; searches wait for the model.
+            let opener = memory.clone();
+            env.supervisor.spawn("memory-open", move |_| {
+                if let Ok(db) = opener.get() {
+                    db.warm_up();
+                }
+            });
+            // Searches count their hits in memory; the counts reach the database here.
+            let writer = memory.clone();
+            env.supervisor
+                .every("memory-access", ACCESS_FLUSH, move || writer.flush());
+        }
+        let flushed = memory.clone();
+        env.supervisor
+            .at_exit("memory access counts", move || flushed.flush());
+        Ok(family::family(MemoryServices {
+            backend: memory,
+            pinned_in_instructions: env.config.memory.pinned_in_instructions,
+        }))
+    }
+}
+
+/// The memory database, opened now (for the `memory` commands).
+pub fn open_now(settings: &MemorySettings) -> Result<Arc<MemoryDb>, String> {
+    open_memory_db(settings)
+}
+
+/// Truths and memories, opened on first use (or by a background thread at start-up).
+pub struct LazyMemory {
+    cell: std::sync::OnceLock<Result<Arc<MemoryDb>, String>>,
+    settings: MemorySettings,
+}
+
+impl std::fmt::Debug for LazyMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyMemory")
+            .field("database", &self.settings.database)
+            .finish()
+    }
+}
+
+impl LazyMemory {
+    /// Writes pending access counts (before the process exits).
+    fn flush(&self) {
+        if let Some(Ok(db)) = self.cell.get() {
+            db.flush();
+        }
+    }
+
+    fn get(&self) -> Result<&Arc<MemoryDb>, MemoryError> {
+        self.cell
+            .get_or_init(|| open_memory_db(&self.settings))
+            .as_ref()
+            .map_err(|e| MemoryError::new(e.clone()))
+    }
+}
+
+impl MemoryBackend for LazyMemory {
+    fn store(&self, user: &str, kind: Kind, item: NewItem) -> Result<StoreOutcome, MemoryError> {
+        self.get()?.store(user, kind, item)
+    }
+    fn search(&self, user: &str, kind: Kind, query: &Query) -> Result<SearchOutcome, MemoryError> {
+        self.get()?.search(user, kind, query)
+    }
+    fn update(
+        &self,
+        user: &str,
+        kind: Kind,
+        id: i64,
+        content: &str,
+    ) -> Result<UpdateOutcome, MemoryError> {
+        self.get()?.update(user, kind, id, content)
+    }
+    fn delete(&self, user: &str, kind: Kind, id: i64) -> Result<Option<Item>, MemoryError> {
+        self.get()?.delete(user, kind, id)
+    }
+    fn pinned(&self, user: &str) -> Result<Vec<Item>, MemoryError> {
+        self.get()?.pinned(user)
+    }
+}
+
+/// Opens the memory database with the configured embedder.
+#[allow(clippy::disallowed_methods)] // the data directory is the operator's, not a root
+fn open_memory_db(settings: &MemorySettings) -> Result<Arc<MemoryDb>, String> {
+    if let Some(dir) = settings.database.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    // Facts about people: readable by their owner only. SQLite gives its -wal and -shm
+    // files the database file's mode.
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&settings.database)
+            .map_err(|e| format!("cannot create {}: {e}", settings.database.display()))?;
+    }
+    MemoryDb::open(
+        &settings.database,
+        embedder_loader(&settings.provider),
+        settings.rank.clone(),
+    )
+    .map_err(|e| {
+        tracing::error!(error = %e, "cannot open the memory database; the memory tools are unavailable");
+        format!("the memory database could not be opened: {e}")
+    })
+}
+
+/// How the configured embedding provider is loaded.
+fn embedder_loader(provider: &EmbeddingProvider) -> Option<EmbedderLoader> {
+    match provider.clone() {
+        EmbeddingProvider::None => None,
+        EmbeddingProvider::Local { model_dir } => Some(Box::new(move || {
+            #[cfg(feature = "local-embeddings")]
+            {
+                ringfence_embed::LocalModel::load(&model_dir)
+                    .map(|m| Arc::new(m) as Arc<dyn ringfence_embed::Embedder>)
+                    .map_err(|e| e.to_string())
+            }
+            #[cfg(not(feature = "local-embeddings"))]
+            {
+                let _ = &model_dir;
+                Err("this ringfence was built without the local model (feature local-embeddings); use memory.embeddings.provider = \"openai\"".into())
+            }
+        })),
+        EmbeddingProvider::OpenAi {
+            url,
+            model,
+            api_key_env,
+            dimensions,
+            timeout_secs,
+        } => Some(Box::new(move || {
+            let api_key = api_key_env.as_ref().and_then(|v| std::env::var(v).ok());
+            ringfence_embed::OpenAiEmbedder::new(ringfence_embed::OpenAiConfig {
+                url: url.clone(),
+                model: model.clone(),
+                api_key,
+                dimensions,
+                timeout: std::time::Duration::from_secs(timeout_secs),
+            })
+            .map(|e| Arc::new(e) as Arc<dyn ringfence_embed::Embedder>)
+            .map_err(|e| e.to_string())
+        })),
+    }
+}
+
