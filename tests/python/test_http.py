@@ -285,3 +285,48 @@ def test_bad_token_hash_in_config_fails_closed(tmp_path):
     )
     assert proc.returncode == 2
     assert "http.tokens[0]" in proc.stderr and "token-hash" in proc.stderr
+
+
+async def test_audit_trail_holds_no_personal_content(tmp_path):
+    """Memories, truths, their tags and search questions reach the audit trail only as a
+    length and a hash: the words themselves appear nowhere in the audit file."""
+    cfg = tmp_path / "ringfence.toml"
+    cfg.write_text('[memory.embeddings]\nprovider = "none"\n')
+    srv = start_server(tmp_path, "--config", str(cfg))
+    secrets = {
+        "truth": "Kestrel Vandermeer was born in Ljubljana",
+        "memory": "Kestrel is allergic to quinoa-flavoured marzipan",
+        "tag": "marzipanallergy",
+        "update": "Kestrel outgrew the marzipan allergy in Trondheim",
+        "question": "which sweets make Kestrel sick",
+    }
+    try:
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            async with client(srv.url) as s:
+                r = await call(s, "store_truth", {"truthContent": secrets["truth"]})
+                assert not is_error(r), text_of(r)
+                r = await call(s, "store_memory", {
+                    "memoryContent": secrets["memory"], "tags": [secrets["tag"]]})
+                assert not is_error(r), text_of(r)
+                r = await call(s, "update_memory", {
+                    "memoryId": 1, "updatedContent": secrets["update"]})
+                assert not is_error(r), text_of(r)
+                r = await call(s, "search_memory", {
+                    "searchQuery": secrets["question"], "tags": [secrets["tag"]]})
+                assert not is_error(r), text_of(r)
+                r = await call(s, "search_truths", {"searchQuery": secrets["question"]})
+                assert not is_error(r), text_of(r)
+    finally:
+        srv.proc.send_signal(signal.SIGTERM)
+        srv.proc.wait(timeout=15)
+    lines = audit(tmp_path)
+    assert [l["tool"] for l in lines] == [
+        "store_truth", "store_memory", "update_memory", "search_memory", "search_truths"]
+    assert lines[0]["args"]["truthContent"]["len"] == len(secrets["truth"])
+    assert lines[2]["args"]["memoryId"] == 1
+    raw = b"".join(p.read_bytes() for p in (tmp_path / "data" / "audit").iterdir())
+    assert raw.count(b"\n") == 5
+    for name, text in secrets.items():
+        for word in [text, *text.split()]:
+            if len(word) >= 6:
+                assert word.encode() not in raw, f"{name}: {word!r} is in the audit file"

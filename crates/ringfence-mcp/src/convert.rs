@@ -2,7 +2,9 @@
 
 use base64::Engine as _;
 use rmcp::RoleServer;
-use rmcp::model::{ContentBlock, JsonObject, ProgressNotificationParam, Tool as McpTool, ToolAnnotations};
+use rmcp::model::{
+    ContentBlock, JsonObject, ProgressNotificationParam, Tool as McpTool, ToolAnnotations,
+};
 use rmcp::service::RequestContext;
 
 use ringfence_tools::{Content, Progress, ProgressUpdate, Tool};

@@ -43,7 +43,6 @@ impl ringfence_tools::CallMetrics for Metrics {
 }
 
 impl Metrics {
-
     /// Counts an HTTP request refused with `status` (401, 403, 404, 413, 429, 503).
     pub(crate) fn refused(&self, status: u16) {
         *self

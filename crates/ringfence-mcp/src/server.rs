@@ -7,8 +7,7 @@ use rmcp::model::{
     GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
     ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt,
     PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, Role as PromptMessageRole, ServerCapabilities, ServerConfig,
-    Tool as McpTool,
+    ResourceContents, Role as PromptMessageRole, ServerCapabilities, ServerConfig, Tool as McpTool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -82,7 +81,11 @@ impl McpServer {
         slot: SessionSlot,
         identity: ServerIdentity,
     ) -> McpServer {
-        let tools = runner.toolbox().iter().map(|t| mcp_tool(t.as_ref())).collect();
+        let tools = runner
+            .toolbox()
+            .iter()
+            .map(|t| mcp_tool(t.as_ref()))
+            .collect();
         McpServer {
             runner,
             tools: Arc::new(tools),

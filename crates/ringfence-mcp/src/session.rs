@@ -49,10 +49,12 @@ impl SessionSlot {
                 "this MCP session belongs to another user; start your own session",
             ));
         }
-        let make = self.make.as_ref().ok_or_else(|| {
-            ToolError::new(ToolErrorKind::Refused, "this server has no session")
-        })?;
-        let scope = make(user).map_err(|e| ToolError::new(ToolErrorKind::Refused, e.to_string()))?;
+        let make = self
+            .make
+            .as_ref()
+            .ok_or_else(|| ToolError::new(ToolErrorKind::Refused, "this server has no session"))?;
+        let scope =
+            make(user).map_err(|e| ToolError::new(ToolErrorKind::Refused, e.to_string()))?;
         *bound = Some((user.to_owned(), scope.clone()));
         Ok(scope)
     }

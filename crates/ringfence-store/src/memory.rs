@@ -562,7 +562,9 @@ impl MemoryDb {
             queries: Mutex::new(HashMap::new()),
             access: Arc::new(Mutex::new(HashMap::new())),
         });
-        let v = db.current_data_version().map_err(|e| StoreError(e.to_string()))?;
+        let v = db
+            .current_data_version()
+            .map_err(|e| StoreError(e.to_string()))?;
         db.data_version.store(v, Ordering::SeqCst);
         Ok(db)
     }
@@ -1399,13 +1401,9 @@ impl Prepared {
         let parse_time = |s: &Option<String>| -> Result<Option<i64>, String> {
             match s {
                 None => Ok(None),
-                Some(t) => ringfence_tools::files::time::parse_iso(t).map(|st| {
-                    Some(
-                        st.duration_since(UNIX_EPOCH)
-                            .map(|d| d.as_millis() as i64)
-                            .unwrap_or(0),
-                    )
-                }),
+                Some(t) => ringfence_tools::time::parse_iso(t)
+                    .map(|st| Some(ringfence_tools::time::millis(st)))
+                    .map_err(|e| e.to_string()),
             }
         };
         let created_ms = parse_time(&record.created)?.unwrap_or_else(now_ms);
@@ -1471,7 +1469,7 @@ pub struct ExportEmbedding {
 
 impl ExportRecord {
     fn from_item(user: &str, item: &Item, embedding: Option<ExportEmbedding>) -> ExportRecord {
-        use ringfence_tools::files::time::format_iso_ms;
+        use ringfence_tools::time::format_iso_ms;
         ExportRecord {
             user: Some(user.to_owned()),
             kind: item.kind.as_str().to_owned(),

@@ -163,7 +163,9 @@ pub enum SelectionError {
         "unknown preset `{0}`; presets are: full (every tool), iris (seed 000's five file tools), llm-chat (seed 002's thirteen)"
     )]
     UnknownPreset(String),
-    #[error("{setting}: unknown tool or family `{name}`; known tools: {known} (families: {families})")]
+    #[error(
+        "{setting}: unknown tool or family `{name}`; known tools: {known} (families: {families})"
+    )]
     UnknownName {
         /// The setting that named it (`tools.enable`, `tools.add`, `tools.disable`).
         setting: &'static str,
@@ -308,8 +310,13 @@ mod tests {
             ["read_file", "b_one", "b_two"]
         );
         assert_eq!(
-            c.select(&sel(Preset::Full, Some(&["b_two", "alpha"]), &[], &["a_extra"]))
-                .unwrap(),
+            c.select(&sel(
+                Preset::Full,
+                Some(&["b_two", "alpha"]),
+                &[],
+                &["a_extra"]
+            ))
+            .unwrap(),
             ["read_file", "grep", "b_two"]
         );
     }
@@ -321,7 +328,10 @@ mod tests {
             .select(&sel(Preset::Full, None, &["teleport"], &[]))
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("tools.add: unknown tool or family `teleport`"), "{e}");
+        assert!(
+            e.starts_with("tools.add: unknown tool or family `teleport`"),
+            "{e}"
+        );
         assert!(e.contains("(families: alpha, beta)"), "{e}");
         assert_eq!(
             c.select(&sel(Preset::Full, None, &[], &["alpha", "beta"])),

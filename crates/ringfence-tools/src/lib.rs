@@ -20,6 +20,7 @@ pub mod resources;
 pub mod runner;
 pub mod session;
 pub mod spill;
+pub mod time;
 pub mod tool;
 pub mod toolbox;
 

@@ -192,7 +192,7 @@ impl ToolRunner {
         }
         if let (Some(audit), Some(args)) = (&self.audit, audited_args) {
             audit.record(AuditEvent {
-                time: crate::files::time::format_iso(std::time::SystemTime::now()),
+                time: crate::time::format_iso(std::time::SystemTime::now()),
                 user: req.user.to_owned(),
                 session: req.session_id.to_owned(),
                 tool: req.tool.to_owned(),
@@ -203,7 +203,11 @@ impl ToolRunner {
             });
         }
         match &result {
-            Ok(_) => tracing::debug!(tool = req.tool, elapsed_ms = elapsed * 1000.0, "tool call ok"),
+            Ok(_) => tracing::debug!(
+                tool = req.tool,
+                elapsed_ms = elapsed * 1000.0,
+                "tool call ok"
+            ),
             Err(e) => tracing::info!(
                 tool = req.tool,
                 elapsed_ms = elapsed * 1000.0,

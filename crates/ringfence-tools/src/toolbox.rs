@@ -41,7 +41,10 @@ impl Toolbox {
     /// Every tool of `families`, in their order.
     pub fn of(families: &[Family]) -> Toolbox {
         Toolbox {
-            tools: families.iter().flat_map(|f| f.tools().iter().cloned()).collect(),
+            tools: families
+                .iter()
+                .flat_map(|f| f.tools().iter().cloned())
+                .collect(),
         }
     }
 

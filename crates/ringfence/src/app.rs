@@ -16,8 +16,7 @@ use crate::sessions::Sessions;
 use crate::supervisor::Supervisor;
 
 /// The instructions when no family offers any.
-const DEFAULT_INSTRUCTIONS: &str =
-    "ringfence gives you tools confined to what the user allowed.";
+const DEFAULT_INSTRUCTIONS: &str = "ringfence gives you tools confined to what the user allowed.";
 
 /// How long shutdown waits for background jobs before the exit steps run.
 const JOB_GRACE: Duration = Duration::from_secs(1);

@@ -25,7 +25,6 @@ enum RootSlot {
 /// (their directory handles closed) and made again when they come back.
 const USER_CACHE: usize = 1024;
 
-
 /// Makes the scope of each user's sessions.
 pub struct Sessions {
     roots: Vec<RootSlot>,

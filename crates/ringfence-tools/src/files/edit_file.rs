@@ -55,7 +55,11 @@ impl BlockingTool for EditFile {
     }
 }
 
-fn edit_file(ctx: &ToolContext, journal: &Journaling, args: EditFileArgs) -> ToolResult<ToolOutput> {
+fn edit_file(
+    ctx: &ToolContext,
+    journal: &Journaling,
+    args: EditFileArgs,
+) -> ToolResult<ToolOutput> {
     if args.old_string.is_empty() {
         return Err(ToolError::invalid(
             "edit_file: old_string is empty; give the exact text to replace (use write_file to create a file)",

@@ -11,7 +11,7 @@ use ringfence_fs::{EntryKind, MetadataExt, PermissionsExt, TargetState};
 use crate::error::ToolResult;
 use crate::files::existing_entry;
 use crate::files::text::thousands;
-use crate::files::time::format_iso;
+use crate::time::format_iso;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -46,7 +46,11 @@ impl BlockingTool for InsertFileContent {
     }
 }
 
-fn insert_file_content(ctx: &ToolContext, journal: &Journaling, args: InsertFileContentArgs) -> ToolResult<ToolOutput> {
+fn insert_file_content(
+    ctx: &ToolContext,
+    journal: &Journaling,
+    args: InsertFileContentArgs,
+) -> ToolResult<ToolOutput> {
     if args.line == Some(0) {
         return Err(ToolError::invalid(
             "insert_file_content: line must be at least 1 (lines are numbered from 1); omit it to append",

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use ringfence_fs::{File, Metadata, Target};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
-use crate::session::ReadRecord;
 use crate::family::{Family, FamilyInfo};
 use crate::journal::Journaling;
+use crate::session::ReadRecord;
 use crate::tool::{Blocking, Tool, ToolContext};
 
 pub mod copy_file;
@@ -35,7 +35,6 @@ pub mod replace_file_lines;
 pub mod search_entries;
 pub mod switch_workspace;
 pub mod text;
-pub mod time;
 pub mod undo_edit;
 pub mod write_file;
 

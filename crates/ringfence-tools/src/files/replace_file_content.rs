@@ -48,7 +48,11 @@ impl BlockingTool for ReplaceFileContent {
     }
 }
 
-fn replace_file_content(ctx: &ToolContext, journal: &Journaling, args: ReplaceFileContentArgs) -> ToolResult<ToolOutput> {
+fn replace_file_content(
+    ctx: &ToolContext,
+    journal: &Journaling,
+    args: ReplaceFileContentArgs,
+) -> ToolResult<ToolOutput> {
     if args.old_content.is_empty() {
         return Err(ToolError::invalid(
             "replace_file_content: old_content is empty; give the exact text to replace",

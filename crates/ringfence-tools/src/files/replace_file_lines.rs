@@ -48,7 +48,11 @@ impl BlockingTool for ReplaceFileLines {
     }
 }
 
-fn replace_file_lines(ctx: &ToolContext, journal: &Journaling, args: ReplaceFileLinesArgs) -> ToolResult<ToolOutput> {
+fn replace_file_lines(
+    ctx: &ToolContext,
+    journal: &Journaling,
+    args: ReplaceFileLinesArgs,
+) -> ToolResult<ToolOutput> {
     let start = args.start_line;
     let end = args.end_line.unwrap_or(start);
     if start == 0 {

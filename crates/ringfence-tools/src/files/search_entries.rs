@@ -14,9 +14,9 @@ use ringfence_fs::{WalkEntry, WalkOptions, WalkState, walk};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::text::{cut_line, thousands};
-use crate::files::time::{format_iso, parse_iso};
 use crate::files::{display_path, relative_to};
 use crate::spill::{SpillWriter, saved_notice};
+use crate::time::{format_iso, parse_iso};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]

@@ -10,9 +10,9 @@ use ringfence_fs::{TargetState, WriteOptions};
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::multi_edit::unified_diff;
 use crate::files::text::thousands;
-use crate::files::time::format_iso;
 use crate::files::{read_whole, record_for};
 use crate::journal::{FileKey, JournalError, Journaling, earlier_version};
+use crate::time::format_iso;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -44,7 +44,11 @@ impl BlockingTool for UndoEdit {
     }
 }
 
-fn undo_edit(ctx: &ToolContext, journaling: &Journaling, args: UndoEditArgs) -> ToolResult<ToolOutput> {
+fn undo_edit(
+    ctx: &ToolContext,
+    journaling: &Journaling,
+    args: UndoEditArgs,
+) -> ToolResult<ToolOutput> {
     let Some(journal) = journaling.journal() else {
         return Err(ToolError::new(
             ToolErrorKind::Disabled,

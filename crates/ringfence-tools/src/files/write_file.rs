@@ -46,7 +46,11 @@ impl BlockingTool for WriteFile {
     }
 }
 
-fn write_file(ctx: &ToolContext, journal: &Journaling, args: WriteFileArgs) -> ToolResult<ToolOutput> {
+fn write_file(
+    ctx: &ToolContext,
+    journal: &Journaling,
+    args: WriteFileArgs,
+) -> ToolResult<ToolOutput> {
     let target = ctx.session.workspace.resolve(&args.path)?;
     target.require_writable()?;
     let mut old_bytes: Option<Vec<u8>> = None;

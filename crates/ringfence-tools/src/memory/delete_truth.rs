@@ -5,7 +5,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{MemoryBackend, Kind, whole_number};
+use super::{Kind, MemoryBackend, whole_number};
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 

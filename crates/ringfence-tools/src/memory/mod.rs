@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::family::{Family, FamilyInfo};
-use crate::files::time::format_iso_ms as iso8601;
+use crate::time::format_iso_ms as iso8601;
 use crate::tool::{Blocking, Tool, ToolContext, ToolOutput};
 
 pub use delete_memory::DeleteMemory;

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{MemoryBackend, CATEGORIES, Kind, MEMORY_TYPES, Query, limit, one_of, optional_whole_number, tags};
+use super::{
+    CATEGORIES, Kind, MEMORY_TYPES, MemoryBackend, Query, limit, one_of, optional_whole_number,
+    tags,
+};
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{MemoryBackend, CATEGORIES, Kind, MEMORY_TYPES, NewItem, SOURCE_CONVERSATION, content, one_of, tags};
+use super::{
+    CATEGORIES, Kind, MEMORY_TYPES, MemoryBackend, NewItem, SOURCE_CONVERSATION, content, one_of,
+    tags,
+};
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{MemoryBackend, CATEGORIES, Kind, NewItem, SOURCE_CONVERSATION, content, one_of};
+use super::{CATEGORIES, Kind, MemoryBackend, NewItem, SOURCE_CONVERSATION, content, one_of};
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 

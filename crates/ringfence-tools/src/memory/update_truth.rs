@@ -5,7 +5,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{MemoryBackend, Kind, whole_number};
+use super::{Kind, MemoryBackend, whole_number};
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
@@ -39,6 +39,12 @@ impl BlockingTool for UpdateTruth {
         open_world: false,
     };
     fn run(&self, ctx: &ToolContext, args: UpdateTruthArgs) -> ToolResult<ToolOutput> {
-        super::update(self.memory.as_ref(), ctx, Kind::Truth, args.id, &args.updated_content)
+        super::update(
+            self.memory.as_ref(),
+            ctx,
+            Kind::Truth,
+            args.id,
+            &args.updated_content,
+        )
     }
 }

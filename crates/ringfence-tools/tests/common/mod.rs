@@ -8,8 +8,8 @@ use std::sync::Arc;
 use ringfence_fs::{Access, Denylist, Root, RootOrigin, RootSpec, Workspace};
 use ringfence_tools::files::{self, FileServices};
 use ringfence_tools::{
-    Journaling, Limits, MemoryJournal, Progress, Session, SpillStore, ToolContext, ToolError, ToolOutput,
-    Toolbox,
+    Journaling, Limits, MemoryJournal, Progress, Session, SpillStore, ToolContext, ToolError,
+    ToolOutput, Toolbox,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;

@@ -178,4 +178,3 @@ fn embedder_loader(provider: &EmbeddingProvider) -> Option<EmbedderLoader> {
         })),
     }
 }
-
