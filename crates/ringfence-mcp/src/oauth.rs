@@ -12,6 +12,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::http::StatusCode;
+use base64::Engine as _;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use ring::signature;
 use serde_json::Value;
 
@@ -518,34 +520,19 @@ fn parse_jwks(text: &str) -> Result<Vec<Jwk>, String> {
     Ok(out)
 }
 
+/// Base64url as JWTs and JWKs use it (RFC 7515): no padding expected, and unused bits of
+/// the last character ignored, as the decoder this replaced did.
+const BASE64URL: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::URL_SAFE,
+    GeneralPurposeConfig::new()
+        .with_encode_padding(false)
+        .with_decode_padding_mode(DecodePaddingMode::RequireNone)
+        .with_decode_allow_trailing_bits(true),
+);
+
 /// Base64url without padding (RFC 7515); padding is tolerated.
 fn b64url(s: &str) -> Option<Vec<u8>> {
-    let s = s.trim_end_matches('=');
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let mut acc: u32 = 0;
-    let mut bits = 0;
-    for c in s.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' => 62,
-            b'_' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    // A single leftover character cannot encode a byte.
-    if bits >= 6 {
-        return None;
-    }
-    Some(out)
+    BASE64URL.decode(s.trim_end_matches('=')).ok()
 }
 
 #[cfg(test)]
@@ -560,6 +547,9 @@ mod tests {
         assert_eq!(b64url("-_8").unwrap(), vec![0xfb, 0xff]);
         assert!(b64url("Zm9v+").is_none());
         assert!(b64url("Z").is_none());
+        assert!(b64url("Zm=9v").is_none());
+        // Unused bits of the last character are ignored, as before the base64 crate.
+        assert_eq!(b64url("Zm9vYh").unwrap(), b"foob");
     }
 
     #[test]
@@ -580,23 +570,7 @@ mod tests {
 
     #[test]
     fn tokens_with_refused_algorithms_or_shapes_fail() {
-        let enc = |v: &str| {
-            let mut s = String::new();
-            for chunk in v.as_bytes().chunks(3) {
-                let b = [
-                    chunk[0],
-                    *chunk.get(1).unwrap_or(&0),
-                    *chunk.get(2).unwrap_or(&0),
-                ];
-                let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-                const A: &[u8] =
-                    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-                for i in 0..=chunk.len() {
-                    s.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
-                }
-            }
-            s
-        };
+        let enc = |v: &str| b64(v.as_bytes());
         let claims = enc(r#"{"sub":"a","exp":9999999999}"#);
         for (header, why) in [
             (r#"{"alg":"none"}"#, "algorithm"),
@@ -627,20 +601,7 @@ mod tests {
     }
 
     fn b64(data: &[u8]) -> String {
-        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-        let mut s = String::new();
-        for chunk in data.chunks(3) {
-            let b = [
-                chunk[0],
-                *chunk.get(1).unwrap_or(&0),
-                *chunk.get(2).unwrap_or(&0),
-            ];
-            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-            for i in 0..=chunk.len() {
-                s.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            }
-        }
-        s
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data)
     }
 
     /// Keys generated here; tokens signed here; the validator reads the public halves from

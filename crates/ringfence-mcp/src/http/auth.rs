@@ -15,7 +15,7 @@ use crate::oauth::{AuthFailure, JwtValidator};
 #[derive(Debug, Clone, Default)]
 pub struct TokenAuth {
     /// (hash of the token, user)
-    tokens: Vec<([u8; 32], String)>,
+    tokens: Vec<(blake3::Hash, String)>,
 }
 
 impl TokenAuth {
@@ -31,7 +31,7 @@ impl TokenAuth {
                     "http.tokens[{i}]: `hash` must look like blake3:<64 hex digits>; make one with `ringfence token-hash`"
                 )
             })?;
-            let bytes = parse_hex32(hex).ok_or_else(|| {
+            let hash = blake3::Hash::from_hex(hex).map_err(|_| {
                 format!("http.tokens[{i}]: `hash` is not 64 hex digits after `blake3:`")
             })?;
             if user == ringfence_tools::LOCAL_USER {
@@ -39,12 +39,12 @@ impl TokenAuth {
                     "http.tokens[{i}]: the user name `local` is reserved for the stdio user; choose another"
                 ));
             }
-            if tokens.iter().any(|(h, _)| *h == bytes) {
+            if tokens.iter().any(|(h, _)| *h == hash) {
                 return Err(format!(
                     "http.tokens[{i}]: the same token hash appears twice"
                 ));
             }
-            tokens.push((bytes, user.clone()));
+            tokens.push((hash, user.clone()));
         }
         Ok(TokenAuth { tokens })
     }
@@ -54,16 +54,13 @@ impl TokenAuth {
     }
 
     /// The user a presented token belongs to. Every stored hash is compared, in constant
-    /// time per comparison, so timing does not tell which entry matched or how much of it.
+    /// time per comparison (`blake3::Hash` equality), so timing does not tell which entry
+    /// matched or how much of it.
     pub fn user_of(&self, token: &str) -> Option<&str> {
-        let presented = *blake3::hash(token.as_bytes()).as_bytes();
+        let presented = blake3::hash(token.as_bytes());
         let mut found = None;
         for (hash, user) in &self.tokens {
-            let diff = hash
-                .iter()
-                .zip(presented.iter())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-            if diff == 0 {
+            if *hash == presented {
                 found = Some(user.as_str());
             }
         }
@@ -74,17 +71,6 @@ impl TokenAuth {
 /// The configuration form of a token's hash.
 pub fn token_hash(token: &str) -> String {
     format!("blake3:{}", blake3::hash(token.as_bytes()).to_hex())
-}
-
-fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
-    if hex.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
 }
 
 /// Who may use the HTTP transport: bearer tokens from the configuration, JWT access tokens
@@ -216,10 +202,17 @@ mod tests {
         assert_eq!(auth.user_of("bob-secret-token-2"), Some("bob"));
         assert_eq!(auth.user_of("alice-secret-token "), None);
         assert_eq!(auth.user_of(""), None);
+        // Upper-case hex digits name the same hash.
+        let upper = super::token_hash("carol-token")
+            .to_uppercase()
+            .replace("BLAKE3:", "blake3:");
+        let auth = super::TokenAuth::new(&[("carol".into(), upper)]).unwrap();
+        assert_eq!(auth.user_of("carol-token"), Some("carol"));
         for bad in [
             vec![("".to_string(), super::token_hash("x"))],
             vec![("u".to_string(), "sha256:00".to_string())],
             vec![("u".to_string(), "blake3:zz".to_string())],
+            vec![("u".to_string(), format!("blake3:{}", "+f".repeat(32)))],
             vec![
                 ("u".to_string(), super::token_hash("same")),
                 ("v".to_string(), super::token_hash("same")),
