@@ -15,11 +15,13 @@ mod metrics;
 mod oauth;
 
 pub use http::{
-    Auth, HttpOptions, RateLimits, ResourceMetadata, TlsConfig, TokenAuth, load_tls, serve_http,
-    token_hash,
+    Auth, HttpOptions, RateLimits, ResourceMetadata, TlsConfig, TlsError, TokenAuth,
+    TokenConfigError, load_tls, serve_http, token_hash,
 };
 pub use metrics::{Metrics, SessionGuard};
-pub use oauth::{AuthFailure, JwtConfig, JwtValidator, KeySource};
+pub use oauth::{
+    AuthFailure, JwksError, JwtConfig, JwtConfigError, JwtValidator, KeySetError, KeySource,
+};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,

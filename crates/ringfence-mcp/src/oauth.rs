@@ -39,6 +39,57 @@ impl AuthFailure {
     }
 }
 
+/// Why the resource server's settings were refused (from [`JwtValidator::new`]).
+#[derive(Debug, thiserror::Error)]
+pub enum JwtConfigError {
+    #[error("http.oauth.issuer is empty")]
+    EmptyIssuer,
+    #[error("http.oauth.audience is empty: name this server's resource URL")]
+    EmptyAudience,
+    #[error("http.oauth.jwks_url: {0}")]
+    JwksUrl(#[source] url::ParseError),
+    #[error("http.oauth.jwks_url: `{url}` must be an https:// URL (plain http only on loopback)")]
+    InsecureJwksUrl { url: String },
+    /// The key set cannot be loaded or holds no usable key.
+    #[error(transparent)]
+    Keys(#[from] KeySetError),
+}
+
+/// Why the key set cannot be loaded; names the file or URL.
+#[derive(Debug, thiserror::Error)]
+pub enum KeySetError {
+    #[error("cannot read the JWKS file {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot make an HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+    #[error("cannot fetch the JWKS from {url}: {source}")]
+    Fetch { url: String, source: reqwest::Error },
+    #[error("fetching the JWKS from {url}: HTTP {status}")]
+    Status {
+        url: String,
+        status: reqwest::StatusCode,
+    },
+    #[error("cannot read the JWKS from {url}: {source}")]
+    Body { url: String, source: reqwest::Error },
+    /// `name`: the file or URL the key set came from.
+    #[error("JWKS {name}: {source}")]
+    Invalid { name: String, source: JwksError },
+}
+
+/// What is wrong with a JSON Web Key Set document.
+#[derive(Debug, thiserror::Error)]
+pub enum JwksError {
+    #[error("not JSON: {0}")]
+    NotJson(#[from] serde_json::Error),
+    #[error("no `keys` array")]
+    NoKeys,
+    #[error("no usable signing key (RSA, EC P-256/P-384 or Ed25519)")]
+    NoUsableKey,
+}
+
 /// Where the signing keys come from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum KeySource {
@@ -116,12 +167,12 @@ enum Curve {
 impl JwtValidator {
     /// Checks the settings and loads the keys once (a key set that cannot be read or holds
     /// no usable key is an error naming the source).
-    pub async fn new(config: JwtConfig) -> Result<JwtValidator, String> {
+    pub async fn new(config: JwtConfig) -> Result<JwtValidator, JwtConfigError> {
         if config.issuer.trim().is_empty() {
-            return Err("http.oauth.issuer is empty".into());
+            return Err(JwtConfigError::EmptyIssuer);
         }
         if config.audiences.is_empty() {
-            return Err("http.oauth.audience is empty: name this server's resource URL".into());
+            return Err(JwtConfigError::EmptyAudience);
         }
         if let KeySource::Url(url) = &config.keys {
             check_url(url)?;
@@ -412,8 +463,8 @@ fn verify(key: &PublicKey, alg: &str, msg: &[u8], sig: &[u8]) -> bool {
 }
 
 /// A key set URL must be HTTPS, or HTTP on a loopback address (tests, a local proxy).
-fn check_url(url: &str) -> Result<(), String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("http.oauth.jwks_url: {e}"))?;
+fn check_url(url: &str) -> Result<(), JwtConfigError> {
+    let parsed = reqwest::Url::parse(url).map_err(JwtConfigError::JwksUrl)?;
     let loopback = match parsed.host() {
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
@@ -423,18 +474,20 @@ fn check_url(url: &str) -> Result<(), String> {
     match parsed.scheme() {
         "https" => Ok(()),
         "http" if loopback => Ok(()),
-        _ => Err(format!(
-            "http.oauth.jwks_url: `{url}` must be an https:// URL (plain http only on loopback)"
-        )),
+        _ => Err(JwtConfigError::InsecureJwksUrl {
+            url: url.to_owned(),
+        }),
     }
 }
 
 #[allow(clippy::disallowed_methods)] // the key set file is the operator's, not under a root
-async fn load_keys(source: &KeySource) -> Result<Vec<Jwk>, String> {
+async fn load_keys(source: &KeySource) -> Result<Vec<Jwk>, KeySetError> {
     let (text, name) = match source {
         KeySource::File(path) => (
-            std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read the JWKS file {}: {e}", path.display()))?,
+            std::fs::read_to_string(path).map_err(|source| KeySetError::Read {
+                path: path.clone(),
+                source,
+            })?,
             path.display().to_string(),
         ),
         KeySource::Url(url) => {
@@ -442,34 +495,37 @@ async fn load_keys(source: &KeySource) -> Result<Vec<Jwk>, String> {
                 .timeout(Duration::from_secs(10))
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
-                .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+                .map_err(KeySetError::Client)?;
             let resp = client
                 .get(url)
                 .send()
                 .await
-                .map_err(|e| format!("cannot fetch the JWKS from {url}: {e}"))?;
+                .map_err(|source| KeySetError::Fetch {
+                    url: url.clone(),
+                    source,
+                })?;
             if !resp.status().is_success() {
-                return Err(format!(
-                    "fetching the JWKS from {url}: HTTP {}",
-                    resp.status()
-                ));
+                return Err(KeySetError::Status {
+                    url: url.clone(),
+                    status: resp.status(),
+                });
             }
-            let text = resp
-                .text()
-                .await
-                .map_err(|e| format!("cannot read the JWKS from {url}: {e}"))?;
+            let text = resp.text().await.map_err(|source| KeySetError::Body {
+                url: url.clone(),
+                source,
+            })?;
             (text, url.clone())
         }
     };
-    parse_jwks(&text).map_err(|e| format!("JWKS {name}: {e}"))
+    parse_jwks(&text).map_err(|source| KeySetError::Invalid { name, source })
 }
 
-fn parse_jwks(text: &str) -> Result<Vec<Jwk>, String> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+fn parse_jwks(text: &str) -> Result<Vec<Jwk>, JwksError> {
+    let doc: Value = serde_json::from_str(text)?;
     let list = doc
         .get("keys")
         .and_then(Value::as_array)
-        .ok_or("no `keys` array")?;
+        .ok_or(JwksError::NoKeys)?;
     let mut out = Vec::new();
     for k in list {
         if k.get("use")
@@ -515,7 +571,7 @@ fn parse_jwks(text: &str) -> Result<Vec<Jwk>, String> {
         });
     }
     if out.is_empty() {
-        return Err("no usable signing key (RSA, EC P-256/P-384 or Ed25519)".into());
+        return Err(JwksError::NoUsableKey);
     }
     Ok(out)
 }
@@ -564,8 +620,13 @@ mod tests {
         let keys = parse_jwks(text).unwrap();
         let kids: Vec<_> = keys.iter().map(|k| k.kid.clone().unwrap()).collect();
         assert_eq!(kids, ["r1", "e1"]);
-        assert!(parse_jwks(r#"{"keys":[{"kty":"oct","k":"AA"}]}"#).is_err());
-        assert!(parse_jwks("[]").is_err());
+        let err = |text: &str| parse_jwks(text).unwrap_err().to_string();
+        assert_eq!(
+            err(r#"{"keys":[{"kty":"oct","k":"AA"}]}"#),
+            "no usable signing key (RSA, EC P-256/P-384 or Ed25519)"
+        );
+        assert_eq!(err("[]"), "no `keys` array");
+        assert!(err("{").starts_with("not JSON: "));
     }
 
     #[test]
@@ -596,8 +657,19 @@ mod tests {
         assert!(check_url("https://idp.example/jwks").is_ok());
         assert!(check_url("http://127.0.0.1:9/jwks").is_ok());
         assert!(check_url("http://localhost/jwks").is_ok());
-        assert!(check_url("http://idp.example/jwks").is_err());
+        assert_eq!(
+            check_url("http://idp.example/jwks")
+                .unwrap_err()
+                .to_string(),
+            "http.oauth.jwks_url: `http://idp.example/jwks` must be an https:// URL (plain http only on loopback)"
+        );
         assert!(check_url("file:///etc/jwks").is_err());
+        let err = check_url("not a url").unwrap_err();
+        assert!(
+            err.to_string().starts_with("http.oauth.jwks_url: "),
+            "{err}"
+        );
+        assert!(std::error::Error::source(&err).is_some());
     }
 
     fn b64(data: &[u8]) -> String {

@@ -18,31 +18,46 @@ pub struct TokenAuth {
     tokens: Vec<(blake3::Hash, String)>,
 }
 
+/// Why the configured bearer tokens (`http.tokens`) were refused; each names the entry.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenConfigError {
+    #[error("http.tokens[{index}]: `user` is empty")]
+    EmptyUser { index: usize },
+    #[error(
+        "http.tokens[{index}]: `hash` must look like blake3:<64 hex digits>; make one with `ringfence token-hash`"
+    )]
+    NotBlake3 { index: usize },
+    #[error("http.tokens[{index}]: `hash` is not 64 hex digits after `blake3:`")]
+    BadHex {
+        index: usize,
+        source: blake3::HexError,
+    },
+    #[error(
+        "http.tokens[{index}]: the user name `local` is reserved for the stdio user; choose another"
+    )]
+    ReservedUser { index: usize },
+    #[error("http.tokens[{index}]: the same token hash appears twice")]
+    DuplicateHash { index: usize },
+}
+
 impl TokenAuth {
     /// `entries`: (user, `blake3:<64 hex>`). Errors name the entry.
-    pub fn new(entries: &[(String, String)]) -> Result<TokenAuth, String> {
+    pub fn new(entries: &[(String, String)]) -> Result<TokenAuth, TokenConfigError> {
         let mut tokens = Vec::new();
-        for (i, (user, hash)) in entries.iter().enumerate() {
+        for (index, (user, hash)) in entries.iter().enumerate() {
             if user.trim().is_empty() {
-                return Err(format!("http.tokens[{i}]: `user` is empty"));
+                return Err(TokenConfigError::EmptyUser { index });
             }
-            let hex = hash.strip_prefix("blake3:").ok_or_else(|| {
-                format!(
-                    "http.tokens[{i}]: `hash` must look like blake3:<64 hex digits>; make one with `ringfence token-hash`"
-                )
-            })?;
-            let hash = blake3::Hash::from_hex(hex).map_err(|_| {
-                format!("http.tokens[{i}]: `hash` is not 64 hex digits after `blake3:`")
-            })?;
+            let hex = hash
+                .strip_prefix("blake3:")
+                .ok_or(TokenConfigError::NotBlake3 { index })?;
+            let hash = blake3::Hash::from_hex(hex)
+                .map_err(|source| TokenConfigError::BadHex { index, source })?;
             if user == ringfence_tools::LOCAL_USER {
-                return Err(format!(
-                    "http.tokens[{i}]: the user name `local` is reserved for the stdio user; choose another"
-                ));
+                return Err(TokenConfigError::ReservedUser { index });
             }
             if tokens.iter().any(|(h, _)| *h == hash) {
-                return Err(format!(
-                    "http.tokens[{i}]: the same token hash appears twice"
-                ));
+                return Err(TokenConfigError::DuplicateHash { index });
             }
             tokens.push((hash, user.clone()));
         }
@@ -220,5 +235,24 @@ mod tests {
         ] {
             assert!(super::TokenAuth::new(&bad).is_err(), "{bad:?}");
         }
+        // The messages name the entry and what to do, as the configuration errors did.
+        let err = |entries: &[(String, String)]| super::TokenAuth::new(entries).unwrap_err();
+        assert_eq!(
+            err(&[("u".into(), "sha256:00".into())]).to_string(),
+            "http.tokens[0]: `hash` must look like blake3:<64 hex digits>; make one with `ringfence token-hash`"
+        );
+        let bad_hex = err(&[
+            ("u".into(), super::token_hash("a")),
+            ("v".into(), "blake3:zz".into()),
+        ]);
+        assert_eq!(
+            bad_hex.to_string(),
+            "http.tokens[1]: `hash` is not 64 hex digits after `blake3:`"
+        );
+        assert!(std::error::Error::source(&bad_hex).is_some());
+        assert_eq!(
+            err(&[("local".into(), super::token_hash("a"))]).to_string(),
+            "http.tokens[0]: the user name `local` is reserved for the stdio user; choose another"
+        );
     }
 }

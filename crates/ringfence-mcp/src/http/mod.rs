@@ -17,9 +17,9 @@ mod limits;
 mod listener;
 mod tls;
 
-pub use auth::{Auth, TokenAuth, token_hash};
+pub use auth::{Auth, TokenAuth, TokenConfigError, token_hash};
 pub use limits::RateLimits;
-pub use tls::{TlsConfig, load_tls};
+pub use tls::{TlsConfig, TlsError, load_tls};
 
 /// Largest JSON-RPC request body accepted over HTTP (a write_file of a big file fits).
 const MAX_HTTP_BODY: usize = 64 * 1024 * 1024;
