@@ -18,10 +18,12 @@ mod session;
 
 pub use convert::mcp_tool;
 pub use http::{
-    Auth, HttpOptions, RateLimits, ResourceMetadata, TlsConfig, TokenAuth, load_tls, serve_http,
-    token_hash,
+    Auth, HttpOptions, RateLimits, ResourceMetadata, TlsConfig, TlsError, TokenAuth,
+    TokenConfigError, load_tls, serve_http, token_hash,
 };
 pub use metrics::{Metrics, SessionGuard};
-pub use oauth::{AuthFailure, JwtConfig, JwtValidator, KeySource};
+pub use oauth::{
+    AuthFailure, JwksError, JwtConfig, JwtConfigError, JwtValidator, KeySetError, KeySource,
+};
 pub use server::{McpServer, ServerIdentity};
 pub use session::{AuthUser, UserSessions};

@@ -12,6 +12,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::http::StatusCode;
+use base64::Engine as _;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use ring::signature;
 use serde_json::Value;
 
@@ -35,6 +37,57 @@ impl AuthFailure {
             scope: None,
         }
     }
+}
+
+/// Why the resource server's settings were refused (from [`JwtValidator::new`]).
+#[derive(Debug, thiserror::Error)]
+pub enum JwtConfigError {
+    #[error("http.oauth.issuer is empty")]
+    EmptyIssuer,
+    #[error("http.oauth.audience is empty: name this server's resource URL")]
+    EmptyAudience,
+    #[error("http.oauth.jwks_url: {0}")]
+    JwksUrl(#[source] url::ParseError),
+    #[error("http.oauth.jwks_url: `{url}` must be an https:// URL (plain http only on loopback)")]
+    InsecureJwksUrl { url: String },
+    /// The key set cannot be loaded or holds no usable key.
+    #[error(transparent)]
+    Keys(#[from] KeySetError),
+}
+
+/// Why the key set cannot be loaded; names the file or URL.
+#[derive(Debug, thiserror::Error)]
+pub enum KeySetError {
+    #[error("cannot read the JWKS file {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot make an HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+    #[error("cannot fetch the JWKS from {url}: {source}")]
+    Fetch { url: String, source: reqwest::Error },
+    #[error("fetching the JWKS from {url}: HTTP {status}")]
+    Status {
+        url: String,
+        status: reqwest::StatusCode,
+    },
+    #[error("cannot read the JWKS from {url}: {source}")]
+    Body { url: String, source: reqwest::Error },
+    /// `name`: the file or URL the key set came from.
+    #[error("JWKS {name}: {source}")]
+    Invalid { name: String, source: JwksError },
+}
+
+/// What is wrong with a JSON Web Key Set document.
+#[derive(Debug, thiserror::Error)]
+pub enum JwksError {
+    #[error("not JSON: {0}")]
+    NotJson(#[from] serde_json::Error),
+    #[error("no `keys` array")]
+    NoKeys,
+    #[error("no usable signing key (RSA, EC P-256/P-384 or Ed25519)")]
+    NoUsableKey,
 }
 
 /// Where the signing keys come from.
@@ -114,12 +167,12 @@ enum Curve {
 impl JwtValidator {
     /// Checks the settings and loads the keys once (a key set that cannot be read or holds
     /// no usable key is an error naming the source).
-    pub async fn new(config: JwtConfig) -> Result<JwtValidator, String> {
+    pub async fn new(config: JwtConfig) -> Result<JwtValidator, JwtConfigError> {
         if config.issuer.trim().is_empty() {
-            return Err("http.oauth.issuer is empty".into());
+            return Err(JwtConfigError::EmptyIssuer);
         }
         if config.audiences.is_empty() {
-            return Err("http.oauth.audience is empty: name this server's resource URL".into());
+            return Err(JwtConfigError::EmptyAudience);
         }
         if let KeySource::Url(url) = &config.keys {
             check_url(url)?;
@@ -410,8 +463,8 @@ fn verify(key: &PublicKey, alg: &str, msg: &[u8], sig: &[u8]) -> bool {
 }
 
 /// A key set URL must be HTTPS, or HTTP on a loopback address (tests, a local proxy).
-fn check_url(url: &str) -> Result<(), String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("http.oauth.jwks_url: {e}"))?;
+fn check_url(url: &str) -> Result<(), JwtConfigError> {
+    let parsed = reqwest::Url::parse(url).map_err(JwtConfigError::JwksUrl)?;
     let loopback = match parsed.host() {
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
@@ -421,18 +474,20 @@ fn check_url(url: &str) -> Result<(), String> {
     match parsed.scheme() {
         "https" => Ok(()),
         "http" if loopback => Ok(()),
-        _ => Err(format!(
-            "http.oauth.jwks_url: `{url}` must be an https:// URL (plain http only on loopback)"
-        )),
+        _ => Err(JwtConfigError::InsecureJwksUrl {
+            url: url.to_owned(),
+        }),
     }
 }
 
 #[allow(clippy::disallowed_methods)] // the key set file is the operator's, not under a root
-async fn load_keys(source: &KeySource) -> Result<Vec<Jwk>, String> {
+async fn load_keys(source: &KeySource) -> Result<Vec<Jwk>, KeySetError> {
     let (text, name) = match source {
         KeySource::File(path) => (
-            std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read the JWKS file {}: {e}", path.display()))?,
+            std::fs::read_to_string(path).map_err(|source| KeySetError::Read {
+                path: path.clone(),
+                source,
+            })?,
             path.display().to_string(),
         ),
         KeySource::Url(url) => {
@@ -440,34 +495,37 @@ async fn load_keys(source: &KeySource) -> Result<Vec<Jwk>, String> {
                 .timeout(Duration::from_secs(10))
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
-                .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+                .map_err(KeySetError::Client)?;
             let resp = client
                 .get(url)
                 .send()
                 .await
-                .map_err(|e| format!("cannot fetch the JWKS from {url}: {e}"))?;
+                .map_err(|source| KeySetError::Fetch {
+                    url: url.clone(),
+                    source,
+                })?;
             if !resp.status().is_success() {
-                return Err(format!(
-                    "fetching the JWKS from {url}: HTTP {}",
-                    resp.status()
-                ));
+                return Err(KeySetError::Status {
+                    url: url.clone(),
+                    status: resp.status(),
+                });
             }
-            let text = resp
-                .text()
-                .await
-                .map_err(|e| format!("cannot read the JWKS from {url}: {e}"))?;
+            let text = resp.text().await.map_err(|source| KeySetError::Body {
+                url: url.clone(),
+                source,
+            })?;
             (text, url.clone())
         }
     };
-    parse_jwks(&text).map_err(|e| format!("JWKS {name}: {e}"))
+    parse_jwks(&text).map_err(|source| KeySetError::Invalid { name, source })
 }
 
-fn parse_jwks(text: &str) -> Result<Vec<Jwk>, String> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+fn parse_jwks(text: &str) -> Result<Vec<Jwk>, JwksError> {
+    let doc: Value = serde_json::from_str(text)?;
     let list = doc
         .get("keys")
         .and_then(Value::as_array)
-        .ok_or("no `keys` array")?;
+        .ok_or(JwksError::NoKeys)?;
     let mut out = Vec::new();
     for k in list {
         if k.get("use")
@@ -513,39 +571,24 @@ fn parse_jwks(text: &str) -> Result<Vec<Jwk>, String> {
         });
     }
     if out.is_empty() {
-        return Err("no usable signing key (RSA, EC P-256/P-384 or Ed25519)".into());
+        return Err(JwksError::NoUsableKey);
     }
     Ok(out)
 }
 
+/// Base64url as JWTs and JWKs use it (RFC 7515): no padding expected, and unused bits of
+/// the last character ignored, as the decoder this replaced did.
+const BASE64URL: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::URL_SAFE,
+    GeneralPurposeConfig::new()
+        .with_encode_padding(false)
+        .with_decode_padding_mode(DecodePaddingMode::RequireNone)
+        .with_decode_allow_trailing_bits(true),
+);
+
 /// Base64url without padding (RFC 7515); padding is tolerated.
 fn b64url(s: &str) -> Option<Vec<u8>> {
-    let s = s.trim_end_matches('=');
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let mut acc: u32 = 0;
-    let mut bits = 0;
-    for c in s.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' => 62,
-            b'_' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    // A single leftover character cannot encode a byte.
-    if bits >= 6 {
-        return None;
-    }
-    Some(out)
+    BASE64URL.decode(s.trim_end_matches('=')).ok()
 }
 
 #[cfg(test)]
@@ -560,6 +603,9 @@ mod tests {
         assert_eq!(b64url("-_8").unwrap(), vec![0xfb, 0xff]);
         assert!(b64url("Zm9v+").is_none());
         assert!(b64url("Z").is_none());
+        assert!(b64url("Zm=9v").is_none());
+        // Unused bits of the last character are ignored, as before the base64 crate.
+        assert_eq!(b64url("Zm9vYh").unwrap(), b"foob");
     }
 
     #[test]
@@ -574,29 +620,18 @@ mod tests {
         let keys = parse_jwks(text).unwrap();
         let kids: Vec<_> = keys.iter().map(|k| k.kid.clone().unwrap()).collect();
         assert_eq!(kids, ["r1", "e1"]);
-        assert!(parse_jwks(r#"{"keys":[{"kty":"oct","k":"AA"}]}"#).is_err());
-        assert!(parse_jwks("[]").is_err());
+        let err = |text: &str| parse_jwks(text).unwrap_err().to_string();
+        assert_eq!(
+            err(r#"{"keys":[{"kty":"oct","k":"AA"}]}"#),
+            "no usable signing key (RSA, EC P-256/P-384 or Ed25519)"
+        );
+        assert_eq!(err("[]"), "no `keys` array");
+        assert!(err("{").starts_with("not JSON: "));
     }
 
     #[test]
     fn tokens_with_refused_algorithms_or_shapes_fail() {
-        let enc = |v: &str| {
-            let mut s = String::new();
-            for chunk in v.as_bytes().chunks(3) {
-                let b = [
-                    chunk[0],
-                    *chunk.get(1).unwrap_or(&0),
-                    *chunk.get(2).unwrap_or(&0),
-                ];
-                let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-                const A: &[u8] =
-                    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-                for i in 0..=chunk.len() {
-                    s.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
-                }
-            }
-            s
-        };
+        let enc = |v: &str| b64(v.as_bytes());
         let claims = enc(r#"{"sub":"a","exp":9999999999}"#);
         for (header, why) in [
             (r#"{"alg":"none"}"#, "algorithm"),
@@ -622,25 +657,23 @@ mod tests {
         assert!(check_url("https://idp.example/jwks").is_ok());
         assert!(check_url("http://127.0.0.1:9/jwks").is_ok());
         assert!(check_url("http://localhost/jwks").is_ok());
-        assert!(check_url("http://idp.example/jwks").is_err());
+        assert_eq!(
+            check_url("http://idp.example/jwks")
+                .unwrap_err()
+                .to_string(),
+            "http.oauth.jwks_url: `http://idp.example/jwks` must be an https:// URL (plain http only on loopback)"
+        );
         assert!(check_url("file:///etc/jwks").is_err());
+        let err = check_url("not a url").unwrap_err();
+        assert!(
+            err.to_string().starts_with("http.oauth.jwks_url: "),
+            "{err}"
+        );
+        assert!(std::error::Error::source(&err).is_some());
     }
 
     fn b64(data: &[u8]) -> String {
-        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-        let mut s = String::new();
-        for chunk in data.chunks(3) {
-            let b = [
-                chunk[0],
-                *chunk.get(1).unwrap_or(&0),
-                *chunk.get(2).unwrap_or(&0),
-            ];
-            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-            for i in 0..=chunk.len() {
-                s.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            }
-        }
-        s
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data)
     }
 
     /// Keys generated here; tokens signed here; the validator reads the public halves from

@@ -477,13 +477,15 @@ impl HttpPlan {
             .iter()
             .map(|t| (t.user.clone(), t.hash.clone()))
             .collect();
-        let tokens = ringfence_mcp::TokenAuth::new(&entries)?;
+        let tokens = ringfence_mcp::TokenAuth::new(&entries).map_err(|e| e.to_string())?;
         if http.tls_cert.is_some() != http.tls_key.is_some() {
             return Err("http.tls_cert and http.tls_key go together: set both or neither".into());
         }
         let tls_files = tls_files.or_else(|| http.tls_cert.clone().zip(http.tls_key.clone()));
         let tls = match &tls_files {
-            Some((cert, key)) => Some(ringfence_mcp::load_tls(cert, key)?),
+            Some((cert, key)) => {
+                Some(ringfence_mcp::load_tls(cert, key).map_err(|e| e.to_string())?)
+            }
             None => None,
         };
         let scheme = if tls.is_some() { "https" } else { "http" };

@@ -1,0 +1,258 @@
+//! Who a request comes from: configured bearer tokens (kept as hashes), JWT access tokens,
+//! and the 401/403 answers with their `WWW-Authenticate` challenges.
+
+use std::sync::Arc;
+
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::ResourceMetadata;
+use crate::AuthUser;
+use crate::oauth::{AuthFailure, JwtValidator};
+
+/// Bearer tokens accepted by the HTTP transport, each mapped to a user. Only BLAKE3 hashes of
+/// the tokens are kept (the configuration never holds a token in plain text).
+#[derive(Debug, Clone, Default)]
+pub struct TokenAuth {
+    /// (hash of the token, user)
+    tokens: Vec<(blake3::Hash, String)>,
+}
+
+/// Why the configured bearer tokens (`http.tokens`) were refused; each names the entry.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenConfigError {
+    #[error("http.tokens[{index}]: `user` is empty")]
+    EmptyUser { index: usize },
+    #[error(
+        "http.tokens[{index}]: `hash` must look like blake3:<64 hex digits>; make one with `ringfence token-hash`"
+    )]
+    NotBlake3 { index: usize },
+    #[error("http.tokens[{index}]: `hash` is not 64 hex digits after `blake3:`")]
+    BadHex {
+        index: usize,
+        source: blake3::HexError,
+    },
+    #[error(
+        "http.tokens[{index}]: the user name `local` is reserved for the stdio user; choose another"
+    )]
+    ReservedUser { index: usize },
+    #[error("http.tokens[{index}]: the same token hash appears twice")]
+    DuplicateHash { index: usize },
+}
+
+impl TokenAuth {
+    /// `entries`: (user, `blake3:<64 hex>`). Errors name the entry.
+    pub fn new(entries: &[(String, String)]) -> Result<TokenAuth, TokenConfigError> {
+        let mut tokens = Vec::new();
+        for (index, (user, hash)) in entries.iter().enumerate() {
+            if user.trim().is_empty() {
+                return Err(TokenConfigError::EmptyUser { index });
+            }
+            let hex = hash
+                .strip_prefix("blake3:")
+                .ok_or(TokenConfigError::NotBlake3 { index })?;
+            let hash = blake3::Hash::from_hex(hex)
+                .map_err(|source| TokenConfigError::BadHex { index, source })?;
+            if user == ringfence_tools::LOCAL_USER {
+                return Err(TokenConfigError::ReservedUser { index });
+            }
+            if tokens.iter().any(|(h, _)| *h == hash) {
+                return Err(TokenConfigError::DuplicateHash { index });
+            }
+            tokens.push((hash, user.clone()));
+        }
+        Ok(TokenAuth { tokens })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// The user a presented token belongs to. Every stored hash is compared, in constant
+    /// time per comparison (`blake3::Hash` equality), so timing does not tell which entry
+    /// matched or how much of it.
+    pub fn user_of(&self, token: &str) -> Option<&str> {
+        let presented = blake3::hash(token.as_bytes());
+        let mut found = None;
+        for (hash, user) in &self.tokens {
+            if *hash == presented {
+                found = Some(user.as_str());
+            }
+        }
+        found
+    }
+}
+
+/// The configuration form of a token's hash.
+pub fn token_hash(token: &str) -> String {
+    format!("blake3:{}", blake3::hash(token.as_bytes()).to_hex())
+}
+
+/// Who may use the HTTP transport: bearer tokens from the configuration, JWT access tokens
+/// of an OAuth 2.1 authorization server, or both.
+#[derive(Debug, Clone, Default)]
+pub struct Auth {
+    pub tokens: TokenAuth,
+    pub jwt: Option<Arc<JwtValidator>>,
+}
+
+impl Auth {
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty() && self.jwt.is_none()
+    }
+
+    /// The user a presented bearer credential belongs to.
+    async fn user_of(&self, token: &str) -> Result<String, AuthFailure> {
+        if let Some(user) = self.tokens.user_of(token) {
+            return Ok(user.to_owned());
+        }
+        match &self.jwt {
+            // A JWT is three base64url parts; anything else cannot be one.
+            Some(jwt) if token.split('.').count() == 3 => jwt.validate(token).await,
+            _ => Err(AuthFailure::invalid("the token is not valid")),
+        }
+    }
+}
+
+/// Puts the user of each request in its extensions, or answers 401/403 with a challenge.
+#[derive(Debug)]
+pub(super) struct Authenticator {
+    /// `None`: no authentication; every request is the local user's.
+    auth: Option<Arc<Auth>>,
+    /// The challenge every refusal starts with (realm, and resource metadata when given).
+    challenge_base: String,
+}
+
+impl Authenticator {
+    /// Credentials that are missing or empty turn authentication off.
+    pub(super) fn new(
+        auth: Option<Arc<Auth>>,
+        resource_metadata: Option<&ResourceMetadata>,
+    ) -> Authenticator {
+        let mut challenge_base = "Bearer realm=\"ringfence\"".to_owned();
+        if let Some(meta) = resource_metadata {
+            challenge_base.push_str(&format!(", resource_metadata=\"{}\"", meta.url));
+        }
+        Authenticator {
+            auth: auth.filter(|a| !a.is_empty()),
+            challenge_base,
+        }
+    }
+
+    /// The user `req` is sent by (recorded in its extensions as [`AuthUser`]), or the
+    /// refusal to answer with.
+    pub(super) async fn authenticate(
+        &self,
+        req: &mut axum::extract::Request,
+    ) -> Result<String, Response> {
+        let Some(auth) = &self.auth else {
+            return Ok(ringfence_tools::LOCAL_USER.to_owned());
+        };
+        let presented = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(|t| t.trim().to_owned());
+        let result = match &presented {
+            None => Err(None),
+            Some(token) => auth.user_of(token).await.map_err(Some),
+        };
+        match result {
+            Ok(user) => {
+                req.extensions_mut().insert(AuthUser(user.clone()));
+                Ok(user)
+            }
+            Err(failure) => {
+                let why = failure
+                    .as_ref()
+                    .map(|f| f.description.clone())
+                    .unwrap_or_else(|| "missing bearer token".to_owned());
+                tracing::warn!(reason = %why, "HTTP request refused");
+                let status = failure
+                    .as_ref()
+                    .map(|f| f.status)
+                    .unwrap_or(StatusCode::UNAUTHORIZED);
+                let challenge = self.challenge(failure.as_ref());
+                Err((
+                    status,
+                    [(header::WWW_AUTHENTICATE, challenge)],
+                    format!("{why}: send Authorization: Bearer <token>\n"),
+                )
+                    .into_response())
+            }
+        }
+    }
+
+    /// The `WWW-Authenticate` value for a failure (or a plain challenge).
+    fn challenge(&self, failure: Option<&AuthFailure>) -> String {
+        let mut c = self.challenge_base.clone();
+        if let Some(f) = failure {
+            c.push_str(&format!(
+                ", error=\"{}\", error_description=\"{}\"",
+                f.error,
+                f.description.replace(['"', '\\'], "'")
+            ));
+            if let Some(scope) = &f.scope {
+                c.push_str(&format!(", scope=\"{scope}\""));
+            }
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn token_hashes_verify_and_reject() {
+        let auth = super::TokenAuth::new(&[
+            ("alice".into(), super::token_hash("alice-secret-token")),
+            ("bob".into(), super::token_hash("bob-secret-token-2")),
+        ])
+        .unwrap();
+        assert_eq!(auth.user_of("alice-secret-token"), Some("alice"));
+        assert_eq!(auth.user_of("bob-secret-token-2"), Some("bob"));
+        assert_eq!(auth.user_of("alice-secret-token "), None);
+        assert_eq!(auth.user_of(""), None);
+        // Upper-case hex digits name the same hash.
+        let upper = super::token_hash("carol-token")
+            .to_uppercase()
+            .replace("BLAKE3:", "blake3:");
+        let auth = super::TokenAuth::new(&[("carol".into(), upper)]).unwrap();
+        assert_eq!(auth.user_of("carol-token"), Some("carol"));
+        for bad in [
+            vec![("".to_string(), super::token_hash("x"))],
+            vec![("u".to_string(), "sha256:00".to_string())],
+            vec![("u".to_string(), "blake3:zz".to_string())],
+            vec![("u".to_string(), format!("blake3:{}", "+f".repeat(32)))],
+            vec![
+                ("u".to_string(), super::token_hash("same")),
+                ("v".to_string(), super::token_hash("same")),
+            ],
+        ] {
+            assert!(super::TokenAuth::new(&bad).is_err(), "{bad:?}");
+        }
+        // The messages name the entry and what to do, as the configuration errors did.
+        let err = |entries: &[(String, String)]| super::TokenAuth::new(entries).unwrap_err();
+        assert_eq!(
+            err(&[("u".into(), "sha256:00".into())]).to_string(),
+            "http.tokens[0]: `hash` must look like blake3:<64 hex digits>; make one with `ringfence token-hash`"
+        );
+        let bad_hex = err(&[
+            ("u".into(), super::token_hash("a")),
+            ("v".into(), "blake3:zz".into()),
+        ]);
+        assert_eq!(
+            bad_hex.to_string(),
+            "http.tokens[1]: `hash` is not 64 hex digits after `blake3:`"
+        );
+        assert!(std::error::Error::source(&bad_hex).is_some());
+        assert_eq!(
+            err(&[("local".into(), super::token_hash("a"))]).to_string(),
+            "http.tokens[0]: the user name `local` is reserved for the stdio user; choose another"
+        );
+    }
+}

@@ -1,0 +1,127 @@
+//! The accept loop: HTTP/1.1 connections served by hyper, over TLS when configured, with
+//! header and handshake timeouts, and a graceful close of the connections at the end.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio_util::sync::CancellationToken;
+
+/// Header read timeout: a client that does not finish its request headers is dropped.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// A TLS handshake that takes longer is dropped.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long open connections get to close at the end.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Accepts connections in a task of its own until stopped.
+pub(super) struct Acceptor {
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<GracefulShutdown>,
+}
+
+/// The connections served, to close once nothing more is accepted.
+pub(super) struct Connections(GracefulShutdown);
+
+impl Acceptor {
+    /// Serves `router` on every connection `listener` accepts (HTTPS with `tls`).
+    pub(super) fn spawn(
+        listener: tokio::net::TcpListener,
+        router: axum::Router,
+        tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    ) -> Acceptor {
+        let tls = tls.map(tokio_rustls::TlsAcceptor::from);
+        let graceful = GracefulShutdown::new();
+        let stop = CancellationToken::new();
+        let accept_stop = stop.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let (stream, peer) = tokio::select! {
+                    accepted = listener.accept() => match accepted {
+                        Ok(a) => a,
+                        Err(e) => {
+                            // Out of descriptors and the like: wait a moment rather than spin.
+                            tracing::warn!(error = %e, "accept failed");
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            continue;
+                        }
+                    },
+                    _ = accept_stop.cancelled() => break,
+                };
+                let _ = stream.set_nodelay(true);
+                let router = router.clone();
+                match &tls {
+                    None => {
+                        let conn = http1().serve_connection(
+                            hyper_util::rt::TokioIo::new(stream),
+                            hyper_util::service::TowerToHyperService::new(router),
+                        );
+                        let conn = graceful.watch(conn);
+                        tokio::spawn(async move {
+                            if let Err(e) = conn.await {
+                                tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
+                            }
+                        });
+                    }
+                    Some(acceptor) => {
+                        let acceptor = acceptor.clone();
+                        let watcher = graceful.watcher();
+                        tokio::spawn(async move {
+                            let stream = match tokio::time::timeout(
+                                TLS_HANDSHAKE_TIMEOUT,
+                                acceptor.accept(stream),
+                            )
+                            .await
+                            {
+                                Ok(Ok(s)) => s,
+                                Ok(Err(e)) => {
+                                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                                    return;
+                                }
+                                Err(_) => {
+                                    tracing::debug!(%peer, "TLS handshake timed out");
+                                    return;
+                                }
+                            };
+                            let conn = http1().serve_connection(
+                                hyper_util::rt::TokioIo::new(stream),
+                                hyper_util::service::TowerToHyperService::new(router),
+                            );
+                            if let Err(e) = watcher.watch(conn).await {
+                                tracing::debug!(%peer, error = %e, "HTTPS connection ended with an error");
+                            }
+                        });
+                    }
+                }
+            }
+            graceful
+        });
+        Acceptor { stop, task }
+    }
+
+    /// Stops accepting connections; those already open go on.
+    pub(super) async fn stop(self) -> std::io::Result<Connections> {
+        self.stop.cancel();
+        let graceful = self.task.await.map_err(std::io::Error::other)?;
+        Ok(Connections(graceful))
+    }
+}
+
+impl Connections {
+    /// Closes the connections once their current exchange is over, waiting 5 s at most.
+    pub(super) async fn close(self) {
+        if tokio::time::timeout(CLOSE_TIMEOUT, self.0.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some HTTP connections did not close within 5 s");
+        }
+    }
+}
+
+fn http1() -> hyper::server::conn::http1::Builder {
+    let mut b = hyper::server::conn::http1::Builder::new();
+    b.timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(Some(HEADER_TIMEOUT));
+    b
+}

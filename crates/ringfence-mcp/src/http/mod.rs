@@ -1,0 +1,189 @@
+//! The streamable HTTP transport: authentication, limits, session ownership, shutdown.
+//!
+//! [`serve_http`] wires the parts: [`auth`] tells who sends a request, [`limits`] bounds each
+//! user's requests, [`admission`] is the gate every `/mcp` request passes (shutdown, session
+//! ownership, calls in flight), [`listener`] accepts the connections, [`tls`] loads HTTPS.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::header;
+
+use crate::{McpServer, Metrics};
+
+mod admission;
+mod auth;
+mod limits;
+mod listener;
+mod tls;
+
+pub use auth::{Auth, TokenAuth, TokenConfigError, token_hash};
+pub use limits::RateLimits;
+pub use tls::{TlsConfig, TlsError, load_tls};
+
+/// Largest JSON-RPC request body accepted over HTTP (a write_file of a big file fits).
+const MAX_HTTP_BODY: usize = 64 * 1024 * 1024;
+
+/// How the HTTP transport is set up.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Credentials; `None` or empty: no authentication (loopback only).
+    pub auth: Option<Arc<Auth>>,
+    /// Accepted `Host` names besides the loopback ones (for a non-loopback bind).
+    pub allowed_hosts: Vec<String>,
+    /// Served at `/metrics` (behind the same authentication as `/mcp`).
+    pub metrics: Option<Arc<Metrics>>,
+    pub limits: RateLimits,
+    /// Serve HTTPS with this certificate chain and key.
+    pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    /// On shutdown, how long calls already running may take to finish.
+    pub shutdown_grace: Duration,
+    /// The protected resource metadata (RFC 9728), served at
+    /// `/.well-known/oauth-protected-resource` and named in challenges.
+    pub resource_metadata: Option<ResourceMetadata>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> HttpOptions {
+        HttpOptions {
+            auth: None,
+            allowed_hosts: Vec::new(),
+            metrics: None,
+            limits: RateLimits::default(),
+            tls: None,
+            shutdown_grace: Duration::from_secs(30),
+            resource_metadata: None,
+        }
+    }
+}
+
+/// RFC 9728 protected resource metadata: the document and the URL it is published at.
+#[derive(Debug, Clone)]
+pub struct ResourceMetadata {
+    pub document: serde_json::Value,
+    /// Absolute URL of the document, given to clients in `WWW-Authenticate`.
+    pub url: String,
+}
+
+/// MCP streamable HTTP at `/mcp` on `listener`, until `shutdown` is cancelled. Every MCP
+/// session gets its own server from `factory` (its own workspace state, read tracker and
+/// client roots), bound to the user who opened it.
+///
+/// Protection: rmcp validates the `Host` header (loopback names, plus `allowed_hosts`) and
+/// the `Origin` header (none allowed: a web page cannot drive it) against DNS rebinding, and
+/// bounds request bodies. With credentials configured, every `/mcp` request needs
+/// `Authorization: Bearer <token>` (401 with a `WWW-Authenticate` challenge otherwise); a
+/// session id used by anyone but its owner is answered 404; each user's requests are
+/// limited in rate and concurrency (429 with `Retry-After`). Request headers must arrive
+/// within 30 s. On shutdown no new request is accepted (503), calls already running get
+/// `shutdown_grace` to finish, then sessions are closed.
+///
+/// `/healthz` answers `ok` without authentication; `/metrics` (when given) needs it;
+/// `/.well-known/oauth-protected-resource` serves the RFC 9728 document when configured.
+pub async fn serve_http(
+    listener: tokio::net::TcpListener,
+    factory: impl Fn() -> Result<McpServer, std::io::Error> + Send + Sync + 'static,
+    shutdown: tokio_util::sync::CancellationToken,
+    options: HttpOptions,
+) -> std::io::Result<()> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    hosts.extend(options.allowed_hosts.iter().cloned());
+    // Closing the MCP sessions (and their event streams) is the last step of a shutdown.
+    let sessions_ct = tokio_util::sync::CancellationToken::new();
+    // No browser origin is allowed (an MCP client is not a web page); requests without an
+    // `Origin` header — every native client — pass.
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .enforce_origin_validation()
+        .with_cancellation_token(sessions_ct.clone())
+        .with_max_request_body_bytes(MAX_HTTP_BODY);
+    let manager = Arc::new(LocalSessionManager::default());
+    let service = StreamableHttpService::new(factory, manager.clone(), config);
+    let gate = Arc::new(admission::Gate::new(
+        auth::Authenticator::new(options.auth.clone(), options.resource_metadata.as_ref()),
+        limits::Limiters::new(options.limits),
+        options.metrics.clone(),
+    ));
+
+    let mut protected = axum::Router::new().nest_service("/mcp", service);
+    if let Some(metrics) = options.metrics.clone() {
+        protected = protected.route(
+            "/metrics",
+            axum::routing::get(move || {
+                let metrics = metrics.clone();
+                async move {
+                    (
+                        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                        metrics.render(),
+                    )
+                }
+            }),
+        );
+    }
+    let gate_state = gate.clone();
+    protected = protected.layer(axum::middleware::from_fn(
+        move |req: axum::extract::Request, next: axum::middleware::Next| {
+            let gate = gate_state.clone();
+            async move { admission::gate(gate, req, next).await }
+        },
+    ));
+    let mut router = protected.route("/healthz", axum::routing::get(|| async { "ok\n" }));
+    if let Some(meta) = options.resource_metadata.clone() {
+        let doc = Arc::new(meta.document);
+        let handler = move || {
+            let doc = doc.clone();
+            async move { axum::Json(doc.as_ref().clone()) }
+        };
+        router = router
+            .route(
+                "/.well-known/oauth-protected-resource",
+                axum::routing::get(handler.clone()),
+            )
+            .route(
+                "/.well-known/oauth-protected-resource/mcp",
+                axum::routing::get(handler),
+            );
+    }
+
+    // Forget owners of sessions rmcp has closed (ended, expired after inactivity), and the
+    // limiters of idle users.
+    let sweeper_gate = gate.clone();
+    let sweeper_manager = manager.clone();
+    let sweeper_ct = sessions_ct.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = sweeper_ct.cancelled() => break,
+            }
+            let alive: std::collections::HashSet<String> = sweeper_manager
+                .sessions
+                .read()
+                .await
+                .keys()
+                .map(|k| k.to_string())
+                .collect();
+            sweeper_gate.sweep(&alive);
+        }
+    });
+
+    // Connections are still accepted while running calls finish: a client may need a new
+    // one to deliver what those calls wait for (an answer to roots/list).
+    let acceptor = listener::Acceptor::spawn(listener, router, options.tls.clone());
+
+    shutdown.cancelled().await;
+    // Shutdown: refuse new requests, let running calls finish, then close the sessions.
+    gate.drain(options.shutdown_grace).await;
+    let connections = acceptor.stop().await?;
+    sessions_ct.cancel();
+    connections.close().await;
+    Ok(())
+}
