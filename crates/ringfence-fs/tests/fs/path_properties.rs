@@ -1,5 +1,3 @@
-#![allow(clippy::disallowed_methods)] // fixtures and oracles use std::fs on purpose
-
 //! Property tests: paths built from hostile components against a fixed tree with symlinks
 //! that stay inside and symlinks that leave.
 //!

@@ -1,5 +1,3 @@
-#![allow(clippy::disallowed_methods)] // fixtures and oracles use std::fs on purpose
-
 //! Swap race: while one thread keeps swapping `root/d` between a real directory and a
 //! symlink to `outside/` (atomic `RENAME_EXCHANGE`, and a two-step rename that leaves `d`
 //! missing for a moment so writers race `create_parents` against the swap), writer threads

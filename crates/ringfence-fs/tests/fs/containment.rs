@@ -1,5 +1,3 @@
-#![allow(clippy::disallowed_methods)] // fixtures and oracles use std::fs on purpose
-
 //! Adversarial containment table for ringfence-fs.
 //!
 //! Every case builds a fresh temporary tree:

@@ -1,5 +1,3 @@
-#![allow(clippy::disallowed_methods)] // fixtures and oracles use std::fs on purpose
-
 //! Crash test: a child process (this same test binary, re-executed with `--exact` and an
 //! environment variable selecting child mode) loops replacing one file with `write_atomic`,
 //! alternating two large contents; the parent SIGKILLs it at random moments.
@@ -26,6 +24,15 @@ const READY: &str = "RINGFENCE-CRASH-CHILD-READY";
 const FILE: &str = "data.bin";
 const BODY: usize = 1 << 20;
 const ROUNDS: usize = 30;
+
+/// The child's test name as libtest knows it (and as `--exact` must match it): the path of
+/// `crash_child_writer` in this test binary, without the crate's own name.
+fn child_test_name() -> String {
+    match module_path!().split_once("::") {
+        Some((_crate, module)) => format!("{module}::crash_child_writer"),
+        None => "crash_child_writer".to_owned(),
+    }
+}
 
 fn workspace(root: &Path) -> Workspace {
     let spec = RootSpec::configured(root.to_path_buf(), Access::ReadWrite);
@@ -143,6 +150,7 @@ fn sigkill_mid_write_never_tears_the_file() {
     std::fs::create_dir(&root).unwrap();
     let ws = workspace(&root);
     let exe = std::env::current_exe().unwrap();
+    let child_name = child_test_name();
     let seed = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -161,7 +169,7 @@ fn sigkill_mid_write_never_tears_the_file() {
         let ctx = format!("round {round}, seed {seed}");
         let mut child = Command::new(&exe)
             .args([
-                "crash_child_writer",
+                child_name.as_str(),
                 "--exact",
                 "--nocapture",
                 "--test-threads=1",
@@ -176,7 +184,7 @@ fn sigkill_mid_write_never_tears_the_file() {
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         loop {
             match lines.next() {
-                // libtest prints `test crash_child_writer ... ` without a newline first.
+                // libtest prints `test <module>::crash_child_writer ... ` without a newline first.
                 Some(Ok(line)) if line.contains(READY) => break,
                 Some(Ok(_)) => continue,
                 other => panic!("{ctx}: child ended before it was ready: {other:?}"),
