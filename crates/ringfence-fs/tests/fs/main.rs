@@ -8,7 +8,10 @@
 //! - `path_properties`: generated paths never resolve or write outside the root;
 //! - `races`: a directory swapped for a symlink while writers and a walker run;
 //! - `crash_safety`: a writer killed mid-write never leaves a torn file.
+//!
+//! `common` holds the fixtures they share: a one-root workspace, tree snapshots, walk listings.
 
+mod common;
 mod containment;
 mod crash_safety;
 mod path_properties;
