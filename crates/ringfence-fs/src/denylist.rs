@@ -4,6 +4,8 @@
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
+use crate::error::DenylistError;
+
 /// Compiled denylist patterns.
 #[derive(Debug, Clone)]
 pub struct Denylist {
@@ -30,7 +32,7 @@ impl Denylist {
     }
 
     /// Compiles the patterns; an invalid pattern is an error naming it (config fails closed).
-    pub fn new<I, S>(patterns: I) -> Result<Denylist, String>
+    pub fn new<I, S>(patterns: I) -> Result<Denylist, DenylistError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -43,14 +45,16 @@ impl Denylist {
                 continue;
             }
             if pattern.starts_with('!') {
-                return Err(format!(
-                    "denylist pattern `{pattern}`: negation is not allowed in a denylist; \
-                     list only what must be blocked"
-                ));
+                return Err(DenylistError::Negation {
+                    pattern: pattern.to_owned(),
+                });
             }
             builder
                 .add_line(None, pattern)
-                .map_err(|e| format!("denylist pattern `{pattern}` is invalid: {e}"))?;
+                .map_err(|source| DenylistError::InvalidPattern {
+                    pattern: pattern.to_owned(),
+                    source,
+                })?;
             kept.push(pattern.to_owned());
         }
         if kept.is_empty() {
@@ -58,7 +62,7 @@ impl Denylist {
         }
         let matcher = builder
             .build()
-            .map_err(|e| format!("denylist could not be compiled: {e}"))?;
+            .map_err(|source| DenylistError::Compile { source })?;
         Ok(Denylist {
             matcher: Some(matcher),
             patterns: kept,

@@ -1,7 +1,11 @@
 //! Errors of the containment layer.
 //!
-//! Every error carries the path *as the caller typed it* (never a root's absolute path), a
-//! kind a tool can map to a model-facing error, and a sentence that says what went wrong.
+//! Every [`FsError`] carries the path *as the caller typed it* (never a root's absolute
+//! path), a kind a tool can map to a model-facing error, and a sentence that says what went
+//! wrong.
+//!
+//! Configuration is refused with errors of its own ([`DenylistError`], [`RootSpecError`],
+//! [`ClientRootsError`]): their messages name what the operator wrote.
 
 use std::io;
 
@@ -133,3 +137,115 @@ fn strip_os_suffix(err: &io::Error) -> String {
 }
 
 pub type FsResult<T> = Result<T, FsError>;
+
+/// Why a denylist could not be built ([`crate::Denylist::new`]): configuration fails closed.
+#[derive(Debug, thiserror::Error)]
+pub enum DenylistError {
+    /// A `!pattern`: re-including what another pattern blocks is not allowed.
+    #[error(
+        "denylist pattern `{pattern}`: negation is not allowed in a denylist; list only what \
+         must be blocked"
+    )]
+    Negation { pattern: String },
+    /// The pattern is not valid gitignore syntax.
+    #[error("denylist pattern `{pattern}` is invalid: {source}")]
+    InvalidPattern {
+        pattern: String,
+        #[source]
+        source: ignore::Error,
+    },
+    /// The patterns, each valid, could not be compiled together.
+    #[error("denylist could not be compiled: {source}")]
+    Compile {
+        #[source]
+        source: ignore::Error,
+    },
+}
+
+/// Why a `PATH[:ro|:rw]` root argument was refused ([`crate::RootSpec::parse_cli`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RootSpecError {
+    #[error("empty root path")]
+    Empty,
+    /// Only an access suffix (`:ro`, `:rw`) was given.
+    #[error("root `{spec}` has no path before the access suffix")]
+    NoPath { spec: String },
+    #[error("root path contains a NUL byte")]
+    Nul,
+}
+
+/// Why a client-roots policy was refused ([`crate::ClientRoots::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientRootsError {
+    /// Not one of `narrow`, `ignore`, `extend`.
+    #[error("`{value}` is not a client-roots policy; use narrow (default), ignore or extend")]
+    Unknown { value: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::{ClientRootsError, DenylistError, RootSpecError};
+    use crate::{Access, ClientRoots, Denylist, RootSpec};
+
+    /// The configuration errors keep the sentences other crates print (and tests match), and
+    /// an invalid pattern keeps the parser's error as its source.
+    #[test]
+    fn configuration_errors_keep_their_messages() {
+        let negated = Denylist::new(["*.log", "!keep.log"]).unwrap_err();
+        assert_eq!(
+            negated.to_string(),
+            "denylist pattern `!keep.log`: negation is not allowed in a denylist; list only \
+             what must be blocked"
+        );
+        let invalid = Denylist::new(["[z-a]"]).unwrap_err();
+        assert_eq!(
+            invalid.to_string(),
+            "denylist pattern `[z-a]` is invalid: error parsing glob '[z-a]': invalid range; \
+             'z' > 'a'"
+        );
+        assert!(
+            matches!(&invalid, DenylistError::InvalidPattern { pattern, .. } if pattern == "[z-a]")
+        );
+        assert_eq!(
+            invalid.source().map(|e| e.to_string()).as_deref(),
+            Some("error parsing glob '[z-a]': invalid range; 'z' > 'a'")
+        );
+        assert!(matches!(&negated, DenylistError::Negation { pattern } if pattern == "!keep.log"));
+        assert!(negated.source().is_none());
+
+        assert_eq!(
+            RootSpec::parse_cli("").unwrap_err().to_string(),
+            "empty root path"
+        );
+        assert_eq!(
+            RootSpec::parse_cli(":ro").unwrap_err().to_string(),
+            "root `:ro` has no path before the access suffix"
+        );
+        assert_eq!(
+            RootSpec::parse_cli("a\0b:rw").unwrap_err().to_string(),
+            "root path contains a NUL byte"
+        );
+        assert_eq!(
+            RootSpec::parse_cli(":rw").unwrap_err(),
+            RootSpecError::NoPath { spec: ":rw".into() }
+        );
+        assert_eq!(
+            RootSpec::parse_cli("/w:ro").unwrap().access,
+            Access::ReadOnly
+        );
+
+        assert_eq!(
+            ClientRoots::parse("wide").unwrap_err().to_string(),
+            "`wide` is not a client-roots policy; use narrow (default), ignore or extend"
+        );
+        assert_eq!(
+            ClientRoots::parse("wide").unwrap_err(),
+            ClientRootsError::Unknown {
+                value: "wide".into()
+            }
+        );
+        assert_eq!(ClientRoots::parse("extend").unwrap(), ClientRoots::Extend);
+    }
+}

@@ -22,7 +22,7 @@ mod workspace;
 
 pub use cap_std::fs::{Dir, File, FileType, Metadata, MetadataExt, PermissionsExt};
 pub use denylist::Denylist;
-pub use error::{FsError, FsErrorKind, FsResult};
+pub use error::{ClientRootsError, DenylistError, FsError, FsErrorKind, FsResult, RootSpecError};
 pub use ops::{MoveMethod, TransferOptions, TreeCount};
 pub use root::{
     Access, Root, RootOrigin, RootSpec, USER_PLACEHOLDER, normalize_lexically, user_dir_name,

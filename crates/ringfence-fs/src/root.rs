@@ -7,7 +7,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
 use crate::denylist::Denylist;
-use crate::error::{FsError, FsErrorKind, FsResult};
+use crate::error::{FsError, FsErrorKind, FsResult, RootSpecError};
 
 /// What the tools may do beneath a root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -85,9 +85,9 @@ pub struct RootSpec {
 
 impl RootSpec {
     /// Parses `PATH` or `PATH:ro` / `PATH:rw` (the `serve ROOT[:ro]` syntax).
-    pub fn parse_cli(spec: &str) -> Result<RootSpec, String> {
+    pub fn parse_cli(spec: &str) -> Result<RootSpec, RootSpecError> {
         if spec.is_empty() {
-            return Err("empty root path".into());
+            return Err(RootSpecError::Empty);
         }
         let (path, access) = if let Some(p) = spec.strip_suffix(":ro") {
             (p, Access::ReadOnly)
@@ -97,12 +97,12 @@ impl RootSpec {
             (spec, Access::ReadWrite)
         };
         if path.is_empty() {
-            return Err(format!(
-                "root `{spec}` has no path before the access suffix"
-            ));
+            return Err(RootSpecError::NoPath {
+                spec: spec.to_owned(),
+            });
         }
         if path.contains('\0') {
-            return Err("root path contains a NUL byte".into());
+            return Err(RootSpecError::Nul);
         }
         Ok(RootSpec::configured(PathBuf::from(path), access))
     }

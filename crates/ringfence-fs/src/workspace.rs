@@ -9,7 +9,7 @@ use std::sync::RwLock;
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 
-use crate::error::{FsError, FsErrorKind, FsResult};
+use crate::error::{ClientRootsError, FsError, FsErrorKind, FsResult};
 use crate::root::{Lookup, Root};
 use crate::target::{EntryKind, Target, TargetState};
 
@@ -60,14 +60,14 @@ pub enum ClientRoots {
 }
 
 impl ClientRoots {
-    pub fn parse(s: &str) -> Result<ClientRoots, String> {
+    pub fn parse(s: &str) -> Result<ClientRoots, ClientRootsError> {
         match s {
             "ignore" => Ok(ClientRoots::Ignore),
             "narrow" => Ok(ClientRoots::Narrow),
             "extend" => Ok(ClientRoots::Extend),
-            other => Err(format!(
-                "`{other}` is not a client-roots policy; use narrow (default), ignore or extend"
-            )),
+            other => Err(ClientRootsError::Unknown {
+                value: other.to_owned(),
+            }),
         }
     }
 }

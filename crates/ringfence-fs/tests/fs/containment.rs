@@ -1,5 +1,3 @@
-#![allow(clippy::disallowed_methods)] // fixtures and oracles use std::fs on purpose
-
 //! Adversarial containment table for ringfence-fs.
 //!
 //! Every case builds a fresh temporary tree:
@@ -19,17 +17,17 @@
 //! the operation failed — that nothing inside the root changed either (no half-created
 //! directories, no temp files).
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::fs::symlink;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ringfence_fs::{
-    Access, Denylist, FsErrorKind, Root, RootOrigin, RootSpec, WalkEntry, WalkOptions, WalkState,
-    Workspace, WriteOptions, walk,
+    Access, Denylist, FsErrorKind, Root, RootOrigin, RootSpec, WalkOptions, Workspace, WriteOptions,
 };
+
+use crate::common::{diff, one_root, snapshot, walk_rels};
 
 use FsErrorKind::*;
 
@@ -251,76 +249,6 @@ fn build_tree(fx: &Fx) {
         0,
     )
     .expect("mkfifo");
-}
-
-// ---------------------------------------------------------------------------------------
-// Snapshots
-// ---------------------------------------------------------------------------------------
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Node {
-    Dir,
-    File(Vec<u8>),
-    Link(PathBuf),
-    Other,
-}
-
-/// Every entry under `dir` (never following symlinks), keyed by `/`-joined relative path,
-/// skipping the subtree at `exclude` (relative to `dir`).
-fn snapshot(dir: &Path, exclude: Option<&str>) -> BTreeMap<String, Node> {
-    let mut out = BTreeMap::new();
-    if std::fs::symlink_metadata(dir).is_ok() {
-        snap_into(dir, "", exclude, &mut out);
-    }
-    out
-}
-
-fn snap_into(dir: &Path, rel: &str, exclude: Option<&str>, out: &mut BTreeMap<String, Node>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in rd {
-        let entry = entry.expect("read_dir entry");
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let child_rel = if rel.is_empty() {
-            name
-        } else {
-            format!("{rel}/{name}")
-        };
-        if exclude == Some(child_rel.as_str()) {
-            continue;
-        }
-        let path = entry.path();
-        let ft = std::fs::symlink_metadata(&path).expect("lstat").file_type();
-        let node = if ft.is_symlink() {
-            Node::Link(std::fs::read_link(&path).expect("readlink"))
-        } else if ft.is_dir() {
-            snap_into(&path, &child_rel, exclude, out);
-            Node::Dir
-        } else if ft.is_file() {
-            Node::File(std::fs::read(&path).expect("read"))
-        } else {
-            Node::Other
-        };
-        out.insert(child_rel, node);
-    }
-}
-
-fn diff(before: &BTreeMap<String, Node>, after: &BTreeMap<String, Node>) -> Vec<String> {
-    let mut d = Vec::new();
-    for (k, v) in before {
-        match after.get(k) {
-            None => d.push(format!("removed {k}")),
-            Some(w) if w != v => d.push(format!("changed {k}")),
-            _ => {}
-        }
-    }
-    for k in after.keys() {
-        if !before.contains_key(k) {
-            d.push(format!("created {k}"));
-        }
-    }
-    d
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1136,22 +1064,11 @@ fn perform(
             Out::Listed(names)
         }),
         Op::Walk => {
-            let seen = Mutex::new(Vec::new());
             let opts = WalkOptions {
                 threads: 2,
                 ..WalkOptions::default()
             };
-            walk(&target, &opts, || {
-                |e: &WalkEntry| {
-                    seen.lock().unwrap().push(e.rel.clone());
-                    WalkState::Continue
-                }
-            })
-            .map(|()| {
-                let mut v = seen.into_inner().unwrap();
-                v.sort();
-                Out::Listed(v)
-            })
+            walk_rels(&target, &opts).map(Out::Listed)
         }
     };
     (rel, res.map_err(|e| e.kind()))
@@ -1517,11 +1434,7 @@ fn configured_root_that_is_a_file_or_dangling_link() {
     let dangling = fx.base.join("root-link");
     link(fx.base.join("nowhere"), &dangling);
     for path in [&as_file, &dangling] {
-        let spec = RootSpec::configured(path.clone(), Access::ReadWrite);
-        let ws = Workspace::new(vec![Arc::new(
-            Root::new(spec, Arc::new(Denylist::empty())).unwrap(),
-        )])
-        .unwrap();
+        let ws = one_root(path, &[]);
         for input in ["x", "~", "a/b/c"] {
             let e = ws.resolve(input).unwrap_err();
             assert_eq!(e.kind(), RootMissing, "{}: {input}", path.display());
@@ -1577,14 +1490,7 @@ fn non_utf8_symlink_target_is_refused() {
         root.join("link"),
     )
     .unwrap();
-    let ws = ringfence_fs::Workspace::new(vec![std::sync::Arc::new(
-        ringfence_fs::Root::new(
-            ringfence_fs::RootSpec::configured(root.clone(), ringfence_fs::Access::ReadWrite),
-            std::sync::Arc::new(ringfence_fs::Denylist::empty()),
-        )
-        .unwrap(),
-    )])
-    .unwrap();
+    let ws = one_root(&root, &[]);
     let err = ws.resolve("link").unwrap_err();
     assert_eq!(err.kind(), ringfence_fs::FsErrorKind::InvalidPath);
 }
@@ -1600,14 +1506,7 @@ fn symlink_loop_through_a_missing_directory_is_a_loop_not_a_crash() {
     std::fs::write(root.join("file.txt"), "x").unwrap();
     std::os::unix::fs::symlink("nope/../loop", root.join("loop")).unwrap();
     std::os::unix::fs::symlink("nope/../../outside", root.join("out")).unwrap();
-    let ws = ringfence_fs::Workspace::new(vec![std::sync::Arc::new(
-        ringfence_fs::Root::new(
-            ringfence_fs::RootSpec::configured(root.clone(), ringfence_fs::Access::ReadWrite),
-            std::sync::Arc::new(ringfence_fs::Denylist::empty()),
-        )
-        .unwrap(),
-    )])
-    .unwrap();
+    let ws = one_root(&root, &[]);
     assert_eq!(
         ws.resolve("loop").unwrap_err().kind(),
         ringfence_fs::FsErrorKind::SymlinkLoop
@@ -1624,17 +1523,6 @@ fn symlink_loop_through_a_missing_directory_is_a_loop_not_a_crash() {
         ws.resolve("a/../../x").unwrap_err().kind(),
         ringfence_fs::FsErrorKind::OutsideRoot
     );
-}
-
-fn one_root(root: &std::path::Path, deny: &[&str]) -> ringfence_fs::Workspace {
-    ringfence_fs::Workspace::new(vec![std::sync::Arc::new(
-        ringfence_fs::Root::new(
-            ringfence_fs::RootSpec::configured(root.to_path_buf(), ringfence_fs::Access::ReadWrite),
-            std::sync::Arc::new(ringfence_fs::Denylist::new(deny).unwrap()),
-        )
-        .unwrap(),
-    )])
-    .unwrap()
 }
 
 /// Passing through a denied entry is denied, so errors cannot reveal what a denied directory

@@ -1,5 +1,3 @@
-#![allow(clippy::disallowed_methods)] // fixtures and oracles use std::fs on purpose
-
 //! Crash test: a child process (this same test binary, re-executed with `--exact` and an
 //! environment variable selecting child mode) loops replacing one file with `write_atomic`,
 //! alternating two large contents; the parent SIGKILLs it at random moments.
@@ -11,15 +9,13 @@
 //! per kill); walks (grep, glob) never list them.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ringfence_fs::{
-    Access, Denylist, Root, RootSpec, WalkEntry, WalkOptions, WalkState, Workspace, WriteOptions,
-    walk,
-};
+use ringfence_fs::{WalkOptions, WriteOptions};
+
+use crate::common::{one_root, walk_rels};
 
 const CHILD_ENV: &str = "RINGFENCE_CRASH_CHILD_ROOT";
 const READY: &str = "RINGFENCE-CRASH-CHILD-READY";
@@ -27,12 +23,13 @@ const FILE: &str = "data.bin";
 const BODY: usize = 1 << 20;
 const ROUNDS: usize = 30;
 
-fn workspace(root: &Path) -> Workspace {
-    let spec = RootSpec::configured(root.to_path_buf(), Access::ReadWrite);
-    Workspace::new(vec![Arc::new(
-        Root::new(spec, Arc::new(Denylist::empty())).unwrap(),
-    )])
-    .unwrap()
+/// The child's test name as libtest knows it (and as `--exact` must match it): the path of
+/// `crash_child_writer` in this test binary, without the crate's own name.
+fn child_test_name() -> String {
+    match module_path!().split_once("::") {
+        Some((_crate, module)) => format!("{module}::crash_child_writer"),
+        None => "crash_child_writer".to_owned(),
+    }
 }
 
 fn header(seq: u64, fill: u8) -> String {
@@ -81,7 +78,7 @@ fn crash_child_writer() {
         return;
     };
     let root = PathBuf::from(root);
-    let ws = workspace(&root);
+    let ws = one_root(&root, &[]);
     // Continue the sequence where the previous (killed) child left off.
     let mut seq = std::fs::read(root.join(FILE))
         .ok()
@@ -111,21 +108,6 @@ impl Rng {
     }
 }
 
-fn walk_names(ws: &Workspace) -> Vec<String> {
-    let seen = Mutex::new(Vec::new());
-    let t = ws.resolve("~").unwrap();
-    walk(&t, &WalkOptions::default(), || {
-        |e: &WalkEntry| {
-            seen.lock().unwrap().push(e.rel.clone());
-            WalkState::Continue
-        }
-    })
-    .unwrap();
-    let mut v = seen.into_inner().unwrap();
-    v.sort();
-    v
-}
-
 fn is_temp_of_data(name: &str) -> bool {
     // `.data.bin.<12 lowercase hex>.rftmp`
     name.strip_prefix(".data.bin.")
@@ -141,8 +123,9 @@ fn sigkill_mid_write_never_tears_the_file() {
     let tmp = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(tmp.path()).unwrap().join("root");
     std::fs::create_dir(&root).unwrap();
-    let ws = workspace(&root);
+    let ws = one_root(&root, &[]);
     let exe = std::env::current_exe().unwrap();
+    let child_name = child_test_name();
     let seed = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -161,7 +144,7 @@ fn sigkill_mid_write_never_tears_the_file() {
         let ctx = format!("round {round}, seed {seed}");
         let mut child = Command::new(&exe)
             .args([
-                "crash_child_writer",
+                child_name.as_str(),
                 "--exact",
                 "--nocapture",
                 "--test-threads=1",
@@ -176,7 +159,7 @@ fn sigkill_mid_write_never_tears_the_file() {
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         loop {
             match lines.next() {
-                // libtest prints `test crash_child_writer ... ` without a newline first.
+                // libtest prints `test <module>::crash_child_writer ... ` without a newline first.
                 Some(Ok(line)) if line.contains(READY) => break,
                 Some(Ok(_)) => continue,
                 other => panic!("{ctx}: child ended before it was ready: {other:?}"),
@@ -218,7 +201,7 @@ fn sigkill_mid_write_never_tears_the_file() {
         }
 
         // What a walk sees: the file alone (temp files of writes are never listed).
-        let walked = walk_names(&ws);
+        let walked = walk_rels(&ws.resolve("~").unwrap(), &WalkOptions::default()).unwrap();
         assert!(
             walked.iter().all(|n| n.as_str() == FILE),
             "{ctx}: a walk listed {walked:?}"

@@ -1,5 +1,3 @@
-#![allow(clippy::disallowed_methods)] // fixtures and oracles use std::fs on purpose
-
 //! Swap race: while one thread keeps swapping `root/d` between a real directory and a
 //! symlink to `outside/` (atomic `RENAME_EXCHANGE`, and a two-step rename that leaves `d`
 //! missing for a moment so writers race `create_parents` against the swap), writer threads
@@ -11,40 +9,18 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ringfence_fs::{
-    Access, Denylist, FsErrorKind, Root, RootSpec, WalkEntry, WalkOptions, WalkState, Workspace,
-    WriteOptions, walk,
-};
+use ringfence_fs::{FsErrorKind, WalkOptions, WriteOptions};
 use rustix::fs::{CWD, RenameFlags, renameat_with};
+
+use crate::common::{one_root, snapshot, walk_rels};
 
 /// Swaps to perform (at least), and the wall-clock budget for the whole race.
 const MIN_SWAPS: usize = 4000;
 const BUDGET: Duration = Duration::from_secs(8);
-
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn go(dir: &Path, top: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            let rel = p.strip_prefix(top).unwrap().to_path_buf();
-            let ft = std::fs::symlink_metadata(&p).unwrap().file_type();
-            if ft.is_dir() {
-                go(&p, top, out);
-                out.insert(rel, b"<dir>".to_vec());
-            } else if ft.is_symlink() {
-                out.insert(rel, b"<link>".to_vec());
-            } else {
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    go(dir, dir, &mut out);
-    out
-}
 
 /// Every regular file under `dir` (not following symlinks), by file name.
 fn files_by_name(dir: &Path, out: &mut BTreeMap<String, Vec<(PathBuf, Vec<u8>)>>) {
@@ -76,13 +52,9 @@ fn swapping_a_directory_for_a_symlink_never_leaks() {
     std::fs::write(outside.join("deep/marker_deep"), "OUTSIDE").unwrap();
     // `alt` is the other half of the swap: an absolute symlink to outside.
     std::os::unix::fs::symlink(&outside, root.join("alt")).unwrap();
-    let outside_before = snapshot(&outside);
+    let outside_before = snapshot(&outside, None);
 
-    let spec = RootSpec::configured(root.clone(), Access::ReadWrite);
-    let ws = Workspace::new(vec![Arc::new(
-        Root::new(spec, Arc::new(Denylist::empty())).unwrap(),
-    )])
-    .unwrap();
+    let ws = one_root(&root, &[]);
 
     let stop = AtomicBool::new(false);
     let swaps = AtomicUsize::new(0);
@@ -176,17 +148,10 @@ fn swapping_a_directory_for_a_symlink_never_leaks() {
                 ..WalkOptions::default()
             };
             while !stop.load(Ordering::Relaxed) {
-                let seen = Mutex::new(Vec::new());
                 let t = ws.resolve("~").unwrap();
-                walk(&t, &opts, || {
-                    |e: &WalkEntry| {
-                        seen.lock().unwrap().push(e.rel.clone());
-                        WalkState::Continue
-                    }
-                })
-                .unwrap();
+                let seen = walk_rels(&t, &opts).unwrap();
                 walks.fetch_add(1, Ordering::Relaxed);
-                for rel in seen.into_inner().unwrap() {
+                for rel in seen {
                     let last = rel.rsplit('/').next().unwrap();
                     // Only writer files (`f*`), writer dirs (`n*`) and our own dirs exist
                     // inside; `marker*` / `deep` exist only outside.
@@ -204,7 +169,7 @@ fn swapping_a_directory_for_a_symlink_never_leaks() {
     });
 
     let elapsed = start.elapsed();
-    let outside_after = snapshot(&outside);
+    let outside_after = snapshot(&outside, None);
     assert_eq!(
         outside_before, outside_after,
         "the swap race created or changed files outside the root"

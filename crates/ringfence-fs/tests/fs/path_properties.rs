@@ -1,5 +1,3 @@
-#![allow(clippy::disallowed_methods)] // fixtures and oracles use std::fs on purpose
-
 //! Property tests: paths built from hostile components against a fixed tree with symlinks
 //! that stay inside and symlinks that leave.
 //!
@@ -15,14 +13,13 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use ringfence_fs::{
-    Access, Denylist, FsErrorKind, Root, RootSpec, TargetState, Workspace, WriteOptions,
-};
+use ringfence_fs::{FsErrorKind, TargetState, Workspace, WriteOptions};
+
+use crate::common::{Node, one_root, snapshot};
 
 const COMPONENTS: &[&str] = &[
     ".", "..", "a", "b", "link_in", "link_out", "abs_out", "~", "", "new",
@@ -85,11 +82,7 @@ fn fixture() -> Fixture {
         // outside mirrors point back in, to catch resolution that wandered out and back
         symlink(target, outside.join(at)).unwrap();
     }
-    let spec = RootSpec::configured(root.clone(), Access::ReadWrite);
-    let ws = Workspace::new(vec![Arc::new(
-        Root::new(spec, Arc::new(Denylist::empty())).unwrap(),
-    )])
-    .unwrap();
+    let ws = one_root(&root, &[]);
     Fixture {
         _tmp: tmp,
         top,
@@ -100,29 +93,8 @@ fn fixture() -> Fixture {
 }
 
 /// Names, kinds, contents and link targets of everything under `top` except `root/`.
-fn outside_snapshot(top: &Path) -> BTreeMap<PathBuf, String> {
-    fn go(dir: &Path, top: &Path, out: &mut BTreeMap<PathBuf, String>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            let rel = p.strip_prefix(top).unwrap().to_path_buf();
-            if rel == Path::new("root") {
-                continue;
-            }
-            let ft = std::fs::symlink_metadata(&p).unwrap().file_type();
-            let v = if ft.is_symlink() {
-                format!("link {}", std::fs::read_link(&p).unwrap().display())
-            } else if ft.is_dir() {
-                go(&p, top, out);
-                "dir".into()
-            } else {
-                format!("file {:?}", std::fs::read(&p).unwrap())
-            };
-            out.insert(rel, v);
-        }
-    }
-    let mut out = BTreeMap::new();
-    go(top, top, &mut out);
-    out
+fn outside_snapshot(top: &Path) -> BTreeMap<String, Node> {
+    snapshot(top, Some("root"))
 }
 
 /// The deepest ancestor of `p` (or `p` itself) that exists.

@@ -1,0 +1,18 @@
+#![allow(clippy::disallowed_methods)] // fixtures and oracles use std::fs on purpose
+
+//! Integration tests of ringfence-fs, in one test binary (one link step instead of one per
+//! file):
+//!
+//! - `containment`: a table of hostile inputs against a fresh tree, plus standalone cases
+//!   (missing, nested and internal roots, modes, denied paths, symlink loops);
+//! - `path_properties`: generated paths never resolve or write outside the root;
+//! - `races`: a directory swapped for a symlink while writers and a walker run;
+//! - `crash_safety`: a writer killed mid-write never leaves a torn file.
+//!
+//! `common` holds the fixtures they share: a one-root workspace, tree snapshots, walk listings.
+
+mod common;
+mod containment;
+mod crash_safety;
+mod path_properties;
+mod races;
