@@ -808,7 +808,7 @@ fn memory_command(app: &App, cmd: MemoryCommand) -> ExitCode {
             };
             let rows = match db.export(user.as_deref(), kind, false) {
                 Ok(r) => r,
-                Err(e) => return fail(&e.0),
+                Err(e) => return fail(&e.to_string()),
             };
             let mut text = String::new();
             for r in &rows {
@@ -854,7 +854,7 @@ fn memory_command(app: &App, cmd: MemoryCommand) -> ExitCode {
             };
             let rows = match db.export(user.as_deref(), kind, !no_embeddings) {
                 Ok(r) => r,
-                Err(e) => return fail(&e.0),
+                Err(e) => return fail(&e.to_string()),
             };
             let mut text = String::new();
             for r in &rows {
@@ -902,6 +902,7 @@ fn memory_command(app: &App, cmd: MemoryCommand) -> ExitCode {
                     .map_err(|e| format!("not a memory record: {e}"))
                     .and_then(|r| {
                         ringfence_store::memory::Prepared::from_record(r, user.as_deref())
+                            .map_err(|e| e.to_string())
                     });
                 match prepared {
                     Ok(p) => rows.push(p),
@@ -920,7 +921,7 @@ fn memory_command(app: &App, cmd: MemoryCommand) -> ExitCode {
             });
             let report = match report {
                 Ok(r) => r,
-                Err(e) => return fail(&format!("import failed: {}", e.0)),
+                Err(e) => return fail(&format!("import failed: {e}")),
             };
             db.flush();
             say(&format!(
