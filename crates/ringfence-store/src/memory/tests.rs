@@ -1,6 +1,6 @@
 //! The memory database with a small deterministic embedder (bag of words hashed into 256
 //! dimensions): the same words in any order mean "the same", shared words mean "similar".
-//! The real model is tested in tests/memory_model.rs.
+//! The real model is tested in tests/memory_quality.rs.
 
 use std::sync::Arc;
 
