@@ -16,7 +16,7 @@ use crate::StoreError;
 const APPROX_MARGIN: f32 = 0.05;
 
 /// An exact duplicate of `existing`.
-pub(super) fn exact(existing: Item) -> Duplicate {
+fn exact(existing: Item) -> Duplicate {
     Duplicate {
         existing,
         similarity: 1.0,
