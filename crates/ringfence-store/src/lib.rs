@@ -15,9 +15,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use ringfence_tools::journal::HISTORY_PER_FILE;
-use ringfence_tools::{FileKey, Journal, JournalEntry, JournalError, JournalRecord};
+use ringfence_tools::{FileKey, Journal, JournalEntry, JournalRecord};
 
+mod error;
 pub mod memory;
+
+pub use error::StoreError;
 
 /// A database's schema: its migration steps, one per version. Never edit a released step:
 /// append a new one.
@@ -55,23 +58,6 @@ const MIGRATIONS: &[&str] = &[
 /// Bytes of previous versions kept in the journal across all files; the oldest go first.
 pub const JOURNAL_MAX_BYTES: i64 = 512 * 1024 * 1024;
 
-#[derive(Debug)]
-pub struct StoreError(String);
-
-impl std::fmt::Display for StoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for StoreError {}
-
-impl From<rusqlite::Error> for StoreError {
-    fn from(e: rusqlite::Error) -> Self {
-        StoreError(e.to_string())
-    }
-}
-
 /// The database.
 #[derive(Debug)]
 pub struct Store {
@@ -108,8 +94,10 @@ impl Store {
         durability: Durability,
         schema: &'static Schema,
     ) -> Result<Store, StoreError> {
-        let conn = Connection::open(path)
-            .map_err(|e| StoreError(format!("cannot open the database {}: {e}", path.display())))?;
+        let conn = Connection::open(path).map_err(|source| StoreError::Open {
+            path: path.to_owned(),
+            source,
+        })?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(
@@ -152,23 +140,26 @@ impl Store {
         let current = current as usize;
         let migrations = self.schema.migrations;
         if current > migrations.len() {
-            return Err(StoreError(format!(
-                "the {} database {} has schema version {current}, newer than this ringfence knows ({}); upgrade ringfence",
-                self.schema.name,
-                self.path.display(),
-                migrations.len()
-            )));
+            return Err(StoreError::NewerSchema {
+                database: self.schema.name,
+                path: self.path.clone(),
+                found: current,
+                known: migrations.len(),
+            });
         }
         for (i, step) in migrations.iter().enumerate().skip(current) {
-            let tx = conn.transaction()?;
-            tx.execute_batch(step)?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-            tx.commit()?;
-            tracing::info!(
-                database = self.schema.name,
-                version = i + 1,
-                "database migrated"
-            );
+            let version = i + 1;
+            let migrated = conn.transaction().and_then(|tx| {
+                tx.execute_batch(step)?;
+                tx.pragma_update(None, "user_version", version as i64)?;
+                tx.commit()
+            });
+            migrated.map_err(|source| StoreError::Migration {
+                database: self.schema.name,
+                version,
+                source,
+            })?;
+            tracing::info!(database = self.schema.name, version, "database migrated");
         }
         Ok(())
     }
@@ -252,27 +243,26 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-impl Journal for SqliteJournal {
-    fn record(&self, entry: JournalEntry) -> Result<(), JournalError> {
+impl SqliteJournal {
+    /// Queues `entry` for the writer thread.
+    fn enqueue(&self, entry: JournalEntry) -> Result<(), StoreError> {
         let tx = self.queue.tx.lock().unwrap_or_else(|e| e.into_inner());
         let Some(tx) = tx.as_ref() else {
-            return Err(JournalError::new("the journal is closed"));
+            return Err(StoreError::JournalClosed);
         };
         *self.queue.pending.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         if tx.send(entry).is_err() {
             *self.queue.pending.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
-            return Err(JournalError::new("the journal thread has stopped"));
+            return Err(StoreError::JournalStopped);
         }
         Ok(())
     }
 
-    fn flush(&self) {
+    /// The newest record of the file `key` (after the queue drained).
+    fn latest_record(&self, key: &FileKey) -> Result<Option<JournalRecord>, StoreError> {
         self.drain();
-    }
-
-    fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, JournalError> {
-        self.drain();
-        self.store
+        Ok(self
+            .store
             .conn()
             .query_row(
                 "SELECT id, tool, at_ms, before, after_hash, mode, patch_prefix, patch_suffix
@@ -298,37 +288,64 @@ impl Journal for SqliteJournal {
                     })
                 },
             )
-            .optional()
-            .map_err(JournalError::new)
+            .optional()?)
     }
 
-    fn remove(&self, id: i64) -> Result<(), JournalError> {
+    /// Deletes record `id` (after the queue drained).
+    fn remove_record(&self, id: i64) -> Result<(), StoreError> {
         self.drain();
         self.store
             .conn()
-            .execute("DELETE FROM edit_journal WHERE id = ?1", params![id])
-            .map(|_| ())
-            .map_err(JournalError::new)
+            .execute("DELETE FROM edit_journal WHERE id = ?1", params![id])?;
+        Ok(())
     }
 
-    fn depth(&self, key: &FileKey) -> Result<usize, JournalError> {
+    /// How many records the file `key` has (after the queue drained).
+    fn records_of(&self, key: &FileKey) -> Result<usize, StoreError> {
         self.drain();
-        self.store
-            .conn()
-            .query_row(
-                "SELECT COUNT(*) FROM edit_journal WHERE path = ?1",
-                params![key.path],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|n| n as usize)
-            .map_err(JournalError::new)
+        let n = self.store.conn().query_row(
+            "SELECT COUNT(*) FROM edit_journal WHERE path = ?1",
+            params![key.path],
+            |r| r.get::<_, i64>(0),
+        )?;
+        Ok(n as usize)
+    }
+}
+
+/// The error type of ringfence-tools' [`Journal`] methods.
+type JournalTraitError = ringfence_tools::JournalError;
+
+/// A store error as [`Journal`] reports it (kept as the source).
+fn to_journal_error(e: StoreError) -> JournalTraitError {
+    JournalTraitError::new(e)
+}
+
+impl Journal for SqliteJournal {
+    fn record(&self, entry: JournalEntry) -> Result<(), JournalTraitError> {
+        self.enqueue(entry).map_err(to_journal_error)
+    }
+
+    fn flush(&self) {
+        self.drain();
+    }
+
+    fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, JournalTraitError> {
+        self.latest_record(key).map_err(to_journal_error)
+    }
+
+    fn remove(&self, id: i64) -> Result<(), JournalTraitError> {
+        self.remove_record(id).map_err(to_journal_error)
+    }
+
+    fn depth(&self, key: &FileKey) -> Result<usize, JournalTraitError> {
+        self.records_of(key).map_err(to_journal_error)
     }
 }
 
 /// Commits one record and applies the bounds (per file, then in all).
-fn record_now(store: &Store, entry: JournalEntry) -> Result<(), String> {
+fn record_now(store: &Store, entry: JournalEntry) -> Result<(), StoreError> {
     let mut conn = store.conn();
-    let tx = conn.transaction().map_err(|e| e.to_string())?;
+    let tx = conn.transaction()?;
     let size = entry.before.as_ref().map_or(0, |b| b.len() as i64);
     tx.execute(
         "INSERT INTO edit_journal
@@ -345,21 +362,17 @@ fn record_now(store: &Store, entry: JournalEntry) -> Result<(), String> {
             entry.after_hash.map(|h| h.to_vec()),
             size
         ],
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     // The per-file bound.
     tx.execute(
         "DELETE FROM edit_journal WHERE path = ?1 AND id NOT IN (
                 SELECT id FROM edit_journal WHERE path = ?1 ORDER BY id DESC LIMIT ?2)",
         params![entry.key.path, HISTORY_PER_FILE as i64],
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     // The global bound: drop the oldest versions until under it.
-    let total: i64 = tx
-        .query_row("SELECT COALESCE(SUM(size), 0) FROM edit_journal", [], |r| {
-            r.get(0)
-        })
-        .map_err(|e| e.to_string())?;
+    let total: i64 = tx.query_row("SELECT COALESCE(SUM(size), 0) FROM edit_journal", [], |r| {
+        r.get(0)
+    })?;
     if total > JOURNAL_MAX_BYTES {
         tx.execute(
             "DELETE FROM edit_journal WHERE id IN (
@@ -367,10 +380,9 @@ fn record_now(store: &Store, entry: JournalEntry) -> Result<(), String> {
                         SELECT id, SUM(size) OVER (ORDER BY id DESC) AS kept FROM edit_journal
                     ) WHERE kept > ?1)",
             params![JOURNAL_MAX_BYTES],
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
     }
-    tx.commit().map_err(|e| e.to_string())
+    Ok(tx.commit()?)
 }
 
 #[cfg(test)]

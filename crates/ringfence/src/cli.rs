@@ -900,6 +900,7 @@ fn memory_command(app: &App, cmd: MemoryCommand) -> ExitCode {
                     .map_err(|e| format!("not a memory record: {e}"))
                     .and_then(|r| {
                         ringfence_store::memory::Prepared::from_record(r, user.as_deref())
+                            .map_err(|e| e.to_string())
                     });
                 match prepared {
                     Ok(p) => rows.push(p),

@@ -1,6 +1,6 @@
 //! The memory database with a small deterministic embedder (bag of words hashed into 256
 //! dimensions): the same words in any order mean "the same", shared words mean "similar".
-//! The real model is tested in tests/memory_model.rs.
+//! The real model is tested in tests/memory_quality.rs.
 
 use std::sync::Arc;
 
@@ -427,12 +427,18 @@ fn export_then_import_round_trips_with_vectors() {
     // Bad records are refused with the reason.
     let mut bad = records[0].clone();
     bad.kind = "note".into();
-    assert!(db2.import(bad, None).unwrap_err().contains("neither"));
+    assert!(
+        db2.import(bad, None)
+            .unwrap_err()
+            .to_string()
+            .contains("neither")
+    );
     let mut bad = records.iter().find(|r| r.kind == "memory").unwrap().clone();
     bad.memory_type = Some("rumour".into());
     assert!(
         db2.import(bad, Some("v"))
             .unwrap_err()
+            .to_string()
             .contains("memoryType")
     );
 }

@@ -1,5 +1,5 @@
-//! The project's retrieval set (tests/data/memory_eval.json), shared by the model test and
-//! the memory benchmark.
+//! The project's retrieval set (tests/data/memory_eval.json), shared by the quality test
+//! (tests/memory_quality.rs) and the memory benchmark.
 #![allow(dead_code)] // each includer uses part of it
 
 use std::path::PathBuf;

@@ -150,12 +150,11 @@ fn embedder_loader(provider: &EmbeddingProvider) -> Option<EmbedderLoader> {
             {
                 ringfence_embed::LocalModel::load(&model_dir)
                     .map(|m| Arc::new(m) as Arc<dyn ringfence_embed::Embedder>)
-                    .map_err(|e| e.to_string())
             }
             #[cfg(not(feature = "local-embeddings"))]
             {
                 let _ = &model_dir;
-                Err("this ringfence was built without the local model (feature local-embeddings); use memory.embeddings.provider = \"openai\"".into())
+                Err(ringfence_embed::EmbedError::Model("this ringfence was built without the local model (feature local-embeddings); use memory.embeddings.provider = \"openai\"".into()))
             }
         })),
         EmbeddingProvider::OpenAi {
@@ -174,7 +173,6 @@ fn embedder_loader(provider: &EmbeddingProvider) -> Option<EmbedderLoader> {
                 timeout: std::time::Duration::from_secs(timeout_secs),
             })
             .map(|e| Arc::new(e) as Arc<dyn ringfence_embed::Embedder>)
-            .map_err(|e| e.to_string())
         })),
     }
 }

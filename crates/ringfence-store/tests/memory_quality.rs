@@ -1,9 +1,10 @@
-//! Retrieval quality with the real all-MiniLM-L6-v2 (installed by `scripts/test.sh`; path in
-//! `RINGFENCE_TEST_MODEL_DIR`) on the project's own set: tests/data/memory_eval.json holds
-//! 168 memories about one fictional user and 128 queries paraphrased so that their content
-//! words differ from the stored text. Search by meaning must reach recall@5 >= 0.9; the
-//! words-only recall is measured beside it, and questions about nothing stored must return
-//! nothing (the relevance floor).
+//! Retrieval and duplicate-detection quality with the real all-MiniLM-L6-v2 (installed by
+//! `scripts/test.sh`; path in `RINGFENCE_TEST_MODEL_DIR`) on the project's own set:
+//! tests/data/memory_eval.json holds 168 memories about one fictional user and 128 queries
+//! paraphrased so that their content words differ from the stored text. Search by meaning
+//! must reach recall@5 >= 0.9; the words-only recall is measured beside it, and questions
+//! about nothing stored must return nothing (the relevance floor). Restatements of a fact
+//! must be refused as duplicates, different facts of the same form stored.
 #![allow(clippy::disallowed_methods)] // reads the test's own fixtures
 #![allow(clippy::print_stderr)] // reports the measured recall
 

@@ -1,0 +1,83 @@
+//! What can go wrong in the store. The messages are the ones the tools and the binary show;
+//! underlying errors stay reachable through [`std::error::Error::source`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ringfence_embed::EmbedError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database file could not be opened (or created).
+    #[error("cannot open the database {}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The database was written by a newer ringfence: refused rather than misread.
+    #[error(
+        "the {database} database {} has schema version {found}, newer than this ringfence knows ({known}); upgrade ringfence",
+        path.display()
+    )]
+    NewerSchema {
+        database: &'static str,
+        path: PathBuf,
+        found: usize,
+        known: usize,
+    },
+    /// A migration step failed; its transaction was rolled back, so the database stays at
+    /// the version before it.
+    #[error("cannot migrate the {database} database to schema version {version}: {source}")]
+    Migration {
+        database: &'static str,
+        version: usize,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// Any other SQLite failure.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+
+    /// The edit journal no longer takes records.
+    #[error("the journal is closed")]
+    JournalClosed,
+    /// The edit journal's writer thread is gone.
+    #[error("the journal thread has stopped")]
+    JournalStopped,
+
+    /// No embedding provider is configured: memory search matches words only.
+    #[error(
+        "no embedding model is configured (memory.embeddings.provider = \"none\"); for search by meaning set it to \"local\" and run `ringfence model install`"
+    )]
+    NoEmbedder,
+    /// The embedding model could not be loaded (the failure is remembered for
+    /// `memory::RETRY_LOAD`, hence shared).
+    #[error(transparent)]
+    ModelLoad(Arc<EmbedError>),
+    /// The embedder failed on some texts.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    /// The embedder answered without a vector.
+    #[error("the embedder returned no vector")]
+    NoVector,
+    /// Search by meaning failed for this question (it is answered by words).
+    #[error("the embedding model failed ({0})")]
+    ModelFailed(#[source] Box<StoreError>),
+    /// The looking up of the question's words panicked.
+    #[error("the word search panicked")]
+    WordSearchPanicked,
+    /// A store collided with a concurrent store of the same text that then vanished.
+    #[error("a concurrent store conflicted; retry")]
+    StoreConflict,
+    /// An update collided with a concurrent store of the same text.
+    #[error("another session stored the same text at this moment; search and retry")]
+    UpdateConflict,
+
+    /// An exported record that cannot be imported: the message says why.
+    #[error("{0}")]
+    InvalidRecord(String),
+    /// An exported record whose vector is not base64.
+    #[error("embedding.vector is not base64: {0}")]
+    RecordVector(#[source] base64::DecodeError),
+}
