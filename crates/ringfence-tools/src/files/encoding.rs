@@ -16,6 +16,25 @@ pub enum TextEncoding {
     Legacy(&'static Encoding),
 }
 
+/// Text an encoding cannot hold: the encoding and the first (at most five) characters it
+/// cannot represent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the new text has characters {encoding} cannot represent: {}", self.listed())]
+pub struct Unrepresentable {
+    pub encoding: &'static str,
+    pub chars: Vec<char>,
+}
+
+impl Unrepresentable {
+    fn listed(&self) -> String {
+        self.chars
+            .iter()
+            .map(|c| format!("`{c}` (U+{:04X})", u32::from(*c)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 impl TextEncoding {
     pub fn name(self) -> &'static str {
         match self {
@@ -27,7 +46,7 @@ impl TextEncoding {
 
     /// Encodes `text` (without a BOM; UTF-16 gets its BOM back here). `Err` names the first
     /// characters the encoding cannot represent.
-    pub fn encode(self, text: &str) -> Result<Vec<u8>, String> {
+    pub fn encode(self, text: &str) -> Result<Vec<u8>, Unrepresentable> {
         match self {
             TextEncoding::Utf16Le | TextEncoding::Utf16Be => {
                 let mut out = Vec::with_capacity(text.len() * 2 + 2);
@@ -44,17 +63,15 @@ impl TextEncoding {
             TextEncoding::Legacy(enc) => {
                 let (bytes, _, unmappable) = enc.encode(text);
                 if unmappable {
-                    let bad: Vec<String> = text
+                    let chars = text
                         .chars()
                         .filter(|c| enc.encode(&c.to_string()).2)
                         .take(5)
-                        .map(|c| format!("`{c}` (U+{:04X})", u32::from(c)))
                         .collect();
-                    return Err(format!(
-                        "the new text has characters {} cannot represent: {}",
-                        enc.name(),
-                        bad.join(", ")
-                    ));
+                    return Err(Unrepresentable {
+                        encoding: enc.name(),
+                        chars,
+                    });
                 }
                 Ok(bytes.into_owned())
             }
@@ -161,7 +178,10 @@ mod tests {
     #[test]
     fn unrepresentable_characters_are_named() {
         let enc = TextEncoding::Legacy(encoding_rs::WINDOWS_1252);
-        let err = enc.encode("Łódź is fine, 日本 is not").unwrap_err();
+        let err = enc
+            .encode("Łódź is fine, 日本 is not")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("U+0141"), "{err}");
         assert!(err.contains("U+65E5"), "{err}");
     }
