@@ -63,8 +63,8 @@ pub enum KeySetError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot make an HTTP client: {0}")]
-    Client(#[source] reqwest::Error),
+    #[error(transparent)]
+    Client(ringfence_net::ClientError),
     #[error("cannot fetch the JWKS from {url}: {source}")]
     Fetch { url: String, source: reqwest::Error },
     #[error("fetching the JWKS from {url}: HTTP {status}")]
@@ -176,8 +176,6 @@ impl JwtValidator {
         }
         if let KeySource::Url(url) = &config.keys {
             check_url(url)?;
-            // reqwest's TLS uses the process-wide provider: ring, as for the server side.
-            let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
         }
         let keys = load_keys(&config.keys).await?;
         Ok(JwtValidator {
@@ -491,11 +489,11 @@ async fn load_keys(source: &KeySource) -> Result<Vec<Jwk>, KeySetError> {
             path.display().to_string(),
         ),
         KeySource::Url(url) => {
-            let client = reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(KeySetError::Client)?;
+            let client = ringfence_net::client(&ringfence_net::Outbound {
+                timeout: Duration::from_secs(10),
+                ..ringfence_net::Outbound::default()
+            })
+            .map_err(KeySetError::Client)?;
             let resp = client
                 .get(url)
                 .send()

@@ -1,7 +1,6 @@
 //! Rows out and in (`ringfence memory list/export/import`): the JSON-line record, its
 //! checks, and bulk import with batched embedding.
 
-
 use base64::Engine as _;
 use rusqlite::params;
 use serde::{Deserialize, Serialize};

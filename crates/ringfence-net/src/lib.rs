@@ -1,0 +1,128 @@
+//! The one way ringfence reaches other servers over HTTP.
+//!
+//! Every outbound client is made here, so every request says who sends it (a User-Agent
+//! naming ringfence), gives up on time (a connect timeout and an overall one), speaks TLS
+//! through rustls with the `ring` provider the rest of ringfence uses, and never follows a
+//! redirect behind its caller's back: a caller that follows one does so hop by hop, so each
+//! hop can be checked. Today the OAuth key-set fetch uses it. The web, image, calendar and
+//! delivery families will reach the network only through it, and the SSRF guard — which
+//! decides, for every request whose address comes from a model or a user, whether that
+//! address may be reached, resolving it once and connecting to what it checked — will live
+//! here with it (ARCHITECTURE.md).
+
+use std::time::Duration;
+
+/// How an outbound client behaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outbound {
+    /// Longest wait for a connection (default 10 s).
+    pub connect_timeout: Duration,
+    /// Longest wait for a whole request, body included (default 30 s).
+    pub timeout: Duration,
+}
+
+impl Default for Outbound {
+    fn default() -> Outbound {
+        Outbound {
+            connect_timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A client could not be made (the TLS backend failed to start).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot make an HTTP client: {0}")]
+pub struct ClientError(#[source] reqwest::Error);
+
+/// What ringfence calls itself on the network: `ringfence/<version>`.
+pub fn user_agent() -> String {
+    format!("ringfence/{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// An HTTP client configured as `outbound` says.
+pub fn client(outbound: &Outbound) -> Result<reqwest::Client, ClientError> {
+    // The process-wide TLS provider: ring, as for ringfence's own HTTPS server. Installing
+    // it twice is harmless (the second attempt reports the first and is ignored).
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .user_agent(user_agent())
+        .connect_timeout(outbound.connect_timeout)
+        .timeout(outbound.timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(ClientError)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A one-request HTTP server on loopback that answers `reply` (or nothing, when it is
+    /// `None`) and hands back the request head it read.
+    async fn serve_once(reply: Option<&'static str>) -> (String, tokio::task::JoinHandle<String>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            let mut head = Vec::new();
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = conn.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                head.extend_from_slice(&buf[..n]);
+            }
+            match reply {
+                Some(r) => conn.write_all(r.as_bytes()).await.unwrap(),
+                None => tokio::time::sleep(Duration::from_secs(5)).await,
+            }
+            String::from_utf8_lossy(&head).into_owned()
+        });
+        (url, task)
+    }
+
+    #[tokio::test]
+    async fn names_ringfence_and_leaves_redirects_to_the_caller() {
+        let (url, server) = serve_once(Some(
+            "HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/latest/meta-data/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        ))
+        .await;
+        let resp = client(&Outbound::default())
+            .unwrap()
+            .get(&url)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 302, "the redirect was followed");
+        assert_eq!(
+            resp.headers()["location"],
+            "http://169.254.169.254/latest/meta-data/"
+        );
+        let head = server.await.unwrap().to_ascii_lowercase();
+        assert!(
+            head.contains(&format!("user-agent: {}", user_agent())),
+            "{head}"
+        );
+    }
+
+    #[tokio::test]
+    async fn gives_up_on_a_server_that_never_answers() {
+        let (url, _server) = serve_once(None).await;
+        let outbound = Outbound {
+            timeout: Duration::from_millis(200),
+            ..Outbound::default()
+        };
+        let started = std::time::Instant::now();
+        let err = client(&outbound)
+            .unwrap()
+            .get(&url)
+            .send()
+            .await
+            .unwrap_err();
+        assert!(err.is_timeout(), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(4));
+    }
+}
