@@ -29,7 +29,7 @@ pub use family::{Catalogue, Family, FamilyInfo, Preset, Selection, SelectionErro
 pub use journal::{
     FileKey, Journal, JournalEntry, JournalError, JournalRecord, Journaling, MemoryJournal,
 };
-pub use limits::Limits;
+pub use limits::{Limits, LimitsError};
 pub use memory::MemoryBackend;
 pub use resources::{PromptContent, PromptInfo, ResourceInfo, ResourceProvider, ResourceSet};
 pub use runner::{

@@ -86,7 +86,7 @@ impl Default for Limits {
 
 impl Limits {
     /// Rejects zero caps (a cap of zero would hide everything).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), LimitsError> {
         let checks = [
             ("max_read_lines", self.max_read_lines as u64),
             ("max_read_chars", self.max_read_chars as u64),
@@ -108,15 +108,26 @@ impl Limits {
         ];
         for (key, value) in checks {
             if value == 0 {
-                return Err(format!("limits.{key} must be greater than 0"));
+                return Err(LimitsError::Zero(key));
             }
         }
         if self.max_search_results > self.max_total_entries {
-            return Err(format!(
-                "limits.max_search_results ({}) must not exceed limits.max_total_entries ({})",
-                self.max_search_results, self.max_total_entries
-            ));
+            return Err(LimitsError::SearchAboveTotal {
+                search: self.max_search_results,
+                total: self.max_total_entries,
+            });
         }
         Ok(())
     }
+}
+
+/// A `[limits]` setting that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LimitsError {
+    #[error("limits.{0} must be greater than 0")]
+    Zero(&'static str),
+    #[error(
+        "limits.max_search_results ({search}) must not exceed limits.max_total_entries ({total})"
+    )]
+    SearchAboveTotal { search: usize, total: usize },
 }

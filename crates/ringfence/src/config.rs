@@ -657,7 +657,7 @@ impl Config {
         // 6. Limits (seed 002's LLM_CHAT_FS_* variables are honoured too).
         let mut limits = file.limits.clone().unwrap_or_default();
         seed_002_limits(env, &mut limits)?;
-        limits.validate()?;
+        limits.validate().map_err(|e| e.to_string())?;
 
         // 7. Tools: a preset or an explicit list as the base (the highest layer that sets
         // either decides; one layer setting both is an error), then additions, then removals.
