@@ -39,6 +39,17 @@ pub enum ConfigError {
     Limits(String),
     #[error("tools.preset: {0}")]
     Preset(#[source] ringfence_tools::SelectionError),
+    /// `[http] tokens`.
+    #[error(transparent)]
+    Tokens(#[from] ringfence_mcp::TokenConfigError),
+    /// The HTTPS certificate or key.
+    #[error(transparent)]
+    Tls(#[from] ringfence_mcp::TlsError),
+    #[error("http.tls_cert and http.tls_key go together: set both or neither")]
+    TlsHalf,
+    /// `[http.oauth]`, refused when the validator is built (it may fetch the key set).
+    #[error("http.oauth: {0}")]
+    Oauth(#[source] ringfence_mcp::JwtConfigError),
 }
 
 impl ConfigError {

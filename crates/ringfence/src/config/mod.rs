@@ -6,6 +6,7 @@
 //! environment and the flags) into resolved ones, and [`Config::load`] runs them in order.
 
 mod error;
+mod http;
 mod limits;
 mod memory;
 mod raw;
@@ -21,6 +22,7 @@ use ringfence_tools::{Limits, Selection};
 use crate::env_vars;
 
 pub use error::ConfigError;
+pub use http::HttpPlan;
 pub use memory::{EmbeddingProvider, MemorySettings, default_model_dir};
 pub use raw::HttpConfig;
 
@@ -50,7 +52,7 @@ pub struct Config {
     pub log: String,
     pub log_json: bool,
     pub limits: Limits,
-    /// `[http]` as written: only `serve --http` checks it.
+    /// `[http]` as written: only `serve --http` resolves it, into an [`HttpPlan`].
     pub http: HttpConfig,
     pub memory: MemorySettings,
     pub client_roots: ClientRoots,
