@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ringfence_mcp::{McpServer, ServerIdentity, UserSessions};
 use ringfence_tools::{
-    AuditSink, BackendError, CallMetrics, Limits, ResourceSet, Selection, ToolRunner, Toolbox,
+    AuditSink, BackendError, CallMetrics, Limits, ResourceSet, ToolRunner, Toolbox,
 };
 
 use crate::config::{Config, MemorySettings};
@@ -46,14 +46,8 @@ impl App {
     /// loading the model) starts now.
     pub fn build(config: &Config, background: bool) -> Result<App, String> {
         let sessions = Sessions::new(config)?;
-        let selection = Selection {
-            preset: config.preset,
-            enable: config.enable.clone(),
-            add: config.add.clone(),
-            disable: config.disable.clone(),
-        };
         let names = families::catalogue()
-            .select(&selection)
+            .select(&config.tools)
             .map_err(|e| e.to_string())?;
         let supervisor = Supervisor::new();
         let env = FamilyEnv {

@@ -1,0 +1,63 @@
+//! `call TOOL JSON`: one tool call as the local user; the result on stdout.
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use serde_json::Value;
+
+use ringfence_tools::{CallRequest, Progress};
+
+use super::{fail, print_out, raise_fd_limit, runtime};
+use crate::app::App;
+
+pub(super) fn run(app: App, tool_name: &str, json: &str) -> ExitCode {
+    raise_fd_limit();
+    let runner = app.runner(None, None);
+    if runner.toolbox().get(tool_name).is_none() {
+        let names: Vec<&str> = runner.toolbox().iter().map(|t| t.name()).collect();
+        return fail(&format!(
+            "unknown tool `{tool_name}`; available: {}",
+            names.join(", ")
+        ));
+    }
+    let text = if json == "-" {
+        let mut s = String::new();
+        if let Err(e) = std::io::stdin().read_to_string(&mut s) {
+            return fail(&format!("cannot read arguments from stdin: {e}"));
+        }
+        s
+    } else {
+        json.to_owned()
+    };
+    let args: Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => return fail(&format!("arguments are not valid JSON: {e}")),
+    };
+    let scope = match app.sessions.local() {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let user = scope.session.user().to_owned();
+    let outcome = runtime().block_on(runner.call(CallRequest {
+        tool: tool_name,
+        args,
+        user: &user,
+        session_id: "cli",
+        scope: Ok(scope),
+        cancel: tokio_util::sync::CancellationToken::new(),
+        progress: Progress::none(),
+        ready: None,
+    }));
+    app.shutdown();
+    match outcome {
+        Err(unknown) => fail(&unknown.to_string()),
+        Ok(Ok(out)) => {
+            print_out(&out.all_text());
+            ExitCode::SUCCESS
+        }
+        Ok(Err(err)) => {
+            print_out(&format!("Error: {}", err.message));
+            ExitCode::from(1)
+        }
+    }
+}

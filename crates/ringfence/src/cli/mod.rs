@@ -1,0 +1,285 @@
+//! Command-line interface: the arguments, the start every command shares (configuration,
+//! logging, the [`App`]), and the dispatch to one module per command.
+
+mod audit;
+mod call;
+mod memory;
+mod model;
+mod serve;
+mod serve_http;
+mod token_hash;
+mod tools;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::app::App;
+use crate::config::{Config, Overrides, ProcessEnv};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ringfence",
+    version,
+    about = "A contained tool runtime for AI assistants, served over MCP"
+)]
+struct Cli {
+    /// Configuration file (TOML). Default: $XDG_CONFIG_HOME/ringfence/config.toml if it exists.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Data directory (default workspace, saved tool output).
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Denylist pattern (gitignore syntax); repeatable; adds to the configured denylist.
+    #[arg(long = "deny", global = true, value_name = "PATTERN")]
+    deny: Vec<String>,
+    /// Tool preset: full (every tool, the default), iris (seed 000's five file tools),
+    /// llm-chat (seed 002's thirteen).
+    #[arg(long, global = true, value_name = "PRESET")]
+    preset: Option<String>,
+    /// Offer only these tools or families (comma-separated), instead of a preset.
+    #[arg(long, global = true, value_delimiter = ',', value_name = "TOOLS")]
+    tools: Vec<String>,
+    /// Add these tools or families to the preset (comma-separated).
+    #[arg(long, global = true, value_delimiter = ',', value_name = "TOOLS")]
+    add_tools: Vec<String>,
+    /// Remove these tools or families (comma-separated).
+    #[arg(long, global = true, value_delimiter = ',', value_name = "TOOLS")]
+    disable_tools: Vec<String>,
+    /// What the MCP client's roots may do: narrow (default: keep only what lies inside both
+    /// the configured roots and the client's), ignore, or extend (also add client roots
+    /// outside the configured ones).
+    #[arg(long, global = true, value_name = "POLICY")]
+    client_roots: Option<String>,
+    /// Log filter for stderr (error, warn, info, debug, trace).
+    #[arg(long, global = true, value_name = "FILTER")]
+    log: Option<String>,
+    /// Log line format on stderr: text (default) or json (one object per line).
+    #[arg(long, global = true, value_name = "FORMAT")]
+    log_format: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve MCP over stdio (how desktop clients launch servers).
+    Serve {
+        /// Directories the tools may reach, each `PATH` or `PATH:ro` (read-only). Default: the
+        /// configured roots, else `<data dir>/workspace`.
+        roots: Vec<String>,
+        /// Serve MCP streamable HTTP at `http://ADDR/mcp` instead of stdio (e.g.
+        /// `127.0.0.1:8765`). Any address but loopback needs authentication configured.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// With --http: serve HTTPS with this PEM certificate chain (overrides http.tls_cert).
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// With --http: the PEM private key of --tls-cert (overrides http.tls_key).
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+    },
+    /// Run one tool call and print its result.
+    Call {
+        /// Tool name, e.g. read_file.
+        tool: String,
+        /// Arguments as a JSON object, or `-` to read them from stdin.
+        json: String,
+        /// Roots for this call (`PATH` or `PATH:ro`); repeatable.
+        #[arg(long = "root", value_name = "ROOT")]
+        roots: Vec<String>,
+    },
+    /// Read a bearer token from stdin and print the hash to put in `[http] tokens`.
+    TokenHash,
+    /// Print audit-trail lines (JSON, oldest first) matching every filter given.
+    Audit {
+        #[arg(long)]
+        user: Option<String>,
+        #[arg(long)]
+        tool: Option<String>,
+        /// `ok` or `error`.
+        #[arg(long)]
+        outcome: Option<String>,
+        #[arg(long)]
+        session: Option<String>,
+        /// Lines at or after this time (RFC 3339 UTC, e.g. 2026-12-02T15:00:00Z or a prefix
+        /// such as 2026-12-02).
+        #[arg(long)]
+        since: Option<String>,
+        /// Lines before this time.
+        #[arg(long)]
+        until: Option<String>,
+    },
+    /// Print the tool definitions.
+    Tools {
+        #[arg(long, value_enum, default_value_t = tools::Format::Mcp)]
+        format: tools::Format,
+    },
+    /// The embedding model that memory search uses (all-MiniLM-L6-v2).
+    #[command(subcommand)]
+    Model(model::ModelCommand),
+    /// Truths and memories: list, back up, move (JSON lines).
+    #[command(subcommand)]
+    Memory(memory::MemoryCommand),
+}
+
+impl Cli {
+    /// The values the command line sets in the configuration (highest precedence).
+    fn overrides(&self) -> Overrides {
+        let roots = match &self.command {
+            Command::Serve { roots, .. } | Command::Call { roots, .. } => roots.clone(),
+            Command::Tools { .. }
+            | Command::TokenHash
+            | Command::Audit { .. }
+            | Command::Model(_)
+            | Command::Memory(_) => Vec::new(),
+        };
+        Overrides {
+            config: self.config.clone(),
+            data_dir: self.data_dir.clone(),
+            roots,
+            deny: self.deny.clone(),
+            log: self.log.clone(),
+            log_format: self.log_format.clone(),
+            client_roots: self.client_roots.clone(),
+            preset: self.preset.clone(),
+            enable: self.tools.clone(),
+            add: self.add_tools.clone(),
+            disable: self.disable_tools.clone(),
+        }
+    }
+}
+
+pub fn run_main() -> ExitCode {
+    let cli = Cli::parse();
+    let over = cli.overrides();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let config = match Config::load(&over, &ProcessEnv, &cwd) {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("configuration error: {e}")),
+    };
+    if let Err(e) = init_logging(&config.log, config.log_json) {
+        return fail(&e);
+    }
+    if let Some(file) = &config.config_file {
+        tracing::debug!(file = %file.display(), "configuration file loaded");
+    }
+    warn_unknown_variables();
+    // Only a server starts background work (opening databases, loading the model, writing
+    // access counts): a one-off `call` opens what its tool needs when it needs it, and does
+    // not wait at exit for a model it never used.
+    let background = matches!(cli.command, Command::Serve { .. });
+    let mut app = match App::build(&config, background) {
+        Ok(a) => a,
+        Err(e) => return fail(&format!("configuration error: {e}")),
+    };
+    match cli.command {
+        Command::TokenHash => token_hash::run(),
+        Command::Audit {
+            user,
+            tool,
+            outcome,
+            session,
+            since,
+            until,
+        } => audit::run(
+            app.data_dir(),
+            crate::audit::Query {
+                user,
+                tool,
+                outcome,
+                session,
+                since,
+                until,
+            },
+        ),
+        Command::Model(cmd) => model::run(&config, cmd),
+        Command::Memory(cmd) => memory::run(&app, cmd),
+        Command::Serve {
+            http,
+            tls_cert,
+            tls_key,
+            ..
+        } => {
+            app.open_audit();
+            match http {
+                Some(addr) => serve_http::run(app, &addr, tls_cert.zip(tls_key)),
+                None => serve::run(app),
+            }
+        }
+        Command::Call { tool, json, .. } => call::run(app, &tool, &json),
+        Command::Tools { format } => tools::run(&app, format),
+    }
+}
+
+fn init_logging(filter: &str, json: bool) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .map_err(|e| format!("log filter `{filter}` is not valid: {e}"))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    if json {
+        // One JSON object per line: timestamp, level, target, fields, span.
+        builder.json().flatten_event(true).init();
+    } else {
+        builder.init();
+    }
+    Ok(())
+}
+
+/// Warns about `RINGFENCE_*` variables ringfence does not read (a typo leaves a setting
+/// silently unset otherwise).
+fn warn_unknown_variables() {
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("RINGFENCE_") && !crate::env_vars::ALL.contains(&key.as_ref()) {
+            tracing::warn!(variable = %key, "unknown RINGFENCE_ variable ignored (typo?)");
+        }
+    }
+}
+
+/// Lets big searches open many directories at once.
+fn raise_fd_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let lim = getrlimit(Resource::Nofile);
+    if let (Some(cur), Some(max)) = (lim.current, lim.maximum)
+        && cur < max
+    {
+        let mut new = lim;
+        new.current = Some(max.min(65_536).max(cur));
+        let _ = setrlimit(Resource::Nofile, new);
+    }
+}
+
+/// Says why the command failed (on stderr) and exits with 2.
+#[allow(clippy::print_stderr)] // before logging exists, stderr is the only place to say why
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("ringfence: {msg}");
+    ExitCode::from(2)
+}
+
+/// Progress and results of the model and memory commands, on stderr.
+#[allow(clippy::print_stderr)]
+fn say(line: &str) {
+    eprintln!("{line}");
+}
+
+/// Writes a command's output; a closed pipe (`| head`) is not an error.
+fn print_out(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}

@@ -1,0 +1,89 @@
+//! `serve --http ADDR`: MCP streamable HTTP, one server (and session state) per MCP session,
+//! each bound to the user who opened it. What to serve comes resolved in an [`HttpPlan`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use super::{fail, raise_fd_limit, runtime};
+use crate::app::App;
+use crate::config::HttpPlan;
+
+pub(super) fn run(app: App, addr: &str, tls_files: Option<(PathBuf, PathBuf)>) -> ExitCode {
+    let addr: SocketAddr = match addr.parse() {
+        Ok(a) => a,
+        Err(e) => {
+            return fail(&format!(
+                "serve --http {addr}: not a socket address ({e}); use e.g. 127.0.0.1:8765"
+            ));
+        }
+    };
+    let plan = match HttpPlan::new(&app.http, addr, tls_files) {
+        Ok(p) => p,
+        Err(e) => return fail(&format!("configuration error: {e}")),
+    };
+    raise_fd_limit();
+    app.check_roots();
+    app.prune_spill();
+    let app = Arc::new(app);
+    let rt = runtime();
+    let result = rt.block_on(serve(&app, addr, &plan));
+    rt.shutdown_timeout(std::time::Duration::from_secs(5));
+    app.shutdown();
+    match result {
+        Ok(()) => {
+            tracing::info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+/// Serves until SIGTERM or SIGINT, then lets running calls finish (the plan's grace).
+async fn serve(app: &Arc<App>, addr: SocketAddr, plan: &HttpPlan) -> Result<(), String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let auth = plan
+        .auth()
+        .await
+        .map_err(|e| format!("configuration error: {e}"))?;
+    // Fail closed: anything but loopback would serve every file tool to the network, so
+    // it needs authentication.
+    if !addr.ip().is_loopback() && auth.is_empty() {
+        return Err(format!(
+            "serve --http {addr}: binding a non-loopback address requires authentication: add bearer tokens under [http] tokens in the configuration (make a hash with `ringfence token-hash`) or configure [http.oauth], or bind 127.0.0.1"
+        ));
+    }
+    let metrics = Arc::new(ringfence_mcp::Metrics::default());
+    let options = plan.options(Arc::new(auth), metrics.clone());
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("serve --http {addr}: {e}"))?;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let factory_app = app.clone();
+    let runner = app.runner(
+        plan.call_timeout,
+        Some(metrics.clone() as Arc<dyn ringfence_tools::CallMetrics>),
+    );
+    let factory = move || Ok(factory_app.user_server(&runner).with_metrics(&metrics));
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        tools = app.toolbox.len(),
+        url = %format!("{}://{local}/mcp", plan.scheme),
+        "serving MCP over streamable HTTP"
+    );
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM received; finishing running calls, refusing new ones"),
+            _ = int.recv() => tracing::info!("SIGINT received; finishing running calls, refusing new ones"),
+        }
+        stop.cancel();
+    });
+    ringfence_mcp::serve_http(listener, factory, shutdown, options)
+        .await
+        .map_err(|e| format!("serve --http {addr}: {e}"))
+}

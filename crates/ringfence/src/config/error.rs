@@ -1,0 +1,69 @@
+//! Why a configuration was refused. Each error names the file, key, variable or flag at
+//! fault; the command line prints it after `configuration error: ` and exits with 2.
+
+use std::path::PathBuf;
+
+use crate::env_vars;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The configuration file cannot be read.
+    #[error("cannot read config file {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is not TOML, or holds a key or a value its schema does not take.
+    #[error("config file {}: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    /// A path that must be absolute is not.
+    #[error("{key}: `{}` must be an absolute path", path.display())]
+    NotAbsolute { key: String, path: PathBuf },
+    /// Nothing names a data directory and none can be derived.
+    #[error(
+        "cannot find a data directory: set {} or HOME",
+        env_vars::RINGFENCE_DATA_DIR
+    )]
+    NoDataDir,
+    /// Two roots resolve to the same directory.
+    #[error("root `{}` is listed twice", .0.display())]
+    DuplicateRoot(PathBuf),
+    /// A value is refused: `key` names where it came from, `reason` what is wrong.
+    #[error("{key}: {reason}")]
+    Invalid { key: String, reason: String },
+    /// The limits' own check refused them (its message names the key).
+    #[error(transparent)]
+    Limits(#[from] ringfence_tools::LimitsError),
+    #[error("tools.preset: {0}")]
+    Preset(#[source] ringfence_tools::SelectionError),
+    /// `[http] tokens`.
+    #[error(transparent)]
+    Tokens(#[from] ringfence_mcp::TokenConfigError),
+    /// The HTTPS certificate or key.
+    #[error(transparent)]
+    Tls(#[from] ringfence_mcp::TlsError),
+    #[error("http.tls_cert and http.tls_key go together: set both or neither")]
+    TlsHalf,
+    /// `[http.oauth]`, refused when the validator is built (it may fetch the key set).
+    #[error("http.oauth: {0}")]
+    Oauth(#[source] ringfence_mcp::JwtConfigError),
+}
+
+impl ConfigError {
+    pub fn invalid(key: impl Into<String>, reason: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            key: key.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub fn not_absolute(key: impl Into<String>, path: impl Into<PathBuf>) -> ConfigError {
+        ConfigError::NotAbsolute {
+            key: key.into(),
+            path: path.into(),
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! Which tools are offered: a preset or an explicit list as the base (the highest layer
+//! that sets either decides; one layer setting both is an error), then additions, then
+//! removals — the [`Selection`] the catalogue resolves.
+
+use ringfence_tools::{Preset, Selection};
+
+use super::raw::ToolsConfig;
+use super::{ConfigError, Env, Overrides, list};
+use crate::env_vars;
+
+pub(super) fn resolve(
+    over: &Overrides,
+    env: &dyn Env,
+    file: Option<ToolsConfig>,
+) -> Result<Selection, ConfigError> {
+    let file = file.unwrap_or_default();
+    let env_enable = env
+        .get(env_vars::RINGFENCE_TOOLS)
+        .filter(|s| !s.trim().is_empty())
+        .map(|v| list(&v));
+    let env_preset = env
+        .get(env_vars::RINGFENCE_PRESET)
+        .filter(|s| !s.trim().is_empty());
+    let layers = [
+        (
+            "command line (--preset, --tools)",
+            over.preset.clone(),
+            (!over.enable.is_empty()).then(|| over.enable.clone()),
+        ),
+        (
+            "environment (RINGFENCE_PRESET, RINGFENCE_TOOLS)",
+            env_preset,
+            env_enable,
+        ),
+        (
+            "config file (tools.preset, tools.enable)",
+            file.preset.clone(),
+            file.enable.clone(),
+        ),
+    ];
+    let mut preset = Preset::Full;
+    let mut enable = None;
+    for (layer, p, e) in layers {
+        match (p, e) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::invalid(
+                    "tools",
+                    format!(
+                        "the {layer} sets both a preset and a tool list; use one of them (add tools to a preset with tools.add)"
+                    ),
+                ));
+            }
+            (Some(p), None) => {
+                preset = Preset::parse(p.trim()).map_err(ConfigError::Preset)?;
+                break;
+            }
+            (None, Some(e)) => {
+                if e.is_empty() {
+                    return Err(ConfigError::invalid(
+                        "tools.enable",
+                        "the list is empty; no tool would be offered",
+                    ));
+                }
+                enable = Some(e);
+                break;
+            }
+            (None, None) => {}
+        }
+    }
+    let mut add = file.add.unwrap_or_default();
+    if let Some(v) = env.get(env_vars::RINGFENCE_ADD_TOOLS) {
+        add.extend(list(&v));
+    }
+    add.extend(over.add.iter().cloned());
+    let mut disable = file.disable.unwrap_or_default();
+    if let Some(v) = env.get(env_vars::RINGFENCE_DISABLE_TOOLS) {
+        disable.extend(list(&v));
+    }
+    disable.extend(over.disable.iter().cloned());
+    Ok(Selection {
+        preset,
+        enable,
+        add,
+        disable,
+    })
+}
