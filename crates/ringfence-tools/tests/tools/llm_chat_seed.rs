@@ -1,11 +1,9 @@
-//! Seed 002's thirteen tools: every documented example, verbatim (with the seed's
-//! `/my/project` standing for the test's root), then the failure paths and the behaviour the
-//! seed describes in prose (the read-before-write pool, search limits, workspaces).
-#![allow(clippy::disallowed_methods)]
+//! The thirteen tools of seed 002 (llm-chat): every documented example, verbatim (with the
+//! seed's `/my/project` standing for the test's root), then the failure paths and the
+//! behaviour the seed describes in prose (the read-before-write pool, search limits,
+//! workspaces).
 
-mod common;
-
-use common::Fx;
+use crate::common::Fx;
 use ringfence_fs::Access;
 use ringfence_tools::{Content, Limits, ToolErrorKind};
 use serde_json::json;
@@ -762,7 +760,7 @@ async fn search_entries_caps_results_and_says_so() {
         out.contains("Showing 50 of 60 results (max_results=50)"),
         "{out}"
     );
-    let saved = common::spill_path(&out);
+    let saved = crate::common::spill_path(&out);
     let all = std::fs::read_to_string(&saved).unwrap();
     assert_eq!(all.lines().count(), 60);
     let out = fx
@@ -787,7 +785,7 @@ async fn search_entries_summarises_above_the_display_threshold() {
     let out = fx.ok("search_entries", json!({"max_results": 100})).await;
     assert!(out.starts_with("Found 31 results"), "{out}");
     assert!(!out.contains("f00.txt"), "{out}");
-    let saved = common::spill_path(&out);
+    let saved = crate::common::spill_path(&out);
     assert_eq!(std::fs::read_to_string(saved).unwrap().lines().count(), 31);
 }
 
@@ -872,7 +870,7 @@ async fn list_directory_recursive_is_depth_first_and_bounded() {
     let (shown, notice) = out.split_once("… showing").unwrap();
     assert_eq!(shown, ".gitignore\na/\na/y/\na/y/x.txt\n");
     assert!(notice.starts_with(" 4 of 8 entries."), "{notice}");
-    let saved = std::fs::read_to_string(common::spill_path(&out)).unwrap();
+    let saved = std::fs::read_to_string(crate::common::spill_path(&out)).unwrap();
     assert_eq!(
         saved,
         ".gitignore\na/\na/y/\na/y/x.txt\na/z.txt\nb.txt\nc/\nc/w.txt\n"

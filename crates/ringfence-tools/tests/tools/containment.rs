@@ -1,5 +1,3 @@
-#![allow(clippy::disallowed_methods)] // fixtures and oracles use std::fs on purpose
-
 //! Adversarial containment through the tools: every path-taking tool against a table of
 //! escape inputs, recursive deletes meeting symlinks, moves across the boundary, the
 //! read-only root, the denylist and switch_workspace.
@@ -18,13 +16,11 @@
 //! before; a refused call must also leave `<tmp>/ws` untouched. Every input stays inside the
 //! temp dir, so even a containment failure cannot damage the machine running the tests.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-use common::Fx;
+use crate::common::Fx;
 use ringfence_fs::Access;
 use ringfence_tools::{Limits, ToolErrorKind};
 use serde_json::{Value, json};

@@ -1,8 +1,7 @@
 //! Fixture shared by the tool tests: a fresh root and data directory per test, a session
 //! over them, and helpers that call a tool the way the transport would.
-#![allow(clippy::disallowed_methods, dead_code)] // fixtures are built by ambient path on purpose
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use ringfence_fs::{Access, Denylist, Root, RootOrigin, RootSpec, Workspace};
@@ -100,11 +99,6 @@ impl Fx {
         tool.call(self.ctx.clone(), args).await
     }
 
-    /// `<tmp>/outside/<rel>`: a place outside every root.
-    pub fn outside(&self, rel: &str) -> PathBuf {
-        self.tmp.path().join("outside").join(rel)
-    }
-
     /// The absolute path of `rel` in the first root, as results show it.
     pub fn abs(&self, rel: &str) -> String {
         if rel.is_empty() || rel == "." {
@@ -196,8 +190,4 @@ pub fn spill_path(text: &str) -> String {
     let rest = &text[start..];
     let end = rest.find(". Use read_file").expect("end of spill path");
     rest[..end].to_owned()
-}
-
-pub fn exists(p: &Path) -> bool {
-    p.exists()
 }

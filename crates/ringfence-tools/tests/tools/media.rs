@@ -1,10 +1,7 @@
 //! Images and audio come back as media content, typed by their bytes, capped, and (with the
 //! default `image-resize` feature) downscaled when very large.
-#![allow(clippy::disallowed_methods)]
 
-mod common;
-
-use common::Fx;
+use crate::common::Fx;
 use ringfence_fs::Access;
 use ringfence_tools::{Content, Limits, ToolErrorKind};
 use serde_json::json;

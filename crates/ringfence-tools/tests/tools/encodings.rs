@@ -1,11 +1,8 @@
 //! Files that are not UTF-8: UTF-16 with a byte-order mark and legacy code pages are read
 //! decoded (saying so) and edited in their own encoding; anything that would not round-trip
 //! is refused with the file untouched.
-#![allow(clippy::disallowed_methods)]
 
-mod common;
-
-use common::Fx;
+use crate::common::Fx;
 use ringfence_tools::ToolErrorKind;
 use serde_json::json;
 

@@ -1,12 +1,9 @@
 //! write_file and edit_file: read-first gate, staleness by content hash, atomicity helpers,
 //! kept conventions (mode, CRLF, BOM, final newline), diffs and match errors.
-#![allow(clippy::disallowed_methods)]
-
-mod common;
 
 use std::os::unix::fs::PermissionsExt;
 
-use common::Fx;
+use crate::common::Fx;
 use ringfence_fs::Access;
 use ringfence_tools::{Limits, ToolErrorKind};
 use serde_json::json;

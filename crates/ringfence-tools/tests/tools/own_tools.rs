@@ -1,13 +1,10 @@
 //! ringfence's own file tools beyond the seeds: copy_file, multi_edit, directory_tree,
 //! undo_edit (with the in-memory journal; the SQLite journal across restarts is tested in the
 //! binary's CLI tests), and the tolerant matching of edit_file.
-#![allow(clippy::disallowed_methods)]
-
-mod common;
 
 use std::os::unix::fs::PermissionsExt;
 
-use common::Fx;
+use crate::common::Fx;
 use ringfence_fs::Access;
 use ringfence_tools::{Limits, ToolErrorKind};
 use serde_json::json;

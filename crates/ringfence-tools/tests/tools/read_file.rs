@@ -1,9 +1,6 @@
 //! read_file against seed 000: cat -n format, defaults, caps, notices, spill, limits.
-#![allow(clippy::disallowed_methods)]
 
-mod common;
-
-use common::{Fx, spill_path};
+use crate::common::{Fx, spill_path};
 use ringfence_tools::{Limits, ToolErrorKind};
 use serde_json::json;
 

@@ -1,5 +1,4 @@
 //! Nothing but JSON-RPC on stdout, even while the server logs warnings and errors.
-#![allow(clippy::disallowed_methods)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

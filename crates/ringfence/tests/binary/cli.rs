@@ -1,6 +1,5 @@
 //! The `ringfence` command line: `call`, `tools`, configuration precedence and failing
 //! closed, root creation rules.
-#![allow(clippy::disallowed_methods)]
 
 use std::path::Path;
 use std::process::{Command, Output};

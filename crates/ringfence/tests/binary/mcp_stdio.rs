@@ -1,6 +1,5 @@
 //! End-to-end: spawn the built `ringfence serve DIR` and speak MCP to it over stdio with the
 //! rmcp client, as a desktop client would.
-#![allow(clippy::disallowed_methods)] // fixtures are built by ambient path on purpose
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -1,12 +1,9 @@
 //! grep and glob: output modes, ignore policy, filters, paging, caps with spill, errors,
 //! cancellation and progress.
-#![allow(clippy::disallowed_methods)]
-
-mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::{Fx, spill_path};
+use crate::common::{Fx, spill_path};
 use ringfence_fs::Access;
 use ringfence_tools::{Limits, Progress, ToolErrorKind};
 use serde_json::json;
