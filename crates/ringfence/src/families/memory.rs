@@ -58,8 +58,8 @@ pub fn open_now(settings: &MemorySettings) -> Result<Arc<MemoryDb>, String> {
     open_memory_db(settings)
 }
 
-/// Truths and memories, opened on first use (or by a background thread at start-up).
-pub struct LazyMemory {
+/// Truths and memories, opened on first use (or by a background job at start-up).
+struct LazyMemory {
     cell: std::sync::OnceLock<Result<Arc<MemoryDb>, String>>,
     settings: MemorySettings,
 }

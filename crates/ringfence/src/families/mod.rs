@@ -20,8 +20,8 @@ pub mod memory;
 pub struct FamilyEnv<'a> {
     pub config: &'a Config,
     pub supervisor: &'a Arc<Supervisor>,
-    /// Start background work now (model loading, opening databases ahead of the first
-    /// call). `false` for commands that only list tools.
+    /// Start background work now (opening databases ahead of the first call, loading the
+    /// model, periodic writes). Only `serve` sets it; elsewhere services open on first use.
     pub background: bool,
 }
 
