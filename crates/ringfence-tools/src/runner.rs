@@ -48,9 +48,11 @@ pub trait CallMetrics: Send + Sync + std::fmt::Debug {
 const LONG_STRING: usize = 512;
 
 /// `args` with the value of every key in `sensitive` (at any depth: `edits[].old_string`
-/// too) and every string over 512 bytes replaced by `{"len": bytes, "blake3": first 16 hex
-/// digits}`, so the audit trail can tell calls apart without holding what they carried.
-pub fn redact_args(args: &Value, sensitive: &[&str]) -> Value {
+/// too), of every top-level key that is not one of the tool's parameters (`known`: content
+/// sent under a misspelt name is still content), and every string over 512 bytes replaced
+/// by `{"len": bytes, "blake3": first 16 hex digits}`, so the audit trail can tell calls apart
+/// without holding what they carried.
+pub fn redact_args(args: &Value, sensitive: &[&str], known: &[String]) -> Value {
     fn walk(v: &Value, sensitive: &[&str], hide: bool) -> Value {
         match v {
             Value::String(s) if hide || s.len() > LONG_STRING => json!({
@@ -72,7 +74,17 @@ pub fn redact_args(args: &Value, sensitive: &[&str]) -> Value {
             other => other.clone(),
         }
     }
-    walk(args, sensitive, false)
+    match args {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let hide = sensitive.contains(&k.as_str()) || !known.iter().any(|n| n == k);
+                    (k.clone(), walk(v, sensitive, hide))
+                })
+                .collect(),
+        ),
+        other => walk(other, sensitive, true),
+    }
 }
 
 /// The caller asked for a tool this runner does not offer.
@@ -114,6 +126,8 @@ pub struct CallRequest<'a> {
 #[derive(Debug)]
 pub struct ToolRunner {
     toolbox: Toolbox,
+    /// Each tool's parameter names (from its schema), for the audit trail's redaction.
+    parameters: std::collections::HashMap<&'static str, Vec<String>>,
     limits: Arc<Limits>,
     call_timeout: Option<Duration>,
     audit: Option<Arc<dyn AuditSink>>,
@@ -122,8 +136,21 @@ pub struct ToolRunner {
 
 impl ToolRunner {
     pub fn new(toolbox: Toolbox, limits: Arc<Limits>) -> ToolRunner {
+        let parameters = toolbox
+            .iter()
+            .map(|t| {
+                let names = t
+                    .input_schema()
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default();
+                (t.name(), names)
+            })
+            .collect();
         ToolRunner {
             toolbox,
+            parameters,
             limits,
             call_timeout: None,
             audit: None,
@@ -167,10 +194,13 @@ impl ToolRunner {
                 available: self.toolbox.iter().map(|t| t.name()).collect(),
             });
         };
-        let audited_args = self
-            .audit
-            .as_ref()
-            .map(|_| redact_args(&req.args, tool.sensitive_args()));
+        let audited_args = self.audit.as_ref().map(|_| {
+            let known = self
+                .parameters
+                .get(tool.name())
+                .map_or(&[][..], Vec::as_slice);
+            redact_args(&req.args, tool.sensitive_args(), known)
+        });
         let started = Instant::now();
         let result = match req.scope {
             Ok(scope) => {
@@ -289,7 +319,14 @@ mod tests {
             "tags": ["wife", "allergy"],
             "pattern": "x".repeat(600),
         });
-        let r = redact_args(&args, &["content", "old_string", "new_string", "tags"]);
+        let known: Vec<String> = ["path", "content", "edits", "tags", "pattern"]
+            .map(String::from)
+            .to_vec();
+        let r = redact_args(
+            &args,
+            &["content", "old_string", "new_string", "tags"],
+            &known,
+        );
         assert_eq!(r["path"], "notes.txt");
         assert_eq!(r["content"]["len"], 11);
         assert_eq!(r["content"]["blake3"].as_str().unwrap().len(), 16);
@@ -300,7 +337,15 @@ mod tests {
         for secret in ["secret", "wife", "allergy"] {
             assert!(!text.contains(secret), "{secret} in {text}");
         }
-        // Names a tool did not declare stay as they are.
-        assert_eq!(redact_args(&args, &[])["content"], "secret text");
+        // Parameters a tool did not declare sensitive stay as they are...
+        assert_eq!(redact_args(&args, &[], &known)["content"], "secret text");
+        // ...but content under a name the tool does not have (a misspelt parameter: the call
+        // fails, its arguments are still audited) is hidden, whatever its type.
+        let wrong = serde_json::json!({"path": "a", "memory_content": "User has a secret", "n": 3});
+        let r = redact_args(&wrong, &[], &["path".to_owned()]);
+        assert_eq!(r["path"], "a");
+        assert_eq!(r["memory_content"]["len"], 17);
+        assert_eq!(r["n"]["redacted"], true);
+        assert!(!r.to_string().contains("secret"));
     }
 }

@@ -44,14 +44,15 @@ impl SpillStore {
         })
     }
 
-    /// Deletes spill files last modified more than `max_age` ago, here and in the per-user
-    /// directories beneath; returns how many. Called at start-up, so saved outputs outlive the
-    /// session that made them but do not pile up.
+    /// Deletes spill files last modified more than `max_age` ago, here and in the
+    /// directories up to two levels beneath (per configuration, per user); returns how many.
+    /// Called at start-up, so saved outputs outlive the session that made them but do not
+    /// pile up.
     pub fn prune(&self, max_age: std::time::Duration) -> usize {
         let Ok(dir) = self.root.dir() else {
             return 0;
         };
-        prune_dir(&dir, max_age, 1)
+        prune_dir(&dir, max_age, 2)
     }
 
     /// Saves `text` whole and returns the absolute path to print.

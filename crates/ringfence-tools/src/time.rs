@@ -87,11 +87,16 @@ pub fn parse_iso(s: &str) -> Result<SystemTime, TimeError> {
         return Err(bad());
     }
     let (body, offset_secs) = split_offset(t).ok_or_else(bad)?;
-    let body = if body.len() >= 19 && &body[17..19] == "60" {
+    let mut body = if body.len() >= 19 && &body[17..19] == "60" {
         format!("{}59{}", &body[..17], &body[19..])
     } else {
         body.to_owned()
     };
+    // Nanoseconds are as fine as a time gets here: further digits are dropped (jiff reads
+    // at most nine). The shape check made `body` ASCII, so byte offsets are characters.
+    if body.len() > 29 {
+        body.truncate(29);
+    }
     let civil = if body.len() == 10 {
         body.parse::<jiff::civil::Date>()
             .map(|d| d.to_datetime(jiff::civil::Time::midnight()))
@@ -100,14 +105,11 @@ pub fn parse_iso(s: &str) -> Result<SystemTime, TimeError> {
             .parse::<jiff::civil::DateTime>()
     }
     .map_err(|_| bad())?;
-    let utc = civil
-        .to_zoned_datetime(TimeZone::UTC)
-        .map_err(|_| bad())?
-        .timestamp();
-    let instant = utc
-        .checked_sub(jiff::SignedDuration::from_secs(offset_secs))
-        .map_err(|_| bad())?;
-    let nanos = instant.as_nanosecond();
+    // Measured from the epoch on the civil calendar rather than through a `Timestamp`,
+    // whose range ends on 9999-12-30 (a model's "until 9999-12-31" must still parse).
+    let since_epoch = civil.duration_since(jiff::civil::date(1970, 1, 1).at(0, 0, 0, 0))
+        - jiff::SignedDuration::from_secs(offset_secs);
+    let nanos = since_epoch.as_nanos();
     let magnitude = Duration::new(
         (nanos.unsigned_abs() / 1_000_000_000) as u64,
         (nanos.unsigned_abs() % 1_000_000_000) as u32,
@@ -222,6 +224,23 @@ mod tests {
         assert_eq!(
             format_iso(parse_iso("2025-01-01T00:00:00,123456789Z").unwrap()),
             "2025-01-01T00:00:00.123Z"
+        );
+        // More digits than nanoseconds hold, and the last day of year 9999 (an open bound).
+        assert_eq!(
+            parse_iso("2025-01-01T00:00:00.1234567891234Z").unwrap(),
+            parse_iso("2025-01-01T00:00:00.123456789Z").unwrap()
+        );
+        assert_eq!(
+            parse_iso("9999-12-31T23:59:59Z").unwrap(),
+            UNIX_EPOCH + Duration::from_secs(253_402_300_799)
+        );
+        assert_eq!(
+            parse_iso("9999-12-31").unwrap(),
+            UNIX_EPOCH + Duration::from_secs(253_402_214_400)
+        );
+        assert_eq!(
+            parse_iso("0001-01-01").unwrap(),
+            UNIX_EPOCH - Duration::from_secs(62_135_596_800)
         );
     }
 

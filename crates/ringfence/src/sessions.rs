@@ -155,8 +155,15 @@ impl Sessions {
     }
 
     /// Deletes saved outputs older than the retention period (every user's).
+    /// Every configuration's, not only this one's: a directory whose configuration is gone
+    /// (or whose key was made by an older ringfence) would otherwise keep full tool outputs
+    /// forever.
     pub fn prune_spill(&self, days: u64) {
-        let Ok(base) = spill_store(self.spill_base.clone()) else {
+        let all = self
+            .spill_base
+            .parent()
+            .map_or_else(|| self.spill_base.clone(), |p| p.to_path_buf());
+        let Ok(base) = spill_store(all) else {
             return;
         };
         let removed = base.prune(std::time::Duration::from_secs(days.saturating_mul(86_400)));
