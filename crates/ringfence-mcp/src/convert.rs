@@ -68,8 +68,7 @@ pub(crate) fn progress_for(ctx: &RequestContext<RoleServer>) -> Progress {
 /// Runs short blocking work (a database read) from async code: in place on a
 /// multi-threaded runtime (other tasks move to other workers), directly elsewhere.
 pub(crate) fn quick_blocking<T>(f: impl FnOnce() -> T) -> T {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
+    if ringfence_tools::tool::on_multi_thread_runtime() {
         tokio::task::block_in_place(f)
     } else {
         f()

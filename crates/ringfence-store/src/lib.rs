@@ -236,12 +236,7 @@ impl Drop for SqliteJournal {
     }
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use ringfence_tools::time::now_ms;
 
 impl SqliteJournal {
     /// Queues `entry` for the writer thread.

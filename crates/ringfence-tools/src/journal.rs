@@ -135,12 +135,7 @@ pub struct MemoryJournal {
     inner: Mutex<(i64, HashMap<FileKey, Vec<JournalRecord>>)>,
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use crate::time::now_ms;
 
 impl Journal for MemoryJournal {
     fn record(&self, entry: JournalEntry) -> Result<(), JournalError> {

@@ -170,15 +170,12 @@ impl ToolContext {
         F: FnOnce(ToolContext) -> ToolResult<T> + Send + 'static,
         T: Send + 'static,
     {
-        use tokio::runtime::{Handle, RuntimeFlavor};
         let ctx = self.clone();
         let run = move || {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || f(ctx)))
                 .unwrap_or_else(|_| Err(internal_failure()))
         };
-        let multi =
-            Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
-        if multi {
+        if on_multi_thread_runtime() {
             tokio::task::block_in_place(run)
         } else {
             tokio::task::spawn_blocking(run)
@@ -186,6 +183,14 @@ impl ToolContext {
                 .unwrap_or_else(|_| Err(internal_failure()))
         }
     }
+}
+
+/// Whether this thread runs tasks of a multi-threaded tokio runtime, where blocking work can
+/// run in place (`block_in_place`: other tasks move to other workers) instead of being
+/// handed to another thread.
+pub fn on_multi_thread_runtime() -> bool {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread)
 }
 
 fn internal_failure() -> ToolError {

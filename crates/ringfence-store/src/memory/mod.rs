@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rusqlite::{OptionalExtension, params};
 
@@ -101,12 +101,7 @@ impl std::fmt::Debug for MemoryDb {
     }
 }
 
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+pub(super) use ringfence_tools::time::now_ms;
 
 impl MemoryDb {
     /// Opens (creating) the memory database at `path`. `loader` yields the embedder on
