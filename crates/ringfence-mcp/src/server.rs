@@ -289,6 +289,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let received = std::time::Instant::now();
         let user = request_user(&ctx.extensions);
         let scope = self.scope_for(&user);
         // The call may start once the client's roots (if it declared any) are applied.
@@ -307,6 +308,7 @@ impl ServerHandler for McpServer {
                 user: &user,
                 session_id: &self.session_id,
                 scope,
+                received,
                 cancel: ctx.ct.clone(),
                 progress: progress_for(&ctx),
                 ready,

@@ -113,6 +113,9 @@ pub struct CallRequest<'a> {
     pub session_id: &'a str,
     /// The session to run in, or why the caller may not run anything.
     pub scope: ToolResult<CallScope>,
+    /// When the caller received the call, before it made `scope` (a user's first call builds
+    /// their roots): the audit trail's duration and the latency metrics count from here.
+    pub received: Instant,
     /// Cancelled by the caller (the client's `notifications/cancelled`); the runner's time
     /// limit cancels a child of it.
     pub cancel: CancellationToken,
@@ -201,7 +204,6 @@ impl ToolRunner {
                 .map_or(&[][..], Vec::as_slice);
             redact_args(&req.args, tool.sensitive_args(), known)
         });
-        let started = Instant::now();
         let result = match req.scope {
             Ok(scope) => {
                 self.run(
@@ -216,7 +218,7 @@ impl ToolRunner {
             }
             Err(refused) => Err(refused),
         };
-        let elapsed = started.elapsed().as_secs_f64();
+        let elapsed = req.received.elapsed().as_secs_f64();
         if let Some(metrics) = &self.metrics {
             metrics.record_call(req.tool, result.is_ok(), elapsed);
         }

@@ -10,7 +10,7 @@ use ringfence_tools::{
     AuditSink, BackendError, CallMetrics, Limits, ResourceSet, ToolRunner, Toolbox,
 };
 
-use crate::config::{Config, MemorySettings};
+use crate::config::Config;
 use crate::families::{self, FamilyEnv};
 use crate::sessions::Sessions;
 use crate::supervisor::Supervisor;
@@ -36,7 +36,6 @@ pub struct App {
     /// The audit trail (opened for `serve`).
     audit: Option<Arc<crate::audit::AuditFile>>,
     supervisor: Arc<Supervisor>,
-    memory_settings: MemorySettings,
     data_dir: std::path::PathBuf,
 }
 
@@ -78,7 +77,6 @@ impl App {
             http: config.http.clone(),
             audit: None,
             supervisor,
-            memory_settings: config.memory.clone(),
             data_dir: config.data_dir.clone(),
         })
     }
@@ -129,11 +127,6 @@ impl App {
             sessions,
             self.identity(),
         )
-    }
-
-    /// The memory database, opened now (for the `memory` commands).
-    pub fn memory_db(&self) -> Result<Arc<ringfence_store::memory::MemoryDb>, String> {
-        families::memory::open_now(&self.memory_settings)
     }
 
     /// Starts the audit trail (`<data dir>/audit/audit.jsonl`). Without it the server still

@@ -1,4 +1,5 @@
-//! Every environment variable ringfence reads, in one place.
+//! The environment variables ringfence's core reads (a family's own are listed by its plug:
+//! `FamilyPlug::ENV_VARS`).
 
 /// Path of the TOML configuration file.
 pub const RINGFENCE_CONFIG: &str = "RINGFENCE_CONFIG";
@@ -22,10 +23,6 @@ pub const RINGFENCE_CLIENT_ROOTS: &str = "RINGFENCE_CLIENT_ROOTS";
 pub const RINGFENCE_LOG: &str = "RINGFENCE_LOG";
 /// Log line format: `text` (default) or `json`.
 pub const RINGFENCE_LOG_FORMAT: &str = "RINGFENCE_LOG_FORMAT";
-/// Embedding provider for memory search: `local` (default), `openai`, `none`.
-pub const RINGFENCE_EMBEDDINGS: &str = "RINGFENCE_EMBEDDINGS";
-/// The local embedding model's directory (default `<data dir>/models/all-MiniLM-L6-v2`).
-pub const RINGFENCE_MODEL_DIR: &str = "RINGFENCE_MODEL_DIR";
 
 /// Seed 002's variables, honoured for compatibility (they override `[limits]` in the file).
 pub const LLM_CHAT_FS_MAX_SEARCH_RESULTS: &str = "LLM_CHAT_FS_MAX_SEARCH_RESULTS";
@@ -41,7 +38,7 @@ pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
 pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
 pub const HOME: &str = "HOME";
 
-/// All ringfence variables (for `--help` and validation of typos).
+/// The core's variables (with the families', the names checked for typos at start).
 pub const ALL: &[&str] = &[
     RINGFENCE_CONFIG,
     RINGFENCE_DATA_DIR,
@@ -54,6 +51,4 @@ pub const ALL: &[&str] = &[
     RINGFENCE_LOG,
     RINGFENCE_LOG_FORMAT,
     RINGFENCE_CLIENT_ROOTS,
-    RINGFENCE_EMBEDDINGS,
-    RINGFENCE_MODEL_DIR,
 ];

@@ -11,4 +11,5 @@ mod llm_chat_seed;
 mod media;
 mod own_tools;
 mod read_file;
+mod runner;
 mod write_edit;

@@ -33,6 +33,7 @@ pub(super) fn run(app: App, tool_name: &str, json: &str) -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail(&format!("arguments are not valid JSON: {e}")),
     };
+    let received = std::time::Instant::now();
     let scope = match app.sessions.local() {
         Ok(s) => s,
         Err(e) => return fail(&e),
@@ -44,6 +45,7 @@ pub(super) fn run(app: App, tool_name: &str, json: &str) -> ExitCode {
         user: &user,
         session_id: "cli",
         scope: Ok(scope),
+        received,
         cancel: tokio_util::sync::CancellationToken::new(),
         progress: Progress::none(),
         ready: None,

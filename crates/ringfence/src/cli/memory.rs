@@ -10,7 +10,7 @@ use ringfence_store::memory::MemoryDb;
 use ringfence_tools::memory::Kind;
 
 use super::{fail, print_out, say};
-use crate::app::App;
+use crate::config::Config;
 
 #[derive(Debug, Subcommand)]
 pub(super) enum MemoryCommand {
@@ -46,8 +46,8 @@ pub(super) enum MemoryCommand {
     },
 }
 
-pub(super) fn run(app: &App, cmd: MemoryCommand) -> ExitCode {
-    let db = match app.memory_db() {
+pub(super) fn run(config: &Config, cmd: MemoryCommand) -> ExitCode {
+    let db = match crate::families::memory::open_now(config) {
         Ok(db) => db,
         Err(e) => return fail(&e),
     };

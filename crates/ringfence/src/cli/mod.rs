@@ -195,7 +195,7 @@ pub fn run_main() -> ExitCode {
             },
         ),
         Command::Model(cmd) => model::run(&config, cmd),
-        Command::Memory(cmd) => memory::run(&app, cmd),
+        Command::Memory(cmd) => memory::run(&config, cmd),
         Command::Serve {
             http,
             tls_cert,
@@ -234,7 +234,7 @@ fn init_logging(filter: &str, json: bool) -> Result<(), String> {
 fn warn_unknown_variables() {
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();
-        if key.starts_with("RINGFENCE_") && !crate::env_vars::ALL.contains(&key.as_ref()) {
+        if key.starts_with("RINGFENCE_") && !crate::families::known_env_var(&key) {
             tracing::warn!(variable = %key, "unknown RINGFENCE_ variable ignored (typo?)");
         }
     }

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::{fail, say};
-use crate::config::{Config, EmbeddingProvider, default_model_dir};
+use crate::config::Config;
+use crate::families::memory::{EmbeddingProvider, default_model_dir, settings};
 
 #[derive(Debug, Subcommand)]
 pub(super) enum ModelCommand {
@@ -51,7 +52,7 @@ fn install(
     hub_url: Option<String>,
     force: bool,
 ) -> ExitCode {
-    let configured_dir = match &config.memory.provider {
+    let configured_dir = match &settings(config).provider {
         EmbeddingProvider::Local { model_dir } => model_dir.clone(),
         _ => default_model_dir(&config.data_dir),
     };
@@ -90,7 +91,7 @@ fn install(
 }
 
 fn status(config: &Config) -> ExitCode {
-    match &config.memory.provider {
+    match &settings(config).provider {
         EmbeddingProvider::None => {
             say("embeddings: none (memory search matches words only)");
             ExitCode::SUCCESS

@@ -19,6 +19,13 @@ pub enum ConfigError {
         path: PathBuf,
         source: toml::de::Error,
     },
+    /// A top-level key of the file that no setting and no family takes.
+    #[error("config file {}: unknown key `{key}` (the file takes: {known})", path.display())]
+    UnknownKey {
+        path: PathBuf,
+        key: String,
+        known: String,
+    },
     /// A path that must be absolute is not.
     #[error("{key}: `{}` must be an absolute path", path.display())]
     NotAbsolute { key: String, path: PathBuf },

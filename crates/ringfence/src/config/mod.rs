@@ -8,9 +8,9 @@
 mod error;
 mod http;
 mod limits;
-mod memory;
 mod raw;
 mod roots;
+mod sections;
 mod tools;
 
 use std::collections::BTreeMap;
@@ -23,8 +23,8 @@ use crate::env_vars;
 
 pub use error::ConfigError;
 pub use http::HttpPlan;
-pub use memory::{EmbeddingProvider, MemorySettings, default_model_dir};
 pub use raw::HttpConfig;
+pub use sections::{FamilySettings, SectionInput};
 
 /// Values given on the command line (highest precedence).
 #[derive(Debug, Default, Clone)]
@@ -54,7 +54,8 @@ pub struct Config {
     pub limits: Limits,
     /// `[http]` as written: only `serve --http` resolves it, into an [`HttpPlan`].
     pub http: HttpConfig,
-    pub memory: MemorySettings,
+    /// Every family's resolved section (`[memory]`, ...), read through its plug.
+    pub families: FamilySettings,
     pub client_roots: ClientRoots,
     /// The preset or tool list, additions and removals.
     pub tools: Selection,
@@ -103,22 +104,25 @@ impl Config {
                 .filter(|s| !s.is_empty())
                 .map(PathBuf::from)
         });
-        let (file, config_file) = match explicit {
+        let (file, text) = match explicit {
             Some(path) => {
                 let path = if path.is_absolute() {
                     path
                 } else {
                     cwd.join(path)
                 };
-                (raw::FileConfig::read(&path)?, Some(path))
+                let (file, text) = raw::FileConfig::read(&path)?;
+                (file, Some(text))
             }
             None => match default_config_file(env) {
                 Some(path) if raw::file_exists(&path) => {
-                    (raw::FileConfig::read(&path)?, Some(path))
+                    let (file, text) = raw::FileConfig::read(&path)?;
+                    (file, Some(text))
                 }
                 _ => (raw::FileConfig::default(), None),
             },
         };
+        let config_file = text.as_ref().map(|t| t.path.clone());
 
         // 2. Data directory.
         let data_dir = data_dir(over, env, file.data_dir.as_deref(), cwd)?;
@@ -150,11 +154,11 @@ impl Config {
         // 7. Tools.
         let tools = tools::resolve(over, env, file.tools)?;
 
-        // 8. Memory.
-        let memory = MemorySettings::resolve(file.memory.as_ref(), env, &data_dir)?;
+        // 8. The families' sections, each resolved by its plug.
+        let families = family_sections(&file.sections, text.as_ref(), env, &data_dir)?;
 
         Ok(Config {
-            memory,
+            families,
             data_dir,
             roots,
             denylist,
@@ -167,6 +171,37 @@ impl Config {
             config_file,
         })
     }
+}
+
+/// Refuses a top-level key that is neither a core setting nor a family's table, then lets
+/// every family's plug resolve its section.
+fn family_sections(
+    tables: &BTreeMap<String, serde::de::IgnoredAny>,
+    text: Option<&sections::FileText>,
+    env: &dyn Env,
+    data_dir: &Path,
+) -> Result<FamilySettings, ConfigError> {
+    let plugs = crate::families::FAMILIES;
+    let taken: Vec<&str> = plugs.iter().filter_map(|p| p.section()).collect();
+    if let (Some(text), Some(key)) = (text, tables.keys().find(|k| !taken.contains(&k.as_str()))) {
+        let mut known: Vec<&str> = raw::CORE_KEYS.iter().copied().chain(taken).collect();
+        known.sort_unstable();
+        return Err(ConfigError::UnknownKey {
+            path: text.path.clone(),
+            key: key.clone(),
+            known: known.join(", "),
+        });
+    }
+    let input = SectionInput {
+        file: text,
+        env,
+        data_dir,
+    };
+    let mut settings = FamilySettings::default();
+    for plug in plugs {
+        settings.insert(plug.info().name, plug.resolve(&input)?);
+    }
+    Ok(settings)
 }
 
 /// `--data-dir`, else `RINGFENCE_DATA_DIR`, else the file's `data_dir`, else the default.
@@ -274,6 +309,45 @@ pub(crate) mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// Loads `toml` as the configuration file (written to a temporary directory, which is
+    /// also the data directory), with the variables `pairs`.
+    #[allow(clippy::disallowed_methods)] // a test fixture writing its own config file
+    pub(crate) fn load_file(toml: &str, pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, toml).unwrap();
+        let over = Overrides {
+            config: Some(path),
+            data_dir: Some(dir.path().to_owned()),
+            ..Overrides::default()
+        };
+        Config::load(&over, &env(pairs), dir.path())
+    }
+
+    #[test]
+    fn an_unknown_top_level_key_is_refused_naming_what_the_file_takes() {
+        let err = load_file("log = \"info\"\n[memroy]\ndatabase = \"/m.db\"\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown key `memroy`"), "{err}");
+        assert!(err.contains("memory") && err.contains("data_dir"), "{err}");
+        let err = load_file("colour = 1\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("unknown key `colour`"), "{err}");
+    }
+
+    #[test]
+    fn a_family_section_is_checked_at_load_even_when_its_tools_are_off() {
+        // The memory tools are not offered, and the mistake still stops the start.
+        let toml = "[tools]\ndisable = [\"memory\"]\n\n[memory.search]\nlexical_weight = 2.0\n";
+        let err = load_file(toml, &[]).unwrap_err().to_string();
+        assert!(err.contains("memory.search.lexical_weight"), "{err}");
+        // A misspelt key inside the family's table is named with its line.
+        let err = load_file("log = \"info\"\n[memory]\npinned = true\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("pinned") && err.contains("line 3"), "{err}");
     }
 
     #[test]

@@ -1,18 +1,23 @@
 //! The raw layer: the TOML file's shape, exactly as written. Every key is optional and an
-//! unknown key is an error (`deny_unknown_fields`); turning these values into resolved
-//! ones is the job of the section modules beside this one.
+//! unknown key is an error (`deny_unknown_fields` in every table); turning these values into
+//! resolved ones is the job of the section modules beside this one. The tables that belong to
+//! a family (`[memory]`, ...) are kept aside here unread: each family's plug parses its own
+//! (see `sections.rs`), and a top-level key that is neither a setting below nor a family's
+//! table is refused when the configuration loads.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 
 use ringfence_tools::Limits;
 
 use super::ConfigError;
+use super::sections::FileText;
 
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub data_dir: Option<PathBuf>,
     pub roots: Option<Vec<RootEntry>>,
@@ -25,21 +30,44 @@ pub struct FileConfig {
     pub limits: Option<Limits>,
     pub tools: Option<ToolsConfig>,
     pub http: Option<HttpConfig>,
-    pub memory: Option<MemoryConfig>,
+    /// Every other top-level key: the families' tables, parsed by their plugs. (serde cannot
+    /// combine this with `deny_unknown_fields`; `Config::load` refuses names no family takes.)
+    #[serde(flatten)]
+    pub sections: BTreeMap<String, IgnoredAny>,
 }
 
+/// The top-level keys [`FileConfig`] reads itself (for the message naming an unknown one).
+pub const CORE_KEYS: &[&str] = &[
+    "data_dir",
+    "roots",
+    "denylist",
+    "log",
+    "log_format",
+    "client_roots",
+    "limits",
+    "tools",
+    "http",
+];
+
 impl FileConfig {
-    /// Reads and parses the file at `path`.
+    /// Reads and parses the file at `path`; its text is kept for the family sections.
     #[allow(clippy::disallowed_methods)] // the config file is the user's, read before any root exists
-    pub fn read(path: &Path) -> Result<FileConfig, ConfigError> {
+    pub fn read(path: &Path) -> Result<(FileConfig, FileText), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
             source,
         })?;
-        toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        let file = toml::from_str(&text).map_err(|source| ConfigError::Parse {
             path: path.to_owned(),
             source,
-        })
+        })?;
+        Ok((
+            file,
+            FileText {
+                path: path.to_owned(),
+                text,
+            },
+        ))
     }
 }
 
@@ -78,53 +106,6 @@ pub struct ToolsConfig {
     pub add: Option<Vec<String>>,
     /// Tools or families to remove.
     pub disable: Option<Vec<String>>,
-}
-
-/// `[memory]`: truths and memories.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MemoryConfig {
-    /// The database file (default `<data dir>/memory.db`).
-    pub database: Option<PathBuf>,
-    /// Append the user's pinned truths to the instructions sent at `initialize`
-    /// (default false; they are always offered as a resource and a prompt).
-    pub pinned_in_instructions: Option<bool>,
-    pub embeddings: Option<EmbeddingsConfig>,
-    pub search: Option<SearchConfig>,
-}
-
-/// `[memory.embeddings]`: how meanings are computed.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EmbeddingsConfig {
-    /// `local` (default: all-MiniLM-L6-v2 from `model_dir`, when installed), `openai` (an
-    /// OpenAI-compatible endpoint), or `none` (words only).
-    pub provider: Option<String>,
-    /// The local model's directory (default `<data dir>/models/all-MiniLM-L6-v2`).
-    pub model_dir: Option<PathBuf>,
-    /// `openai`: the API base, e.g. `http://127.0.0.1:11434/v1`.
-    pub url: Option<String>,
-    /// `openai`: the model name.
-    pub model: Option<String>,
-    /// `openai`: the environment variable holding the API key (never the key itself).
-    pub api_key_env: Option<String>,
-    /// `openai`: ask for vectors of this length (models that support it).
-    pub dimensions: Option<usize>,
-    /// `openai`: seconds before a request is abandoned (default 30).
-    pub timeout_secs: Option<u64>,
-}
-
-/// `[memory.search]`: ranking weights and thresholds (see ARCHITECTURE.md).
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SearchConfig {
-    pub lexical_weight: Option<f32>,
-    pub recency_weight: Option<f32>,
-    pub usage_weight: Option<f32>,
-    pub recency_half_life_days: Option<f32>,
-    pub min_relevance: Option<f32>,
-    pub min_lexical: Option<f32>,
-    pub duplicate_threshold: Option<f32>,
 }
 
 /// `[http]`: the streamable HTTP transport.
@@ -205,4 +186,32 @@ impl OneOrMany {
 pub struct TokenEntry {
     pub user: String,
     pub hash: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every name in [`CORE_KEYS`] is a field of [`FileConfig`] (a wrong value is a type
+    /// error, never an unknown key set aside for the families).
+    #[test]
+    fn the_core_keys_are_the_file_config_fields() {
+        for key in CORE_KEYS {
+            match toml::from_str::<FileConfig>(&format!("{key} = 1.5\n")) {
+                Err(_) => {}
+                Ok(file) => assert!(file.sections.is_empty(), "{key} is not a field"),
+            }
+        }
+        let file: FileConfig = toml::from_str("memroy = 1\n").unwrap();
+        assert!(file.sections.contains_key("memroy"));
+    }
+
+    #[test]
+    fn a_typo_inside_a_core_table_is_still_refused_with_its_line() {
+        let err =
+            toml::from_str::<FileConfig>("log = \"info\"\n[tools]\npreset = \"full\"\nprest = 1\n")
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("prest") && err.contains("line 4"), "{err}");
+    }
 }

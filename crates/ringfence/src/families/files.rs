@@ -11,15 +11,24 @@ use ringfence_tools::{
 };
 
 use super::{FamilyEnv, FamilyPlug};
+use crate::config::{ConfigError, SectionInput};
 
 pub struct FilesPlug;
 
 impl FamilyPlug for FilesPlug {
+    /// The roots, the denylist and the limits are the sessions' (the core's): the family has
+    /// no section of its own.
+    type Settings = ();
+
     fn info(&self) -> &'static FamilyInfo {
         &files::INFO
     }
 
-    fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, String> {
+    fn settings(&self, _: &SectionInput<'_>) -> Result<(), ConfigError> {
+        Ok(())
+    }
+
+    fn build(&self, _: &(), env: &FamilyEnv<'_>) -> Result<Family, String> {
         let journal = Arc::new(LazyJournal {
             cell: std::sync::OnceLock::new(),
             data_dir: env.config.data_dir.clone(),

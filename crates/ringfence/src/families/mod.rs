@@ -1,16 +1,18 @@
 //! The families this binary offers, and how each is built from the configuration.
 //!
-//! Each family has a plug here: a small module that reads its configuration section,
-//! makes its services (lazily: building a family opens nothing), registers its background
-//! jobs and exit steps with the [`Supervisor`], and calls the family's constructor. Adding a
-//! family is its module (tools, plus a backend where it has one) and one line in
-//! [`FAMILIES`]; see "Adding a tool family" in ARCHITECTURE.md.
+//! Each family has a plug here: a small module that resolves its configuration section (its
+//! table of the file and its `RINGFENCE_*` variables) into its settings, makes its services
+//! (lazily: building a family opens nothing), registers its background jobs and exit steps
+//! with the [`Supervisor`], and calls the family's constructor. Adding a family is its module
+//! (tools, plus a backend where it has one) and one line in [`FAMILIES`]; see "Adding a tool
+//! family" in ARCHITECTURE.md.
 
+use std::any::Any;
 use std::sync::Arc;
 
 use ringfence_tools::{Catalogue, Family, FamilyInfo};
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError, SectionInput};
 use crate::supervisor::Supervisor;
 
 pub mod files;
@@ -25,16 +27,61 @@ pub struct FamilyEnv<'a> {
     pub background: bool,
 }
 
-/// How the binary builds one family.
+/// How the binary configures and builds one family.
 pub trait FamilyPlug: Sync {
+    /// The family's resolved settings (`()` when it has none).
+    type Settings: Any + Send + Sync;
+    /// The family's table in the configuration file (`[memory]`), when it has one: the file
+    /// may then hold that key, and only the plug reads it.
+    const SECTION: Option<&'static str> = None;
+    /// The `RINGFENCE_*` variables the family reads (known to the typo check at start).
+    const ENV_VARS: &'static [&'static str] = &[];
+
     /// The family's catalogue entry (its name and tool names).
     fn info(&self) -> &'static FamilyInfo;
+    /// Resolves the settings: the table (`input.table(SECTION)`), then the variables. Called
+    /// when the configuration loads, for every family whether offered or not, so that any
+    /// mistake stops the start; errors name the key or variable at fault.
+    fn settings(&self, input: &SectionInput<'_>) -> Result<Self::Settings, ConfigError>;
     /// Builds the family. Called only when at least one of its tools is offered.
+    fn build(&self, settings: &Self::Settings, env: &FamilyEnv<'_>) -> Result<Family, String>;
+}
+
+/// A [`FamilyPlug`] with its settings type erased, for the [`FAMILIES`] list.
+pub trait Plug: Sync {
+    fn info(&self) -> &'static FamilyInfo;
+    fn section(&self) -> Option<&'static str>;
+    fn env_vars(&self) -> &'static [&'static str];
+    fn resolve(&self, input: &SectionInput<'_>) -> Result<Arc<dyn Any + Send + Sync>, ConfigError>;
     fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, String>;
 }
 
+impl<P: FamilyPlug> Plug for P {
+    fn info(&self) -> &'static FamilyInfo {
+        FamilyPlug::info(self)
+    }
+    fn section(&self) -> Option<&'static str> {
+        P::SECTION
+    }
+    fn env_vars(&self) -> &'static [&'static str] {
+        P::ENV_VARS
+    }
+    fn resolve(&self, input: &SectionInput<'_>) -> Result<Arc<dyn Any + Send + Sync>, ConfigError> {
+        Ok(Arc::new(self.settings(input)?))
+    }
+    fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, String> {
+        let name = FamilyPlug::info(self).name;
+        FamilyPlug::build(self, env.config.families.get::<P::Settings>(name), env)
+    }
+}
+
 /// Every family, in listing order.
-pub const FAMILIES: &[&dyn FamilyPlug] = &[&files::FilesPlug, &memory::MemoryPlug];
+pub const FAMILIES: &[&dyn Plug] = &[&files::FilesPlug, &memory::MemoryPlug];
+
+/// Whether `name` is a `RINGFENCE_*` variable the core or a family reads.
+pub fn known_env_var(name: &str) -> bool {
+    crate::env_vars::ALL.contains(&name) || FAMILIES.iter().any(|p| p.env_vars().contains(&name))
+}
 
 /// The catalogue of every family's tools, known before anything is built.
 pub fn catalogue() -> Catalogue {

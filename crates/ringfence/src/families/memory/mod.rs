@@ -12,7 +12,11 @@ use ringfence_tools::memory::{
 use ringfence_tools::{Family, FamilyInfo};
 
 use super::{FamilyEnv, FamilyPlug};
-use crate::config::{EmbeddingProvider, MemorySettings};
+use crate::config::{Config, ConfigError, SectionInput};
+
+mod config;
+
+pub use config::{EmbeddingProvider, MemorySettings, default_model_dir};
 
 /// How often searches' access counts are written.
 const ACCESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
@@ -20,14 +24,22 @@ const ACCESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
 pub struct MemoryPlug;
 
 impl FamilyPlug for MemoryPlug {
+    type Settings = MemorySettings;
+    const SECTION: Option<&'static str> = Some(config::SECTION);
+    const ENV_VARS: &'static [&'static str] = config::ENV_VARS;
+
     fn info(&self) -> &'static FamilyInfo {
         &family::INFO
     }
 
-    fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, String> {
+    fn settings(&self, input: &SectionInput<'_>) -> Result<MemorySettings, ConfigError> {
+        MemorySettings::resolve(input)
+    }
+
+    fn build(&self, settings: &MemorySettings, env: &FamilyEnv<'_>) -> Result<Family, String> {
         let memory = Arc::new(LazyMemory {
             cell: std::sync::OnceLock::new(),
-            settings: env.config.memory.clone(),
+            settings: settings.clone(),
         });
         if env.background {
             // The model takes a moment to read; the handshake must not wait. Calls that need
@@ -48,14 +60,19 @@ impl FamilyPlug for MemoryPlug {
             .at_exit("memory access counts", move || flushed.flush());
         Ok(family::family(MemoryServices {
             backend: memory,
-            pinned_in_instructions: env.config.memory.pinned_in_instructions,
+            pinned_in_instructions: settings.pinned_in_instructions,
         }))
     }
 }
 
+/// The resolved `[memory]` settings (for the `model` and `memory` commands).
+pub fn settings(config: &Config) -> &MemorySettings {
+    config.families.get(family::INFO.name)
+}
+
 /// The memory database, opened now (for the `memory` commands).
-pub fn open_now(settings: &MemorySettings) -> Result<Arc<MemoryDb>, String> {
-    open_memory_db(settings)
+pub fn open_now(config: &Config) -> Result<Arc<MemoryDb>, String> {
+    open_memory_db(settings(config))
 }
 
 /// Truths and memories, opened on first use (or by a background job at start-up).

@@ -1,11 +1,69 @@
 //! `[memory]`: the database, the embedding provider (`RINGFENCE_EMBEDDINGS` and
-//! `RINGFENCE_MODEL_DIR` beat the file) and the ranking settings.
+//! `RINGFENCE_MODEL_DIR` beat the file) and the ranking settings — the table as written,
+//! then resolved.
 
 use std::path::{Path, PathBuf};
 
-use super::raw::MemoryConfig;
-use super::{ConfigError, Env};
-use crate::env_vars;
+use serde::Deserialize;
+
+use crate::config::{ConfigError, Env, SectionInput};
+
+/// The family's table in the configuration file.
+pub const SECTION: &str = "memory";
+
+/// Embedding provider for memory search: `local` (default), `openai`, `none`.
+pub const RINGFENCE_EMBEDDINGS: &str = "RINGFENCE_EMBEDDINGS";
+/// The local embedding model's directory (default `<data dir>/models/all-MiniLM-L6-v2`).
+pub const RINGFENCE_MODEL_DIR: &str = "RINGFENCE_MODEL_DIR";
+/// The variables this family reads.
+pub const ENV_VARS: &[&str] = &[RINGFENCE_EMBEDDINGS, RINGFENCE_MODEL_DIR];
+
+/// `[memory]`: truths and memories.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemoryConfig {
+    /// The database file (default `<data dir>/memory.db`).
+    pub database: Option<PathBuf>,
+    /// Append the user's pinned truths to the instructions sent at `initialize`
+    /// (default false; they are always offered as a resource and a prompt).
+    pub pinned_in_instructions: Option<bool>,
+    pub embeddings: Option<EmbeddingsConfig>,
+    pub search: Option<SearchConfig>,
+}
+
+/// `[memory.embeddings]`: how meanings are computed.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EmbeddingsConfig {
+    /// `local` (default: all-MiniLM-L6-v2 from `model_dir`, when installed), `openai` (an
+    /// OpenAI-compatible endpoint), or `none` (words only).
+    pub provider: Option<String>,
+    /// The local model's directory (default `<data dir>/models/all-MiniLM-L6-v2`).
+    pub model_dir: Option<PathBuf>,
+    /// `openai`: the API base, e.g. `http://127.0.0.1:11434/v1`.
+    pub url: Option<String>,
+    /// `openai`: the model name.
+    pub model: Option<String>,
+    /// `openai`: the environment variable holding the API key (never the key itself).
+    pub api_key_env: Option<String>,
+    /// `openai`: ask for vectors of this length (models that support it).
+    pub dimensions: Option<usize>,
+    /// `openai`: seconds before a request is abandoned (default 30).
+    pub timeout_secs: Option<u64>,
+}
+
+/// `[memory.search]`: ranking weights and thresholds (see ARCHITECTURE.md).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchConfig {
+    pub lexical_weight: Option<f32>,
+    pub recency_weight: Option<f32>,
+    pub usage_weight: Option<f32>,
+    pub recency_half_life_days: Option<f32>,
+    pub min_relevance: Option<f32>,
+    pub min_lexical: Option<f32>,
+    pub duplicate_threshold: Option<f32>,
+}
 
 /// The resolved embedding provider.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,13 +97,10 @@ pub fn default_model_dir(data_dir: &Path) -> PathBuf {
 }
 
 impl MemorySettings {
-    pub(super) fn resolve(
-        file: Option<&MemoryConfig>,
-        env: &dyn Env,
-        data_dir: &Path,
-    ) -> Result<MemorySettings, ConfigError> {
-        let empty = MemoryConfig::default();
-        let file = file.unwrap_or(&empty);
+    /// `[memory]` from the file, then the variables.
+    pub fn resolve(input: &SectionInput<'_>) -> Result<MemorySettings, ConfigError> {
+        let file: MemoryConfig = input.table(SECTION)?;
+        let (env, data_dir) = (input.env, input.data_dir);
         let database = match &file.database {
             Some(p) if !p.is_absolute() => {
                 return Err(ConfigError::not_absolute("memory.database", p));
@@ -53,8 +108,8 @@ impl MemorySettings {
             Some(p) => p.clone(),
             None => data_dir.join("memory.db"),
         };
-        let provider = embedding_provider(file, env, data_dir)?;
-        let rank = rank(file)?;
+        let provider = embedding_provider(&file, env, data_dir)?;
+        let rank = rank(&file)?;
         Ok(MemorySettings {
             database,
             pinned_in_instructions: file.pinned_in_instructions.unwrap_or(false),
@@ -73,17 +128,17 @@ fn embedding_provider(
 ) -> Result<EmbeddingProvider, ConfigError> {
     let e = file.embeddings.clone().unwrap_or_default();
     let provider_name = env
-        .get(env_vars::RINGFENCE_EMBEDDINGS)
+        .get(RINGFENCE_EMBEDDINGS)
         .filter(|s| !s.trim().is_empty())
         .or(e.provider.clone())
         .unwrap_or_else(|| "local".into());
     let model_dir = match env
-        .get(env_vars::RINGFENCE_MODEL_DIR)
+        .get(RINGFENCE_MODEL_DIR)
         .filter(|s| !s.trim().is_empty())
     {
         Some(d) if Path::new(&d).is_absolute() => PathBuf::from(d),
         Some(d) => {
-            return Err(ConfigError::not_absolute(env_vars::RINGFENCE_MODEL_DIR, d));
+            return Err(ConfigError::not_absolute(RINGFENCE_MODEL_DIR, d));
         }
         None => match &e.model_dir {
             Some(d) if !d.is_absolute() => {
@@ -200,4 +255,91 @@ fn rank(file: &MemoryConfig) -> Result<ringfence_store::memory::RankConfig, Conf
         }
     }
     Ok(rank)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::load_file;
+    use crate::families::memory::settings;
+
+    #[test]
+    fn the_table_then_the_variables() {
+        let toml = "[memory]\ndatabase = \"/srv/m.db\"\npinned_in_instructions = true\n\
+                    [memory.embeddings]\nprovider = \"none\"\n\
+                    [memory.search]\nmin_relevance = 0.5\n";
+        let config = load_file(toml, &[]).unwrap();
+        let m = settings(&config);
+        assert_eq!(m.database, PathBuf::from("/srv/m.db"));
+        assert!(m.pinned_in_instructions);
+        assert_eq!(m.provider, EmbeddingProvider::None);
+        assert_eq!(m.rank.min_relevance, 0.5);
+        // RINGFENCE_EMBEDDINGS and RINGFENCE_MODEL_DIR beat the file.
+        let config = load_file(
+            toml,
+            &[
+                (RINGFENCE_EMBEDDINGS, "local"),
+                (RINGFENCE_MODEL_DIR, "/models/minilm"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            settings(&config).provider,
+            EmbeddingProvider::Local {
+                model_dir: "/models/minilm".into()
+            }
+        );
+    }
+
+    #[test]
+    fn without_a_table_the_defaults_under_the_data_directory() {
+        let config = load_file("log = \"info\"\n", &[]).unwrap();
+        let m = settings(&config);
+        assert_eq!(m.database, config.data_dir.join("memory.db"));
+        assert!(!m.pinned_in_instructions);
+        assert_eq!(
+            m.provider,
+            EmbeddingProvider::Local {
+                model_dir: default_model_dir(&config.data_dir)
+            }
+        );
+    }
+
+    #[test]
+    fn mistakes_name_their_key() {
+        for (toml, env, key) in [
+            ("[memory]\ndatabase = \"m.db\"\n", vec![], "memory.database"),
+            (
+                "[memory.embeddings]\nprovider = \"cloud\"\n",
+                vec![],
+                "memory.embeddings.provider",
+            ),
+            (
+                "[memory.embeddings]\nprovider = \"openai\"\nmodel = \"m\"\n",
+                vec![],
+                "memory.embeddings.url",
+            ),
+            (
+                "[memory.search]\nrecency_half_life_days = 0.0\n",
+                vec![],
+                "memory.search.recency_half_life_days",
+            ),
+            (
+                "",
+                vec![(RINGFENCE_MODEL_DIR, "models")],
+                RINGFENCE_MODEL_DIR,
+            ),
+        ] {
+            let err = load_file(toml, &env).unwrap_err().to_string();
+            assert!(err.contains(key), "{toml}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_family_variables_are_known_to_the_typo_check() {
+        assert!(crate::families::known_env_var(RINGFENCE_EMBEDDINGS));
+        assert!(crate::families::known_env_var(RINGFENCE_MODEL_DIR));
+        assert!(crate::families::known_env_var("RINGFENCE_ROOTS"));
+        assert!(!crate::families::known_env_var("RINGFENCE_EMBEDING"));
+    }
 }

@@ -1,0 +1,201 @@
+//! Family sections: the tables of the configuration file that belong to a family (`[memory]`,
+//! and each new family's own). The raw layer does not know their shape; each family's plug
+//! reads its table through a [`SectionInput`] and resolves it (file, then its `RINGFENCE_*`
+//! variables) into its own settings type, kept in [`FamilySettings`]. Every family's section is
+//! resolved when the configuration loads, offered or not, so a mistake in any of them stops
+//! the start (fail closed).
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+
+use super::{ConfigError, Env};
+
+/// The configuration file as read: its text, for the family sections to parse.
+#[derive(Debug)]
+pub struct FileText {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// What a family's plug resolves its settings from.
+pub struct SectionInput<'a> {
+    /// The file, if one was read.
+    pub(super) file: Option<&'a FileText>,
+    /// The environment (`RINGFENCE_*` variables).
+    pub env: &'a dyn Env,
+    /// The resolved data directory (for defaults such as database files).
+    pub data_dir: &'a Path,
+}
+
+impl SectionInput<'_> {
+    /// The table `[name]` of the file, or `T::default()` when the file has none. Parsed from
+    /// the file's text, so an error names its line and column like every other key's.
+    pub fn table<T: DeserializeOwned + Default>(&self, name: &str) -> Result<T, ConfigError> {
+        let Some(file) = self.file else {
+            return Ok(T::default());
+        };
+        let parse = |text: &str| {
+            let de = toml::de::Deserializer::parse(text)?;
+            OneTable::<T> {
+                name,
+                found: PhantomData,
+            }
+            .deserialize(de)
+        };
+        parse(&file.text)
+            .map(Option::unwrap_or_default)
+            .map_err(|source| ConfigError::Parse {
+                path: file.path.clone(),
+                source,
+            })
+    }
+}
+
+/// Deserializes only the top-level key `name` of a document, skipping every other.
+struct OneTable<'n, T> {
+    name: &'n str,
+    found: PhantomData<T>,
+}
+
+impl<'de, T: DeserializeOwned> DeserializeSeed<'de> for OneTable<'_, T> {
+    type Value = Option<T>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<Option<T>, D::Error> {
+        de.deserialize_map(self)
+    }
+}
+
+impl<'de, T: DeserializeOwned> Visitor<'de> for OneTable<'_, T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a TOML document")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<T>, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == self.name {
+                found = Some(map.next_value::<T>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Every family's resolved settings, by family name.
+#[derive(Clone, Default)]
+pub struct FamilySettings(BTreeMap<&'static str, Arc<dyn Any + Send + Sync>>);
+
+impl FamilySettings {
+    pub(super) fn insert(&mut self, family: &'static str, settings: Arc<dyn Any + Send + Sync>) {
+        self.0.insert(family, settings);
+    }
+
+    /// The settings `family`'s plug resolved. Every plug's are resolved when the
+    /// configuration loads; asking for another family or another type is a programming
+    /// error.
+    pub fn get<T: Any>(&self, family: &str) -> &T {
+        self.0
+            .get(family)
+            .and_then(|s| s.downcast_ref::<T>())
+            .unwrap_or_else(|| {
+                panic!(
+                    "no settings of type {} for the family `{family}`",
+                    std::any::type_name::<T>()
+                )
+            })
+    }
+}
+
+impl fmt::Debug for FamilySettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Default, serde::Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Demo {
+        size: Option<u32>,
+    }
+
+    fn input<'a>(file: Option<&'a FileText>, env: &'a dyn Env) -> SectionInput<'a> {
+        SectionInput {
+            file,
+            env,
+            data_dir: Path::new("/data"),
+        }
+    }
+
+    fn file(text: &str) -> FileText {
+        FileText {
+            path: "/etc/ringfence.toml".into(),
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn a_table_is_read_and_the_rest_skipped() {
+        let env = BTreeMap::new();
+        let f = file("log = \"debug\"\n[other]\nx = [1, 2]\n[demo]\nsize = 3\n");
+        let demo: Demo = input(Some(&f), &env).table("demo").unwrap();
+        assert_eq!(demo.size, Some(3));
+    }
+
+    #[test]
+    fn a_missing_table_or_file_gives_the_defaults() {
+        let env = BTreeMap::new();
+        let f = file("log = \"debug\"\n");
+        assert_eq!(
+            input(Some(&f), &env).table::<Demo>("demo").unwrap(),
+            Demo::default()
+        );
+        assert_eq!(
+            input(None, &env).table::<Demo>("demo").unwrap(),
+            Demo::default()
+        );
+    }
+
+    #[test]
+    fn an_error_names_the_file_the_key_and_the_line() {
+        let env = BTreeMap::new();
+        let f = file("log = \"debug\"\n\n[demo]\nsize = 3\nsise = 4\n");
+        let err = input(Some(&f), &env)
+            .table::<Demo>("demo")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/etc/ringfence.toml"), "{err}");
+        assert!(err.contains("sise"), "{err}");
+        assert!(err.contains("line 5"), "{err}");
+        let f = file("[demo]\nsize = \"big\"\n");
+        let err = input(Some(&f), &env)
+            .table::<Demo>("demo")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn settings_are_found_by_family_and_type() {
+        let mut s = FamilySettings::default();
+        s.insert("demo", Arc::new(7u32));
+        assert_eq!(*s.get::<u32>("demo"), 7);
+        assert_eq!(format!("{s:?}"), "{\"demo\"}");
+        let wrong =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| *s.get::<u64>("demo")));
+        assert!(wrong.is_err());
+    }
+}
