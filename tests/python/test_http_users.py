@@ -311,6 +311,45 @@ async def test_jwt_access_tokens(tmp_path):
     assert [l["user"] for l in audit(tmp_path)] == ["carol", "dave"]
 
 
+async def test_jwt_and_token_identities_never_meet(tmp_path):
+    """A JWT whose user claim equals a bearer-token user's name does not become that user
+    (with `preferred_username`, a name people often choose themselves); numeric claims map
+    to one name each; an `exp` beyond 64 bits is far in the future, not expired."""
+    key = rsa_key()
+    (tmp_path / "jwks.json").write_text(json.dumps(jwks(("k1", key))))
+    entry = f'{{ user = "bob", hash = "{token_hash(BOB)}" }}'
+    config = (
+        oauth_config(tmp_path, f'jwks_file = "{tmp_path}/jwks.json"')
+        + 'user_claim = "preferred_username"\n'
+    ).replace("[http]\n", f"[http]\ntokens = [{entry}]\n")
+    srv = serve(tmp_path, config)
+    try:
+        async with httpx2.AsyncClient() as h:
+            async def status(token: str) -> tuple[int, str]:
+                r = await h.post(srv.url, content=INIT,
+                                 headers={**HDRS, "Authorization": f"Bearer {token}"})
+                return r.status_code, r.text
+
+            code, body = await status(mint(key, "k1", preferred_username="bob"))
+            assert code == 401 and "bearer token" in body, (code, body)
+            code, body = await status(mint(key, "k1", preferred_username=42.0))
+            assert code == 401 and "not an integer" in body, (code, body)
+            code, body = await status(mint(key, "k1", preferred_username="carol",
+                                           exp=10**20))
+            assert code == 200, (code, body)
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            for token, user in ((BOB, "bob"),
+                                (mint(key, "k1", preferred_username=42), "42")):
+                async with client(srv.url, token) as s:
+                    r = await call(s, "write_file", {"path": "who.txt", "content": user})
+                    assert not is_error(r), text_of(r)
+    finally:
+        assert srv.stop() == 0
+    assert (tmp_path / "users/bob/who.txt").read_text() == "bob"
+    assert (tmp_path / "users/42/who.txt").read_text() == "42"
+    assert [l["user"] for l in audit(tmp_path)] == ["bob", "42"]
+
+
 async def test_jwks_from_a_url_with_key_rotation(tmp_path):
     key, rotated = rsa_key(), rsa_key()
     served = {"doc": jwks(("k1", key))}

@@ -131,7 +131,7 @@ struct KeyCache {
     forced: Option<Instant>,
 }
 
-const LEEWAY_SECS: i64 = 60;
+const LEEWAY_SECS: u64 = 60;
 /// Keys from a URL are refreshed this often.
 const KEY_MAX_AGE: Duration = Duration::from_secs(600);
 /// A token naming an unknown key triggers a refresh at most this often.
@@ -284,19 +284,20 @@ impl JwtValidator {
     fn check_claims(&self, claims: &serde_json::Map<String, Value>) -> Result<String, AuthFailure> {
         let now = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
+            .map(|d| d.as_secs())
             .unwrap_or(0);
         let exp = claims
             .get("exp")
-            .and_then(Value::as_f64)
-            .ok_or_else(|| AuthFailure::invalid("the token has no expiry (`exp`)"))?;
-        if now > exp as i64 + LEEWAY_SECS {
+            .ok_or_else(|| AuthFailure::invalid("the token has no expiry (`exp`)"))
+            .and_then(|v| numeric_date(v, "exp"))?;
+        if now > exp.saturating_add(LEEWAY_SECS) {
             return Err(AuthFailure::invalid("the token has expired"));
         }
-        if let Some(nbf) = claims.get("nbf").and_then(Value::as_f64)
-            && now + LEEWAY_SECS < nbf as i64
-        {
-            return Err(AuthFailure::invalid("the token is not valid yet (`nbf`)"));
+        if let Some(nbf) = claims.get("nbf") {
+            let nbf = numeric_date(nbf, "nbf")?;
+            if now.saturating_add(LEEWAY_SECS) < nbf {
+                return Err(AuthFailure::invalid("the token is not valid yet (`nbf`)"));
+            }
         }
         let iss = claims.get("iss").and_then(Value::as_str);
         if iss != Some(self.config.issuer.as_str()) {
@@ -348,12 +349,36 @@ impl JwtValidator {
                 ))
             }
             Some(Value::String(u)) if !u.trim().is_empty() => Ok(u.clone()),
-            Some(Value::Number(n)) => Ok(n.to_string()),
+            // One number, one name: integers in decimal (as `as_u64`/`as_i64` read them,
+            // whatever spelling the token used); a fraction or an exponent could name the
+            // same number several ways, so it is refused.
+            Some(Value::Number(n)) if n.is_u64() || n.is_i64() => Ok(n.to_string()),
+            Some(Value::Number(_)) => Err(AuthFailure::invalid(format!(
+                "the token's user claim `{}` is a number that is not an integer",
+                self.config.user_claim
+            ))),
             _ => Err(AuthFailure::invalid(format!(
                 "the token does not name a user (claim `{}`)",
                 self.config.user_claim
             ))),
         }
+    }
+}
+
+/// A NumericDate claim (RFC 7519: seconds since the epoch, possibly fractional) as whole
+/// seconds, saturating: a date past the year 2^64 s is simply far in the future, never
+/// wrapped into the past. Before 1970 counts as 0.
+fn numeric_date(v: &Value, claim: &str) -> Result<u64, AuthFailure> {
+    match v {
+        Value::Number(n) => Ok(match (n.as_u64(), n.as_f64()) {
+            (Some(secs), _) => secs,
+            // `as` saturates: negative and NaN give 0, beyond u64::MAX gives u64::MAX.
+            (None, Some(f)) => f.floor() as u64,
+            (None, None) => 0,
+        }),
+        _ => Err(AuthFailure::invalid(format!(
+            "the token's `{claim}` is not a number of seconds"
+        ))),
     }
 }
 
@@ -770,9 +795,58 @@ mod tests {
                                 "sub": "local", "exp": now + 60}),
                 "reserved",
             ),
+            (
+                serde_json::json!({"iss": "https://idp", "aud": "https://rf/mcp", "sub": "e",
+                                "exp": "tomorrow"}),
+                "not a number of seconds",
+            ),
+            (
+                serde_json::json!({"iss": "https://idp", "aud": "https://rf/mcp", "sub": "e",
+                                "exp": 1e300, "nbf": 1e300}),
+                "not valid yet",
+            ),
+            (
+                serde_json::json!({"iss": "https://idp", "aud": "https://rf/mcp", "sub": 7.5,
+                                "exp": now + 60}),
+                "not an integer",
+            ),
         ] {
             let err = v.validate(&sign("EdDSA", "ed", claims)).await.unwrap_err();
             assert!(err.description.contains(why), "{why}: {err:?}");
         }
+        // Dates past 64 bits are far in the future (not wrapped into the past); integer
+        // user claims are their decimal spelling.
+        for (exp, sub, user) in [
+            (serde_json::json!(1e20), serde_json::json!("far"), "far"),
+            (serde_json::json!(u64::MAX), serde_json::json!(42), "42"),
+            (
+                serde_json::json!(now as f64 + 60.5),
+                serde_json::json!(-3),
+                "-3",
+            ),
+        ] {
+            let claims = serde_json::json!({"iss": "https://idp", "aud": "https://rf/mcp",
+                                            "sub": sub, "exp": exp});
+            assert_eq!(
+                v.validate(&sign("EdDSA", "ed", claims)).await.unwrap(),
+                user
+            );
+        }
+    }
+
+    #[test]
+    fn numeric_dates_saturate_instead_of_wrapping() {
+        use serde_json::json;
+        assert_eq!(
+            numeric_date(&json!(1700000000), "exp").unwrap(),
+            1_700_000_000
+        );
+        assert_eq!(
+            numeric_date(&json!(1700000000.9), "exp").unwrap(),
+            1_700_000_000
+        );
+        assert_eq!(numeric_date(&json!(1e30), "exp").unwrap(), u64::MAX);
+        assert_eq!(numeric_date(&json!(-5), "exp").unwrap(), 0);
+        assert!(numeric_date(&json!(null), "exp").is_err());
     }
 }

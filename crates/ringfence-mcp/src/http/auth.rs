@@ -68,6 +68,11 @@ impl TokenAuth {
         self.tokens.is_empty()
     }
 
+    /// Whether a configured token belongs to `user`.
+    pub fn has_user(&self, user: &str) -> bool {
+        self.tokens.iter().any(|(_, u)| u == user)
+    }
+
     /// The user a presented token belongs to. Every stored hash is compared, in constant
     /// time per comparison (`blake3::Hash` equality), so timing does not tell which entry
     /// matched or how much of it.
@@ -106,11 +111,22 @@ impl Auth {
         if let Some(user) = self.tokens.user_of(token) {
             return Ok(user.to_owned());
         }
-        match &self.jwt {
+        let user = match &self.jwt {
             // A JWT is three base64url parts; anything else cannot be one.
-            Some(jwt) if token.split('.').count() == 3 => jwt.validate(token).await,
-            _ => Err(AuthFailure::invalid("the token is not valid")),
+            Some(jwt) if token.split('.').count() == 3 => jwt.validate(token).await?,
+            _ => return Err(AuthFailure::invalid("the token is not valid")),
+        };
+        // The two kinds of identity never meet: a name a configured token belongs to cannot
+        // be taken by an authorization server's token (whose user claim the person may have
+        // chosen themselves, like `preferred_username`), so it never reaches that user's
+        // sessions and files.
+        if self.tokens.has_user(&user) {
+            tracing::warn!(user = %user.escape_debug(), "a JWT names a user that a configured bearer token belongs to; refused");
+            return Err(AuthFailure::invalid(
+                "the token names a user that belongs to a configured bearer token of this server; the operator must rename one of them",
+            ));
         }
+        Ok(user)
     }
 }
 
