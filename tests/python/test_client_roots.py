@@ -265,6 +265,14 @@ async def test_stateless_requests_run_narrowed_to_the_clients_roots(tmp_path, to
                 assert structured(r)["error"] == "outside_workspace", text_of(r)
                 assert "elsewhere text" not in text_of(r)
                 assert len(asked) >= 2, "the server never asked for the client's roots"
+            # An answer that is not a roots list fails closed (not the configured roots).
+            async with modern_client(url, token, answer_roots(ws / "project")) as c:
+                with anyio.fail_after(CALL_TIMEOUT_S):
+                    r = await c.call_tool(
+                        "read_file", {"path": str(ws / "elsewhere.txt")},
+                        input_responses={"roots": types.ElicitResult(action="decline")})
+                assert is_error(r) and "could not be read" in text_of(r), text_of(r)
+                assert "elsewhere text" not in text_of(r)
             # A client announcing roots outside every configured root reaches nothing.
             async with modern_client(url, token, answer_roots(tmp_path / "nowhere")) as c:
                 r = await call(c, "read_file", {"path": str(ws / "elsewhere.txt")})
