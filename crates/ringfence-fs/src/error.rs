@@ -177,8 +177,10 @@ pub enum RootSpecError {
 /// Why a client-roots policy was refused ([`crate::ClientRoots::parse`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClientRootsError {
-    /// Not one of `narrow`, `ignore`, `extend`.
-    #[error("`{value}` is not a client-roots policy; use narrow (default), ignore or extend")]
+    /// Not one of `narrow`, `ignore`, `extend`, `extend-write`.
+    #[error(
+        "`{value}` is not a client-roots policy; use narrow (default), ignore, extend or extend-write"
+    )]
     Unknown { value: String },
 }
 
@@ -238,7 +240,7 @@ mod tests {
 
         assert_eq!(
             ClientRoots::parse("wide").unwrap_err().to_string(),
-            "`wide` is not a client-roots policy; use narrow (default), ignore or extend"
+            "`wide` is not a client-roots policy; use narrow (default), ignore, extend or extend-write"
         );
         assert_eq!(
             ClientRoots::parse("wide").unwrap_err(),
@@ -247,5 +249,9 @@ mod tests {
             }
         );
         assert_eq!(ClientRoots::parse("extend").unwrap(), ClientRoots::Extend);
+        assert_eq!(
+            ClientRoots::parse("extend-write").unwrap(),
+            ClientRoots::ExtendWrite
+        );
     }
 }

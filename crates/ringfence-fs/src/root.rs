@@ -403,6 +403,41 @@ fn components_of(rest: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Whether `a` and `b` name the same place or one lies inside the other, judged by their
+/// spellings (normalised lexically) and by their real locations: the longest existing part
+/// of each resolved on disk (symlinks followed), the rest appended. Used to keep client roots
+/// away from ringfence's data directory however either is spelled.
+pub(crate) fn paths_overlap(a: &Path, b: &Path) -> bool {
+    let nested = |x: &Path, y: &Path| x.starts_with(y) || y.starts_with(x);
+    let (a, b) = (normalize_lexically(a), normalize_lexically(b));
+    if nested(&a, &b) {
+        return true;
+    }
+    let (ra, rb) = (real_location(&a), real_location(&b));
+    nested(&ra, &rb) || nested(&ra, &b) || nested(&a, &rb)
+}
+
+/// `path` with its longest existing prefix resolved on disk and the rest appended.
+#[allow(clippy::disallowed_methods)] // compares locations; nothing is opened or used
+fn real_location(path: &Path) -> PathBuf {
+    let mut prefix = path.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&prefix) {
+            let mut out = real;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match (prefix.file_name().map(|n| n.to_owned()), prefix.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                prefix = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
 /// Removes `.` and resolves `..` lexically (used only for the root's own configured path).
 pub fn normalize_lexically(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();

@@ -31,6 +31,9 @@ pub struct Workspace {
     configured: Arc<[Arc<Root>]>,
     /// Roots the agent may read but never sees listed as a workspace (spilled output).
     internal: Vec<Arc<Root>>,
+    /// Places a client root may never be added at, inside or around (ringfence's data
+    /// directory), whatever the client-roots policy.
+    protected: Arc<[std::path::PathBuf]>,
 }
 
 #[derive(Debug, Clone)]
@@ -54,9 +57,12 @@ pub enum ClientRoots {
     /// Keep only what lies inside both the configured roots and the client's (default).
     #[default]
     Narrow,
-    /// Like `Narrow`, and also add client roots outside every configured one (read-write).
-    /// Only when the operator opted in: it lets the client widen access.
+    /// Like `Narrow`, and also add client roots outside every configured one, read-only.
+    /// Only when the operator opted in: it lets the client widen access (never to a
+    /// protected path such as ringfence's data directory).
     Extend,
+    /// Like `Extend`, but the added roots are writable (the operator's explicit opt-in).
+    ExtendWrite,
 }
 
 impl ClientRoots {
@@ -65,10 +71,27 @@ impl ClientRoots {
             "ignore" => Ok(ClientRoots::Ignore),
             "narrow" => Ok(ClientRoots::Narrow),
             "extend" => Ok(ClientRoots::Extend),
+            "extend-write" => Ok(ClientRoots::ExtendWrite),
             other => Err(ClientRootsError::Unknown {
                 value: other.to_owned(),
             }),
         }
+    }
+
+    /// The spelling the configuration uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientRoots::Ignore => "ignore",
+            ClientRoots::Narrow => "narrow",
+            ClientRoots::Extend => "extend",
+            ClientRoots::ExtendWrite => "extend-write",
+        }
+    }
+
+    /// Whether client roots outside every configured root are added (`extend`,
+    /// `extend-write`).
+    pub fn extends(self) -> bool {
+        matches!(self, ClientRoots::Extend | ClientRoots::ExtendWrite)
     }
 }
 
@@ -78,6 +101,7 @@ impl Clone for Workspace {
             state: RwLock::new(self.state()),
             configured: self.configured.clone(),
             internal: self.internal.clone(),
+            protected: self.protected.clone(),
         }
     }
 }
@@ -142,6 +166,7 @@ impl Workspace {
             }),
             configured: roots,
             internal: Vec::new(),
+            protected: Arc::new([]),
         })
     }
 
@@ -149,6 +174,25 @@ impl Workspace {
     pub fn with_internal_root(mut self, root: Arc<Root>) -> Workspace {
         self.internal.push(root);
         self
+    }
+
+    /// Protects `path` (ringfence's data directory): no client root equal to it, inside it
+    /// or containing it is ever added, whatever the client-roots policy. The internal roots
+    /// are protected too.
+    pub fn with_protected_path(mut self, path: &Path) -> Workspace {
+        let mut all = self.protected.to_vec();
+        all.push(crate::root::normalize_lexically(path));
+        self.protected = all.into();
+        self
+    }
+
+    /// Whether `path` is, lies inside or contains a protected path or an internal root.
+    fn touches_protected(&self, path: &Path) -> bool {
+        self.protected
+            .iter()
+            .map(|p| p.as_path())
+            .chain(self.internal.iter().map(|r| r.absolute_path()))
+            .any(|p| crate::root::paths_overlap(path, p))
     }
 
     fn state(&self) -> State {
@@ -269,8 +313,10 @@ impl Workspace {
     /// `policy`, and returns the effective roots' paths. Narrowing never widens: a client
     /// root inside a configured root becomes a root of its own (same access, same denylist,
     /// opened through the configured root's handle, so a symlink cannot lead it out); a
-    /// configured root inside a client root stays whole; everything else is dropped. When
-    /// nothing is left, every call fails until the client announces usable roots.
+    /// configured root inside a client root stays whole; everything else is dropped — or,
+    /// under `extend`/`extend-write`, added as a root of its own (read-only/writable) unless
+    /// it is, lies inside or contains a protected path or an internal root. When nothing is
+    /// left, every call fails until the client announces usable roots.
     pub fn apply_client_roots(
         &self,
         client: &[std::path::PathBuf],
@@ -350,15 +396,21 @@ impl Workspace {
                 }
             }
         }
-        if policy == ClientRoots::Extend {
+        if policy.extends() {
             let denylist = self
                 .configured
                 .first()
                 .map(|r| r.denylist_arc())
                 .unwrap_or_default();
+            // Added roots are read-only unless the operator said `extend-write`.
+            let access = if policy == ClientRoots::ExtendWrite {
+                crate::root::Access::ReadWrite
+            } else {
+                crate::root::Access::ReadOnly
+            };
             for (i, c) in client.iter().enumerate() {
-                // Never re-add, read-write, a place inside a configured root (one that is
-                // missing right now, say): that would bypass its access level.
+                // Never re-add a place inside a configured root (one that is missing right
+                // now, say): that would bypass its access level.
                 if used[i]
                     || self
                         .configured
@@ -367,10 +419,28 @@ impl Workspace {
                 {
                     continue;
                 }
-                let spec =
-                    crate::root::RootSpec::configured(c.clone(), crate::root::Access::ReadWrite);
-                if let Ok(r) = Root::new(spec, denylist.clone()) {
-                    effective.push(Arc::new(r));
+                // Never ringfence's own data (earlier file versions, every user's saved
+                // outputs, memories), nor a directory holding it.
+                if self.touches_protected(c) {
+                    tracing::warn!(
+                        "client root refused: it is, lies inside or contains ringfence's data directory"
+                    );
+                    continue;
+                }
+                let spec = crate::root::RootSpec::configured(c.clone(), access);
+                let Ok(r) = Root::new(spec, denylist.clone()) else {
+                    continue;
+                };
+                // Open it now, so the directory every later call uses is the one judged
+                // here, and judge it again by where it really is (a symlink's target).
+                match r.canonical() {
+                    Ok(real) if !self.touches_protected(&real) => effective.push(Arc::new(r)),
+                    Ok(_) => tracing::warn!(
+                        "client root refused: it leads to, into or around ringfence's data directory"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(reason = %e.message(), "client root outside the configured roots is not usable; ignored")
+                    }
                 }
             }
         }

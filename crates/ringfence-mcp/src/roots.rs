@@ -1,12 +1,23 @@
 //! The client's MCP roots: asked for after `initialized` and on `roots/list_changed`, handed
 //! to the session (which decides, by the operator's policy, what they may change), and
 //! waited for before a tool call runs.
+//!
+//! Protocol 2026-07-28 has no sessions and forbids server-to-client requests: each request
+//! carries the client's capabilities in its `_meta`. A tool call whose client declares roots
+//! there is answered with an `input_required` result asking for `roots/list` (SEP-2322,
+//! multi round-trip requests); the client's retry carries the answer, which is applied before
+//! the call runs — never the wider configured roots in its place.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::service::Peer;
+#[allow(deprecated)] // MCP roots (SEP-2577 deprecates them; clients still send them)
+use rmcp::model::ListRootsRequest;
+use rmcp::model::{CallToolRequestParams, InputRequest, InputRequiredResult, ProtocolVersion};
+use rmcp::service::{Peer, RequestContext};
 
 use ringfence_tools::{Session, ToolError, ToolErrorKind};
 
@@ -17,6 +28,28 @@ use crate::server::McpServer;
 pub(crate) struct RootsReady {
     done: AtomicBool,
     notify: tokio::sync::Notify,
+    /// The roots last applied from a 2026-07-28 request's answer: a later request answering
+    /// the same leaves the session as it is (its sub-roots, so its read records, stay).
+    applied: Mutex<Option<Vec<String>>>,
+}
+
+/// The key of the `roots/list` request in an `input_required` result, and of its answer in
+/// the retry's `inputResponses`.
+const ROOTS_INPUT: &str = "roots";
+
+/// Whether `ctx` is a request of protocol 2026-07-28 or later (its own `_meta` carries the
+/// client's capabilities; the server may not send requests to the client).
+fn is_inline(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+}
+
+/// Whether the request's own `_meta` declares the roots capability.
+#[allow(deprecated)]
+fn request_declares_roots(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.meta
+        .client_capabilities()
+        .is_some_and(|caps| caps.roots.is_some())
 }
 
 /// How long a tool call waits for the client to answer `roots/list`.
@@ -43,6 +76,12 @@ impl McpServer {
             }
         };
         if declares_roots(&peer) && session.uses_client_roots() {
+            // Whatever a 2026-07-28 request applied before is replaced.
+            *self
+                .roots_ready()
+                .applied
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = None;
             match peer.list_roots().await {
                 Ok(result) => {
                     let uris: Vec<String> = result.roots.into_iter().map(|r| r.uri).collect();
@@ -60,6 +99,55 @@ impl McpServer {
         let ready = self.roots_ready();
         ready.done.store(true, Ordering::SeqCst);
         ready.notify.notify_waiters();
+    }
+
+    /// Before a tool call of protocol 2026-07-28 or later whose client declares roots in the
+    /// request's `_meta`: apply the answer the client sent with the request, or return the
+    /// `input_required` result asking for it (the call does not run then). An answer that
+    /// cannot be read blocks file access (fail closed), as a failed `roots/list` does for a
+    /// session. Other requests are left to the session's roots ([`Self::wait_for_roots`]).
+    #[allow(deprecated)]
+    pub(crate) fn roots_for_request(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        request: &CallToolRequestParams,
+        session: &Session,
+    ) -> Option<InputRequiredResult> {
+        if !is_inline(ctx) || !request_declares_roots(ctx) || !session.uses_client_roots() {
+            return None;
+        }
+        let Some(answer) = request
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(ROOTS_INPUT))
+        else {
+            let ask = BTreeMap::from([(
+                ROOTS_INPUT.to_owned(),
+                InputRequest::ListRoots(ListRootsRequest::default()),
+            )]);
+            return Some(InputRequiredResult::from_input_requests(ask));
+        };
+        let mut applied = self
+            .roots_ready()
+            .applied
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match serde_json::from_value::<rmcp::model::ListRootsResult>(answer.clone()) {
+            Ok(result) => {
+                let uris: Vec<String> = result.roots.into_iter().map(|r| r.uri).collect();
+                if applied.as_ref() != Some(&uris) || session.workspace.blocked().is_some() {
+                    let summary = session.apply_client_roots(&uris);
+                    tracing::debug!(%summary, "client roots of the request applied");
+                    *applied = Some(uris);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the request's roots answer is unreadable; refusing file access");
+                session.client_roots_failed(&format!("its roots/list answer is not valid: {e}"));
+                *applied = None;
+            }
+        }
+        None
     }
 
     /// Before a tool call: if the client declared roots, wait until they were applied, so no

@@ -292,6 +292,13 @@ impl ServerHandler for McpServer {
         let received = std::time::Instant::now();
         let user = request_user(&ctx.extensions);
         let scope = self.scope_for(&user);
+        // A 2026-07-28 request declaring roots runs narrowed to the roots it sent, or asks
+        // for them first; never against the wider configured roots.
+        if let Ok(scope) = &scope
+            && let Some(ask) = self.roots_for_request(&ctx, &request, &scope.session)
+        {
+            return Ok(CallToolResponse::InputRequired(ask));
+        }
         // The call may start once the client's roots (if it declared any) are applied.
         let ready = scope.as_ref().ok().map(|scope| {
             let session = scope.session.clone();

@@ -139,7 +139,9 @@ impl Sessions {
         let (roots, spill) = self.user_parts(user)?;
         let ws = Workspace::new(roots)
             .map_err(|e| e.to_string())?
-            .with_internal_root(spill.root().clone());
+            .with_internal_root(spill.root().clone())
+            // Client roots (`extend`) never reach ringfence's own data.
+            .with_protected_path(&self.data_dir);
         let session = Session::new(ws)
             .with_client_roots(self.client_roots)
             .with_user(user);
@@ -147,6 +149,11 @@ impl Sessions {
             session: Arc::new(session),
             spill,
         })
+    }
+
+    /// What the MCP client's roots may do (the configured policy).
+    pub fn client_roots(&self) -> ClientRoots {
+        self.client_roots
     }
 
     /// A fresh scope for the local user (stdio, `ringfence call`).

@@ -3,6 +3,7 @@
 //! Integration tests of ringfence-fs, in one test binary (one link step instead of one per
 //! file):
 //!
+//! - `client_roots`: what an MCP client's roots may do under each policy;
 //! - `containment`: a table of hostile inputs against a fresh tree, plus standalone cases
 //!   (missing, nested and internal roots, modes, denied paths, symlink loops);
 //! - `path_properties`: generated paths never resolve or write outside the root;
@@ -11,6 +12,7 @@
 //!
 //! `common` holds the fixtures they share: a one-root workspace, tree snapshots, walk listings.
 
+mod client_roots;
 mod common;
 mod containment;
 mod crash_safety;

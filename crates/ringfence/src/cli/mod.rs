@@ -48,8 +48,9 @@ struct Cli {
     #[arg(long, global = true, value_delimiter = ',', value_name = "TOOLS")]
     disable_tools: Vec<String>,
     /// What the MCP client's roots may do: narrow (default: keep only what lies inside both
-    /// the configured roots and the client's), ignore, or extend (also add client roots
-    /// outside the configured ones).
+    /// the configured roots and the client's), ignore, extend (also add client roots
+    /// outside the configured ones, read-only) or extend-write (writable). Never the data
+    /// directory; no extension on an HTTP server with users.
     #[arg(long, global = true, value_name = "POLICY")]
     client_roots: Option<String>,
     /// Log filter for stderr (error, warn, info, debug, trace).

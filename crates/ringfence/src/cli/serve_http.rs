@@ -23,6 +23,11 @@ pub(super) fn run(app: App, addr: &str, tls_files: Option<(PathBuf, PathBuf)>) -
         Ok(p) => p,
         Err(e) => return fail(&format!("configuration error: {e}")),
     };
+    if let Err(e) =
+        crate::config::check_client_roots_for_http(app.sessions.client_roots(), &app.http)
+    {
+        return fail(&format!("configuration error: {e}"));
+    }
     raise_fd_limit();
     app.check_roots();
     app.prune_spill();

@@ -24,6 +24,7 @@ use crate::env_vars;
 pub use error::ConfigError;
 pub use http::HttpPlan;
 pub use raw::HttpConfig;
+pub use roots::check_client_roots_for_http;
 pub use sections::{FamilySettings, SectionInput};
 
 /// Values given on the command line (highest precedence).

@@ -102,6 +102,27 @@ pub(super) fn client_roots(
     }
 }
 
+/// `serve --http` with users (`[http] tokens` or `[http.oauth]`): `extend` and
+/// `extend-write` are refused, because a client could then hand its user any directory it
+/// names — another user's folder, `/etc` — and over HTTP the client is not the operator.
+/// Each user's own directory is a `{user}` root; `narrow` (the default) keeps the client
+/// inside it.
+pub fn check_client_roots_for_http(
+    policy: ClientRoots,
+    http: &super::HttpConfig,
+) -> Result<(), ConfigError> {
+    if !policy.extends() || (http.tokens.is_empty() && http.oauth.is_none()) {
+        return Ok(());
+    }
+    Err(ConfigError::invalid(
+        "client_roots",
+        format!(
+            "`{}` is refused with HTTP users ([http] tokens or [http.oauth]): a user's MCP client could add any directory, another user's included. Use `narrow` (the default) and give each user their own directory with a `{{user}}` root; `extend` is for stdio and unauthenticated loopback HTTP only",
+            policy.as_str()
+        ),
+    ))
+}
+
 /// Splits `RINGFENCE_ROOTS`: `:`-separated absolute paths, a `ro`/`rw` token after a path
 /// being its access suffix.
 fn split_roots_env(value: &str) -> Result<Vec<String>, ConfigError> {
@@ -189,6 +210,39 @@ mod tests {
                 .to_string()
                 .contains("twice")
         );
+    }
+
+    #[test]
+    fn client_roots_extension_is_refused_with_http_users() {
+        use super::check_client_roots_for_http;
+        use crate::config::tests::load_file;
+        let tokens = "[http]\ntokens = [{ user = \"alice\", hash = \"blake3:0000000000000000000000000000000000000000000000000000000000000000\" }]\n";
+        for (policy, users, refused) in [
+            ("extend", tokens, true),
+            ("extend-write", tokens, true),
+            ("narrow", tokens, false),
+            ("ignore", tokens, false),
+            ("extend", "", false),
+            ("extend-write", "", false),
+        ] {
+            let config = load_file(
+                &format!("client_roots = \"{policy}\"\n{users}"),
+                &[("HOME", "/h")],
+            )
+            .unwrap();
+            let result = check_client_roots_for_http(config.client_roots, &config.http);
+            assert_eq!(
+                result.is_err(),
+                refused,
+                "{policy} with users: {}",
+                !users.is_empty()
+            );
+            if let Err(e) = result {
+                let msg = e.to_string();
+                assert!(msg.starts_with("client_roots: "), "{msg}");
+                assert!(msg.contains(policy) && msg.contains("narrow"), "{msg}");
+            }
+        }
     }
 
     #[test]
