@@ -406,7 +406,9 @@ def test_bad_oauth_settings_fail_closed(tmp_path):
 # --- limits --------------------------------------------------------------------------------
 
 async def test_rate_limit_is_per_user_with_retry_after(tmp_path):
+    ops = "operator-token-" + "o" * 24
     srv = serve(tmp_path, tokens_config(alice=ALICE, bob=BOB)
+                + f'metrics_token_hash = "{token_hash(ops)}"\n'
                 + "[http.limits]\nrate = 0.5\nburst = 3\n", roots=(str(tmp_path),))
     try:
         async with httpx2.AsyncClient() as h:
@@ -423,7 +425,7 @@ async def test_rate_limit_is_per_user_with_retry_after(tmp_path):
             r = await h.post(srv.url, content=INIT,
                              headers={**HDRS, "Authorization": f"Bearer {BOB}"})
             assert r.status_code == 200, r.text
-            r = await h.get(srv.base + "/metrics", headers={"Authorization": f"Bearer {BOB}"})
+            r = await h.get(srv.base + "/metrics", headers={"Authorization": f"Bearer {ops}"})
             assert 'ringfence_http_refusals_total{status="429"} 2' in r.text, r.text
     finally:
         assert srv.stop() == 0

@@ -18,8 +18,8 @@ mod session;
 
 pub use convert::mcp_tool;
 pub use http::{
-    Auth, HttpOptions, RateLimits, ResourceMetadata, TlsConfig, TlsError, TokenAuth,
-    TokenConfigError, load_tls, serve_http, token_hash,
+    Auth, HttpOptions, MetricsToken, RateLimits, ResourceMetadata, TlsConfig, TlsError, TokenAuth,
+    TokenConfigError, load_tls, open_request_slots, serve_http, token_hash,
 };
 pub use metrics::{Metrics, SessionGuard};
 pub use oauth::{

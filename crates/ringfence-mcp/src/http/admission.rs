@@ -1,18 +1,23 @@
-//! The gate in front of `/mcp` and `/metrics`: refusing new work while shutting down,
-//! authentication, session ownership, per-user limits, and counting the calls in flight until
-//! their answers have been sent.
+//! The gate in front of `/mcp`: authentication first (nothing of a request is read before
+//! its sender is known), session ownership, refusing new work while shutting down, per-user
+//! limits (rate, calls, event streams, sessions), bounded body reading, and counting the calls
+//! in flight until their answers have been sent. And the operator's gate in front of
+//! `/metrics`.
 
-use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
-use super::MAX_HTTP_BODY;
+use super::MetricsToken;
 use super::auth::Authenticator;
-use super::limits::Limiters;
+use super::body::{BodyFailure, BodyLimits, Reservation};
+use super::limits::{Admitted, Kind, Limiters};
+use super::refusal::Refusal;
+use super::sessions::{SessionBook, SessionSlot};
 use crate::Metrics;
 
 /// After the last running call of a shutdown, how long clients get to read its answer.
@@ -22,39 +27,87 @@ const LINGER: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(super) struct Gate {
     auth: Authenticator,
+    metrics_token: Option<MetricsToken>,
     limiters: Limiters,
-    /// MCP session id -> the user who opened it.
-    owners: Mutex<HashMap<String, String>>,
+    body: BodyLimits,
+    /// An event stream that carries nothing for this long is closed.
+    stream_idle: Option<Duration>,
+    sessions: Arc<SessionBook>,
+    /// rmcp's sessions: which are still alive.
+    manager: Arc<LocalSessionManager>,
     draining: AtomicBool,
     inflight: AtomicUsize,
     idle: tokio::sync::Notify,
     metrics: Option<Arc<Metrics>>,
 }
 
+/// What the gate is made of.
+pub(super) struct GateParts {
+    pub(super) auth: Authenticator,
+    pub(super) metrics_token: Option<MetricsToken>,
+    pub(super) limiters: Limiters,
+    pub(super) body: BodyLimits,
+    pub(super) stream_idle: Option<Duration>,
+    pub(super) manager: Arc<LocalSessionManager>,
+    pub(super) metrics: Option<Arc<Metrics>>,
+}
+
 impl Gate {
-    pub(super) fn new(
-        auth: Authenticator,
-        limiters: Limiters,
-        metrics: Option<Arc<Metrics>>,
-    ) -> Gate {
+    pub(super) fn new(parts: GateParts) -> Gate {
+        let sessions = Arc::new(SessionBook::new(parts.limiters.limits().sessions));
         Gate {
-            auth,
-            limiters,
-            owners: Mutex::new(HashMap::new()),
+            auth: parts.auth,
+            metrics_token: parts.metrics_token,
+            limiters: parts.limiters,
+            body: parts.body,
+            stream_idle: parts.stream_idle,
+            sessions,
+            manager: parts.manager,
             draining: AtomicBool::new(false),
             inflight: AtomicUsize::new(0),
             idle: tokio::sync::Notify::new(),
-            metrics,
+            metrics: parts.metrics,
         }
     }
 
-    /// Forgets the owners of sessions no longer `alive`, and the limiters of idle users.
-    pub(super) fn sweep(&self, alive: &HashSet<String>) {
-        self.owners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|id, _| alive.contains(id));
+    /// Forgets the owners of sessions rmcp has closed, and the limiters of idle users.
+    pub(super) async fn sweep(&self) {
+        self.forget_ended_sessions().await;
         self.limiters.forget_idle();
+    }
+
+    async fn forget_ended_sessions(&self) {
+        let alive: std::collections::HashSet<String> = self
+            .manager
+            .sessions
+            .read()
+            .await
+            .keys()
+            .map(|k| k.to_string())
+            .collect();
+        self.sessions.retain(&alive);
+    }
+
+    /// A place for a new session of `user`. At the cap, sessions that ended since the last
+    /// sweep are forgotten first, so the count is exact when it refuses.
+    async fn reserve_session(&self, user: &str) -> Result<SessionSlot, Refusal> {
+        if let Ok(slot) = self.sessions.reserve(user) {
+            return Ok(slot);
+        }
+        self.forget_ended_sessions().await;
+        self.sessions.reserve(user).map_err(|open| {
+            tracing::info!(%user, open, "session limit reached");
+            Refusal::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "sessions",
+                format!(
+                    "session limit: this user has {open} MCP sessions open, at most {} are allowed (http.limits.sessions); end one (DELETE) or wait until an idle one expires; retry after 30 s",
+                    self.sessions.cap()
+                ),
+            )
+            .setting("http.limits.sessions")
+            .retry_after(30)
+        })
     }
 
     /// The first steps of a shutdown: refuse new requests, and let running calls finish
@@ -93,6 +146,18 @@ impl Gate {
         self.inflight.fetch_add(1, Ordering::SeqCst);
         InflightGuard(self.clone())
     }
+
+    fn count_refusal(&self, response: &mut Response) {
+        let status = response.status().as_u16();
+        if matches!(status, 401 | 403 | 404 | 408 | 413 | 429 | 503) {
+            if let Some(m) = &self.metrics {
+                m.refused(status);
+            }
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+    }
 }
 
 /// Counts a request in flight until dropped (when its response body has been sent).
@@ -107,13 +172,22 @@ impl Drop for InflightGuard {
     }
 }
 
-/// A response body that keeps its request counted (in flight, and against its user's
-/// concurrency) until the last byte is sent: a tool call's answer streams after the
-/// handler returned.
+/// A response body that keeps its request counted (in flight, against its user's calls or
+/// streams, against the server's open requests, its body bytes against the buffer budget)
+/// until the last byte is sent: a tool call's answer streams after the handler returned. An
+/// event stream that carries nothing but keep-alive comments for its idle time is ended.
 struct GuardedBody {
     inner: axum::body::Body,
+    idle: Option<IdleTimer>,
+    ended: bool,
     _inflight: Option<InflightGuard>,
-    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    _admitted: Admitted,
+    _reservation: Option<Arc<Reservation>>,
+}
+
+struct IdleTimer {
+    after: Duration,
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
 }
 
 impl http_body::Body for GuardedBody {
@@ -121,14 +195,37 @@ impl http_body::Body for GuardedBody {
     type Error = axum::Error;
 
     fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
+        self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+        use std::future::Future as _;
+        use std::task::Poll;
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        let polled = std::pin::Pin::new(&mut this.inner).poll_frame(cx);
+        // An SSE comment (`:`) is a keep-alive ping, not activity.
+        let active = matches!(&polled, Poll::Ready(Some(Ok(frame)))
+            if frame.data_ref().is_some_and(|d| !d.starts_with(b":")));
+        if let Some(idle) = &mut this.idle {
+            if active {
+                let next = tokio::time::Instant::now() + idle.after;
+                idle.sleep.as_mut().reset(next);
+            } else if polled.is_pending() && idle.sleep.as_mut().poll(cx).is_ready() {
+                tracing::debug!(
+                    idle_s = idle.after.as_secs(),
+                    "closing an idle event stream"
+                );
+                this.ended = true;
+                return Poll::Ready(None);
+            }
+        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.ended || self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
@@ -136,44 +233,49 @@ impl http_body::Body for GuardedBody {
     }
 }
 
-/// In front of `/mcp` and `/metrics`: shutdown, authentication, session ownership, limits.
-/// A refusal usually leaves the request body unread, so the connection is closed after it
-/// (said in `Connection: close`) rather than reused with stray bytes in it.
+/// In front of `/mcp`. A refusal usually leaves the request body unread, so the connection is
+/// closed after it (said in `Connection: close`) rather than reused with stray bytes in it.
 pub(super) async fn gate(
     gate: Arc<Gate>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let metrics = gate.metrics.clone();
-    let mut response = admit(gate, req, next).await;
-    let status = response.status().as_u16();
-    if matches!(status, 401 | 403 | 404 | 413 | 429 | 503) {
-        if let Some(m) = &metrics {
-            m.refused(status);
-        }
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
+    let mut response = admit(gate.clone(), req, next).await;
+    gate.count_refusal(&mut response);
     response
 }
 
-async fn admit(
+/// In front of `/metrics`: the operator only (see [`Authenticator::operator`]).
+pub(super) async fn operator_gate(
     gate: Arc<Gate>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    // Shutting down: no new work. Answers and notifications the client owes to calls still
-    // running (a roots/list result, a cancellation) still pass, or those calls could not end.
-    let req = if gate.draining.load(Ordering::SeqCst) {
-        match admit_while_draining(req).await {
-            Ok(req) => req,
-            Err(refused) => return refused,
+    match gate.auth.operator(gate.metrics_token.as_ref(), &req) {
+        None => next.run(req).await,
+        Some(mut refused) => {
+            gate.count_refusal(&mut refused);
+            refused
         }
-    } else {
-        req
-    };
-    let mut req = req;
+    }
+}
+
+fn shutting_down() -> Response {
+    Refusal::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "shutdown",
+        "the server is shutting down; retry against the next instance".into(),
+    )
+    .retry_after(5)
+    .into_response()
+}
+
+async fn admit(
+    gate: Arc<Gate>,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    // Who sends it, before anything else of the request is looked at.
     let user = match gate.auth.authenticate(&mut req).await {
         Ok(user) => user,
         Err(refused) => return refused,
@@ -185,50 +287,113 @@ async fn admit(
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    if let Some(id) = &session_id {
-        let owner = gate
-            .owners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-            .cloned();
-        if owner.as_deref().is_some_and(|o| o != user) {
-            tracing::warn!(%user, "request for another user's MCP session refused");
-            return (StatusCode::NOT_FOUND, "session not found\n").into_response();
+    if let Some(id) = &session_id
+        && gate.sessions.owner(id).is_some_and(|o| o != user)
+    {
+        tracing::warn!(%user, "request for another user's MCP session refused");
+        return Refusal::new(StatusCode::NOT_FOUND, "session", "session not found".into())
+            .into_response();
+    }
+
+    // Shutting down: no new work. Ending a session, or resuming a stream a running call
+    // answers on, still passes; so does a POST carrying only answers and notifications
+    // (checked once its body is read, below).
+    let method = req.method().clone();
+    let draining = gate.draining.load(Ordering::SeqCst);
+    if draining && method != Method::POST {
+        let resume = method == Method::GET && req.headers().contains_key("last-event-id");
+        if !(method == Method::DELETE || resume) {
+            return shutting_down();
         }
     }
 
-    // Event streams (GET) stay open for the whole session: they are not "calls".
-    let is_call = req.method() == Method::POST;
-    let permit = match gate.limiters.admit(&user, is_call) {
-        Ok(permit) => permit,
+    let kind = match method {
+        Method::POST => Kind::Call,
+        Method::GET => Kind::Stream,
+        _ => Kind::Other,
+    };
+    let admitted = match gate.limiters.admit(&user, kind) {
+        Ok(a) => a,
         Err(refused) => return refused.into_response(),
     };
-    let inflight = is_call.then(|| gate.begin());
-    let is_delete = req.method() == Method::DELETE;
-    let response = next.run(req).await;
+    // A POST without a session id opens a session (an `initialize`).
+    let slot = if method == Method::POST && session_id.is_none() {
+        match gate.reserve_session(&user).await {
+            Ok(slot) => Some(slot),
+            Err(refused) => return refused.into_response(),
+        }
+    } else {
+        None
+    };
 
-    if session_id.is_none()
+    // The body: bounded in size, time and the server's buffer budget.
+    let mut reservation = None;
+    let mut body_failure = None;
+    if method == Method::POST {
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let held = match gate.body.admit(declared) {
+            Ok(r) => r,
+            Err(refused) => return refused.into_response(),
+        };
+        let (parts, body) = req.into_parts();
+        let (body, failure) = gate.body.wrap(body, held.clone());
+        let body = if draining {
+            match read_while_draining(&gate, body, &failure).await {
+                Ok(bytes) => axum::body::Body::from(bytes),
+                Err(refused) => return refused,
+            }
+        } else {
+            body
+        };
+        req = axum::extract::Request::from_parts(parts, body);
+        reservation = Some(held);
+        body_failure = Some(failure);
+    }
+
+    let inflight = (method == Method::POST).then(|| gate.begin());
+    let mut response = next.run(req).await;
+
+    // A body cut short (too slow, too large, no room): say so, not the service's 500.
+    if let Some(why) = body_failure.as_ref().and_then(|f| f.get()) {
+        tracing::info!(%user, reason = ?why, "request body cut short");
+        return gate.body.refusal(*why).into_response();
+    }
+    if let Some(slot) = slot
         && let Some(id) = response
             .headers()
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
     {
-        gate.owners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.to_owned(), user.clone());
+        slot.fill(id);
     }
-    if is_delete
+    if method == Method::DELETE
         && response.status().is_success()
         && let Some(id) = &session_id
     {
-        gate.owners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+        gate.sessions.remove(id);
+        // The session is gone: 204 (clients treat rmcp's 202 as a failed termination).
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            *response.body_mut() = axum::body::Body::empty();
+        }
     }
-    if permit.is_none() && inflight.is_none() {
+    let is_event_stream = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let idle = match (kind, gate.stream_idle) {
+        (Kind::Stream, Some(after)) if is_event_stream => Some(IdleTimer {
+            after,
+            sleep: Box::pin(tokio::time::sleep(after)),
+        }),
+        _ => None,
+    };
+    if admitted.is_empty() && inflight.is_none() && reservation.is_none() && idle.is_none() {
         return response;
     }
     let (parts, body) = response.into_parts();
@@ -236,49 +401,35 @@ async fn admit(
         parts,
         axum::body::Body::new(GuardedBody {
             inner: body,
+            idle,
+            ended: false,
             _inflight: inflight,
-            _permit: permit,
+            _admitted: admitted,
+            _reservation: reservation,
         }),
     )
 }
 
-/// During shutdown: a POST carrying only JSON-RPC responses or notifications passes (its
-/// body put back); anything starting new work is answered 503.
-async fn admit_while_draining(
-    req: axum::extract::Request,
-) -> Result<axum::extract::Request, Response> {
-    let refuse = || {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            [(header::RETRY_AFTER, "5")],
-            "the server is shutting down; retry against the next instance\n",
-        )
-            .into_response()
+/// During shutdown: the body is read (under its limits) and scanned without being parsed
+/// into a tree; one carrying only JSON-RPC answers or notifications passes (its bytes put
+/// back), anything starting new work is answered 503.
+async fn read_while_draining(
+    gate: &Gate,
+    body: axum::body::Body,
+    failure: &std::sync::OnceLock<BodyFailure>,
+) -> Result<axum::body::Bytes, Response> {
+    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(b) => b,
+        Err(_) => {
+            return Err(match failure.get() {
+                Some(why) => gate.body.refusal(*why).into_response(),
+                None => shutting_down(),
+            });
+        }
     };
-    if req.method() != Method::POST {
-        // Ending a session, or resuming a stream a running call answers on, still passes.
-        let resume = req.method() == Method::GET && req.headers().contains_key("last-event-id");
-        return if req.method() == Method::DELETE || resume {
-            Ok(req)
-        } else {
-            Err(refuse())
-        };
+    if super::body::only_answers_and_notifications(&bytes) {
+        Ok(bytes)
+    } else {
+        Err(shutting_down())
     }
-    let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_HTTP_BODY)
-        .await
-        .map_err(|_| refuse())?;
-    let starts_work = |m: &serde_json::Value| m.get("method").is_some() && m.get("id").is_some();
-    let new_work = match serde_json::from_slice::<serde_json::Value>(&bytes) {
-        Ok(serde_json::Value::Array(batch)) => batch.iter().any(starts_work),
-        Ok(message) => starts_work(&message),
-        Err(_) => true,
-    };
-    if new_work {
-        return Err(refuse());
-    }
-    Ok(axum::extract::Request::from_parts(
-        parts,
-        axum::body::Body::from(bytes),
-    ))
 }

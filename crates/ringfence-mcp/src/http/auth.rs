@@ -7,6 +7,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::ResourceMetadata;
+use super::refusal::Refusal;
 use crate::AuthUser;
 use crate::oauth::{AuthFailure, JwtValidator};
 
@@ -38,6 +39,38 @@ pub enum TokenConfigError {
     ReservedUser { index: usize },
     #[error("http.tokens[{index}]: the same token hash appears twice")]
     DuplicateHash { index: usize },
+    #[error(
+        "http.metrics_token_hash: must look like blake3:<64 hex digits>; make one with `ringfence token-hash`"
+    )]
+    MetricsHash,
+    #[error(
+        "http.metrics_token_hash: the operator's token must differ from every user's (http.tokens)"
+    )]
+    MetricsHashIsAUser,
+}
+
+/// The operator's token for `/metrics` (`http.metrics_token_hash`), kept as its BLAKE3 hash.
+/// It names no user: it opens no MCP session, and user tokens do not open `/metrics`.
+#[derive(Debug, Clone)]
+pub struct MetricsToken(blake3::Hash);
+
+impl MetricsToken {
+    /// `hash`: `blake3:<64 hex>`; refused if it is also a user's token.
+    pub fn new(hash: &str, users: &TokenAuth) -> Result<MetricsToken, TokenConfigError> {
+        let hash = hash
+            .strip_prefix("blake3:")
+            .and_then(|hex| blake3::Hash::from_hex(hex).ok())
+            .ok_or(TokenConfigError::MetricsHash)?;
+        if users.tokens.iter().any(|(h, _)| *h == hash) {
+            return Err(TokenConfigError::MetricsHashIsAUser);
+        }
+        Ok(MetricsToken(hash))
+    }
+
+    /// Whether `token` is the operator's (a constant-time comparison).
+    fn matches(&self, token: &str) -> bool {
+        blake3::hash(token.as_bytes()) == self.0
+    }
 }
 
 impl TokenAuth {
@@ -155,6 +188,34 @@ impl Authenticator {
         }
     }
 
+    /// Whether `/metrics` may be answered: with credentials configured, only to the
+    /// operator's token (401 without a token, 403 with any other — a user's token included:
+    /// the counters show every user's activity); without credentials (a loopback-only server
+    /// whose one user is `local`), to everyone. `Some(refusal)` when refused.
+    pub(super) fn operator(
+        &self,
+        metrics_token: Option<&MetricsToken>,
+        req: &axum::extract::Request,
+    ) -> Option<Response> {
+        if self.auth.is_none() && metrics_token.is_none() {
+            return None;
+        }
+        let Some(presented) = bearer(req) else {
+            return Some(self.refuse(None));
+        };
+        if metrics_token.is_some_and(|t| t.matches(&presented)) {
+            return None;
+        }
+        tracing::warn!("/metrics refused: not the operator's token");
+        Some(Refusal::new(
+            StatusCode::FORBIDDEN,
+            "operator_only",
+            "/metrics is for the operator: send the token whose hash is http.metrics_token_hash (user tokens do not open it)".into(),
+        )
+        .setting("http.metrics_token_hash")
+        .into_response())
+    }
+
     /// The user `req` is sent by (recorded in its extensions as [`AuthUser`]), or the
     /// refusal to answer with.
     pub(super) async fn authenticate(
@@ -164,15 +225,7 @@ impl Authenticator {
         let Some(auth) = &self.auth else {
             return Ok(ringfence_tools::LOCAL_USER.to_owned());
         };
-        let presented = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .map(|t| t.trim().to_owned());
+        let presented = bearer(req);
         let result = match &presented {
             None => Err(None),
             Some(token) => auth.user_of(token).await.map_err(Some),
@@ -182,25 +235,29 @@ impl Authenticator {
                 req.extensions_mut().insert(AuthUser(user.clone()));
                 Ok(user)
             }
-            Err(failure) => {
-                let why = failure
-                    .as_ref()
-                    .map(|f| f.description.clone())
-                    .unwrap_or_else(|| "missing bearer token".to_owned());
-                tracing::warn!(reason = %why, "HTTP request refused");
-                let status = failure
-                    .as_ref()
-                    .map(|f| f.status)
-                    .unwrap_or(StatusCode::UNAUTHORIZED);
-                let challenge = self.challenge(failure.as_ref());
-                Err((
-                    status,
-                    [(header::WWW_AUTHENTICATE, challenge)],
-                    format!("{why}: send Authorization: Bearer <token>\n"),
-                )
-                    .into_response())
-            }
+            Err(failure) => Err(self.refuse(failure.as_ref())),
         }
+    }
+
+    /// 401/403 with its challenge, and the reason as a JSON-RPC error.
+    fn refuse(&self, failure: Option<&AuthFailure>) -> Response {
+        let why = failure
+            .map(|f| f.description.clone())
+            .unwrap_or_else(|| "missing bearer token".to_owned());
+        tracing::warn!(reason = %why, "HTTP request refused");
+        let status = failure
+            .map(|f| f.status)
+            .unwrap_or(StatusCode::UNAUTHORIZED);
+        let mut response = Refusal::new(
+            status,
+            "authentication",
+            format!("{why}: send Authorization: Bearer <token>"),
+        )
+        .into_response();
+        if let Ok(v) = axum::http::HeaderValue::from_str(&self.challenge(failure)) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+        }
+        response
     }
 
     /// The `WWW-Authenticate` value for a failure (or a plain challenge).
@@ -220,8 +277,36 @@ impl Authenticator {
     }
 }
 
+/// The bearer token of `req`, if it carries one.
+fn bearer(req: &axum::extract::Request) -> Option<String> {
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(|t| t.trim().to_owned())
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_metrics_token_is_nobody_s_user_token() {
+        let users =
+            super::TokenAuth::new(&[("alice".into(), super::token_hash("alice-t"))]).unwrap();
+        let ops = super::MetricsToken::new(&super::token_hash("ops-t"), &users).unwrap();
+        assert!(ops.matches("ops-t") && !ops.matches("alice-t"));
+        assert_eq!(users.user_of("ops-t"), None);
+        let err = super::MetricsToken::new(&super::token_hash("alice-t"), &users).unwrap_err();
+        assert!(
+            err.to_string().starts_with("http.metrics_token_hash:"),
+            "{err}"
+        );
+        let err = super::MetricsToken::new("ops-t", &users).unwrap_err();
+        assert!(err.to_string().contains("token-hash"), "{err}");
+    }
+
     #[test]
     fn token_hashes_verify_and_reject() {
         let auth = super::TokenAuth::new(&[

@@ -1,12 +1,16 @@
-//! Per-user limits on `/mcp` requests: a token bucket for the rate and a semaphore for the
-//! calls answered at once; a refusal is 429 with `Retry-After`.
+//! Per-user limits on `/mcp` requests — a token bucket for the rate, and semaphores for the
+//! calls answered at once and the event streams held open — and the server-wide cap on calls
+//! and streams open at once, which keeps a reserve of descriptors for everything else
+//! (admission answers, `/healthz`, the files tools open). A refusal names the setting.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::refusal::Refusal;
 
 /// Per-user limits on `/mcp` requests. `0` turns a limit off.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -17,16 +21,18 @@ pub struct RateLimits {
     pub rate: f64,
     /// Requests one user may send in a burst above the rate.
     pub burst: f64,
+    /// MCP sessions one user may have open.
+    pub sessions: usize,
+    /// Event streams (GET) one user may hold open at once.
+    pub streams: usize,
 }
 
-impl RateLimits {
-    /// Concurrent requests one user may have (`0`: unbounded).
-    fn permits(&self) -> usize {
-        if self.concurrent == 0 {
-            tokio::sync::Semaphore::MAX_PERMITS
-        } else {
-            self.concurrent
-        }
+/// A semaphore size for a limit where `0` means none.
+fn permits(limit: usize) -> usize {
+    if limit == 0 {
+        Semaphore::MAX_PERMITS
+    } else {
+        limit.min(Semaphore::MAX_PERMITS)
     }
 }
 
@@ -36,20 +42,49 @@ impl Default for RateLimits {
             concurrent: 16,
             rate: 20.0,
             burst: 100.0,
+            sessions: 16,
+            streams: 32,
         }
     }
 }
 
-/// The limiters of the users seen lately.
+/// Calls and event streams open at once over all users, given the process's descriptor
+/// limit: each holds a connection (one descriptor), and a quarter of the descriptors (at
+/// least 64) stays free for the rest — accepting and refusing, health checks, tools' files.
+pub fn open_request_slots(descriptors: u64) -> usize {
+    let reserve = (descriptors / 4).max(64);
+    let slots = descriptors
+        .saturating_sub(reserve)
+        .max(descriptors / 4)
+        .max(1);
+    usize::try_from(slots).unwrap_or(usize::MAX)
+}
+
+/// What a request will hold while it is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// A POST: a call, counted against the user's concurrency.
+    Call,
+    /// A GET: an event stream, counted against the user's streams.
+    Stream,
+    /// Anything else (DELETE): the rate only.
+    Other,
+}
+
+/// The limiters of the users seen lately, and the server-wide cap.
 #[derive(Debug)]
 pub(super) struct Limiters {
     limits: RateLimits,
     users: Mutex<HashMap<String, Arc<UserLimiter>>>,
+    /// Calls and streams open at once over all users.
+    open: Arc<Semaphore>,
+    open_slots: usize,
 }
 
 #[derive(Debug)]
 struct UserLimiter {
-    concurrent: Arc<tokio::sync::Semaphore>,
+    concurrent: Arc<Semaphore>,
+    streams: Arc<Semaphore>,
     /// (tokens left, when last refilled)
     bucket: Mutex<(f64, Instant)>,
 }
@@ -62,53 +97,108 @@ impl UserLimiter {
                 || bucket.0 + bucket.1.elapsed().as_secs_f64() * limits.rate
                     >= limits.burst.max(1.0)
         };
-        full && self.concurrent.available_permits() == limits.permits()
+        full && self.concurrent.available_permits() == permits(limits.concurrent)
+            && self.streams.available_permits() == permits(limits.streams)
+    }
+}
+
+/// The places a request holds until its answer has been sent.
+#[derive(Debug, Default)]
+pub(super) struct Admitted {
+    /// Among its user's calls or streams.
+    user: Option<OwnedSemaphorePermit>,
+    /// Among the server's open calls and streams.
+    server: Option<OwnedSemaphorePermit>,
+}
+
+impl Admitted {
+    pub(super) fn is_empty(&self) -> bool {
+        self.user.is_none() && self.server.is_none()
     }
 }
 
 impl Limiters {
-    pub(super) fn new(limits: RateLimits) -> Limiters {
+    /// `open_slots`: calls and streams open at once over all users (`0`: no cap).
+    pub(super) fn new(limits: RateLimits, open_slots: usize) -> Limiters {
         Limiters {
             limits,
             users: Mutex::new(HashMap::new()),
+            open: Arc::new(Semaphore::new(permits(open_slots))),
+            open_slots,
         }
     }
 
-    /// Admits one request of `user`: takes a token from the user's bucket and, for a call
-    /// (`is_call`), a place among the user's concurrent calls, held until the permit is
-    /// dropped.
-    pub(super) fn admit(
-        &self,
-        user: &str,
-        is_call: bool,
-    ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, LimitReached> {
+    pub(super) fn limits(&self) -> &RateLimits {
+        &self.limits
+    }
+
+    /// Admits one request of `user`: takes a token from the user's bucket and, for a call or
+    /// a stream, a place among the user's (then the server's) calls or streams, held until
+    /// [`Admitted`] is dropped.
+    pub(super) fn admit(&self, user: &str, kind: Kind) -> Result<Admitted, Refusal> {
         let limiter = self.limiter(user);
         if let Err(wait) = self.take_token(&limiter) {
             tracing::info!(%user, wait, "rate limit reached");
-            return Err(LimitReached {
-                retry_after: wait,
-                message: format!(
-                    "rate limit: at most {} requests per second (burst {}) per user; retry after {wait} s",
+            return Err(Refusal::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate",
+                format!(
+                    "rate limit: at most {} requests per second (burst {}) per user (http.limits.rate, http.limits.burst); retry after {wait} s",
                     self.limits.rate, self.limits.burst
                 ),
-            });
+            )
+            .setting("http.limits.rate")
+            .retry_after(wait));
         }
-        if !is_call {
-            return Ok(None);
-        }
-        match limiter.concurrent.clone().try_acquire_owned() {
-            Ok(p) => Ok(Some(p)),
-            Err(_) => {
+        let user_permit = match kind {
+            Kind::Other => return Ok(Admitted::default()),
+            Kind::Call => limiter.concurrent.clone().try_acquire_owned().map_err(|_| {
                 tracing::info!(%user, "concurrency limit reached");
-                Err(LimitReached {
-                    retry_after: 1,
-                    message: format!(
-                        "concurrency limit: at most {} requests of one user at a time; retry after 1 s",
+                Refusal::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "concurrent",
+                    format!(
+                        "concurrency limit: at most {} requests of one user at a time (http.limits.concurrent); retry after 1 s",
                         self.limits.concurrent
                     ),
-                })
-            }
-        }
+                )
+                .setting("http.limits.concurrent")
+                .retry_after(1)
+            })?,
+            Kind::Stream => limiter.streams.clone().try_acquire_owned().map_err(|_| {
+                tracing::info!(%user, "stream limit reached");
+                Refusal::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "streams",
+                    format!(
+                        "stream limit: at most {} event streams of one user open at once (http.limits.streams); close one, or retry after 5 s",
+                        self.limits.streams
+                    ),
+                )
+                .setting("http.limits.streams")
+                .retry_after(5)
+            })?,
+        };
+        let server_permit = self.open.clone().try_acquire_owned().map_err(|_| {
+            tracing::warn!(
+                open = self.open_slots,
+                "server-wide limit on open calls and streams reached"
+            );
+            Refusal::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "open_requests",
+                format!(
+                    "the server has {} calls and event streams open, all it keeps open at once (http.max_open_requests; the rest of its file descriptors are kept in reserve); retry after 5 s",
+                    self.open_slots
+                ),
+            )
+            .setting("http.max_open_requests")
+            .retry_after(5)
+        })?;
+        Ok(Admitted {
+            user: Some(user_permit),
+            server: Some(server_permit),
+        })
     }
 
     /// Forgets the limiters of users who are idle: nothing in flight, budget full again.
@@ -126,7 +216,8 @@ impl Limiters {
             .entry(user.to_owned())
             .or_insert_with(|| {
                 Arc::new(UserLimiter {
-                    concurrent: Arc::new(tokio::sync::Semaphore::new(self.limits.permits())),
+                    concurrent: Arc::new(Semaphore::new(permits(self.limits.concurrent))),
+                    streams: Arc::new(Semaphore::new(permits(self.limits.streams))),
                     bucket: Mutex::new((self.limits.burst.max(1.0), Instant::now())),
                 })
             })
@@ -153,20 +244,69 @@ impl Limiters {
     }
 }
 
-/// A request over its user's limits: answered 429 with `Retry-After`.
-#[derive(Debug)]
-pub(super) struct LimitReached {
-    /// Seconds to wait before trying again.
-    retry_after: u64,
-    message: String,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl IntoResponse for LimitReached {
-    fn into_response(self) -> Response {
-        let mut r = (StatusCode::TOO_MANY_REQUESTS, format!("{}\n", self.message)).into_response();
-        if let Ok(v) = HeaderValue::from_str(&self.retry_after.to_string()) {
-            r.headers_mut().insert(header::RETRY_AFTER, v);
+    fn limits(concurrent: usize, streams: usize) -> RateLimits {
+        RateLimits {
+            concurrent,
+            rate: 0.0,
+            burst: 0.0,
+            sessions: 0,
+            streams,
         }
-        r
+    }
+
+    #[test]
+    fn streams_are_capped_per_user_and_given_back() {
+        let l = Limiters::new(limits(0, 2), 0);
+        let a = l.admit("alice", Kind::Stream).unwrap();
+        let b = l.admit("alice", Kind::Stream).unwrap();
+        let refused = l.admit("alice", Kind::Stream).unwrap_err();
+        assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(refused.setting, Some("http.limits.streams"));
+        assert_eq!(refused.retry_after, Some(5));
+        // Another user, calls, and DELETEs are not affected.
+        let _bob = l.admit("bob", Kind::Stream).unwrap();
+        let _call = l.admit("alice", Kind::Call).unwrap();
+        assert!(l.admit("alice", Kind::Other).unwrap().is_empty());
+        drop(a);
+        let _c = l.admit("alice", Kind::Stream).unwrap();
+        drop(b);
+        // Idle users are forgotten only once they hold nothing.
+        l.forget_idle();
+        assert!(l.users.lock().unwrap().contains_key("alice"));
+    }
+
+    #[test]
+    fn the_server_wide_cap_counts_every_user_and_kind() {
+        let l = Limiters::new(limits(0, 0), 3);
+        let held = [
+            l.admit("alice", Kind::Stream).unwrap(),
+            l.admit("bob", Kind::Call).unwrap(),
+            l.admit("carol", Kind::Stream).unwrap(),
+        ];
+        let refused = l.admit("dave", Kind::Call).unwrap_err();
+        assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(refused.setting, Some("http.max_open_requests"));
+        // A user at the server's cap gives back their own place too.
+        let refused = l.admit("dave", Kind::Stream).unwrap_err();
+        assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+        drop(held);
+        for _ in 0..3 {
+            assert!(l.admit("dave", Kind::Stream).is_ok());
+        }
+        l.forget_idle();
+        assert!(l.users.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_descriptor_reserve() {
+        assert_eq!(open_request_slots(20_000), 15_000);
+        assert_eq!(open_request_slots(1024), 768);
+        assert_eq!(open_request_slots(128), 64);
+        assert_eq!(open_request_slots(64), 16);
+        assert_eq!(open_request_slots(0), 1);
     }
 }

@@ -1,8 +1,14 @@
 //! The accept loop: HTTP/1.1 connections served by hyper, over TLS when configured, with
-//! header and handshake timeouts, and a graceful close of the connections at the end.
+//! header and handshake timeouts, a lingering close (a refused upload is read and dropped for
+//! a moment, so the client gets the refusal rather than a reset), and a graceful close of the
+//! connections at the end.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio_util::sync::CancellationToken;
@@ -13,6 +19,9 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long open connections get to close at the end.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// After its last answer, how long a closing connection still reads (and drops) what the
+/// client is sending.
+const LINGER: Duration = Duration::from_secs(2);
 
 /// Accepts connections in a task of its own until stopped.
 pub(super) struct Acceptor {
@@ -53,7 +62,7 @@ impl Acceptor {
                 match &tls {
                     None => {
                         let conn = http1().serve_connection(
-                            hyper_util::rt::TokioIo::new(stream),
+                            hyper_util::rt::TokioIo::new(Lingering::new(stream)),
                             hyper_util::service::TowerToHyperService::new(router),
                         );
                         let conn = graceful.watch(conn);
@@ -84,7 +93,7 @@ impl Acceptor {
                                 }
                             };
                             let conn = http1().serve_connection(
-                                hyper_util::rt::TokioIo::new(stream),
+                                hyper_util::rt::TokioIo::new(Lingering::new(stream)),
                                 hyper_util::service::TowerToHyperService::new(router),
                             );
                             if let Err(e) = watcher.watch(conn).await {
@@ -116,6 +125,86 @@ impl Connections {
         {
             tracing::warn!("some HTTP connections did not close within 5 s");
         }
+    }
+}
+
+/// A connection that closes like a careful server does: it stops writing, then reads and
+/// drops what the client still sends — a request body refused unread — until the client
+/// closes too or [`LINGER`] passes. Closing at once with unread bytes would make the kernel
+/// answer with a reset, and a client still uploading would lose the refusal it was sent.
+struct Lingering<S> {
+    inner: S,
+    /// Set once closing began: when to stop reading.
+    until: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> Lingering<S> {
+    fn new(inner: S) -> Lingering<S> {
+        Lingering { inner, until: None }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Lingering<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Lingering<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        use std::future::Future as _;
+        let this = self.get_mut();
+        if this.until.is_none() {
+            match Pin::new(&mut this.inner).poll_shutdown(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+                Poll::Pending => return Poll::Pending,
+            }
+            this.until = Some(Box::pin(tokio::time::sleep(LINGER)));
+        }
+        let Some(until) = this.until.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        let mut scratch = [0u8; 8192];
+        while !until.is_elapsed() {
+            let mut buf = ReadBuf::new(&mut scratch);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut buf) {
+                // The client closed too (or the connection broke): done.
+                Poll::Ready(Ok(())) if buf.filled().is_empty() => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => continue,
+                Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+                Poll::Pending => break,
+            }
+        }
+        until.as_mut().poll(cx).map(Ok)
     }
 }
 

@@ -1,8 +1,10 @@
 //! The streamable HTTP transport: authentication, limits, session ownership, shutdown.
 //!
 //! [`serve_http`] wires the parts: [`auth`] tells who sends a request, [`limits`] bounds each
-//! user's requests, [`admission`] is the gate every `/mcp` request passes (shutdown, session
-//! ownership, calls in flight), [`listener`] accepts the connections, [`tls`] loads HTTPS.
+//! user's requests and streams, [`sessions`] counts each user's MCP sessions, [`body`] reads
+//! request bodies under their limits, [`admission`] is the gate every `/mcp` request passes
+//! (authentication first, session ownership, shutdown, limits, calls in flight), [`refusal`]
+//! is the shape of every refusal, [`listener`] accepts the connections, [`tls`] loads HTTPS.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,16 +15,16 @@ use crate::{McpServer, Metrics};
 
 mod admission;
 mod auth;
+mod body;
 mod limits;
 mod listener;
+mod refusal;
+mod sessions;
 mod tls;
 
-pub use auth::{Auth, TokenAuth, TokenConfigError, token_hash};
-pub use limits::RateLimits;
+pub use auth::{Auth, MetricsToken, TokenAuth, TokenConfigError, token_hash};
+pub use limits::{RateLimits, open_request_slots};
 pub use tls::{TlsConfig, TlsError, load_tls};
-
-/// Largest JSON-RPC request body accepted over HTTP (a write_file of a big file fits).
-const MAX_HTTP_BODY: usize = 64 * 1024 * 1024;
 
 /// How the HTTP transport is set up.
 #[derive(Debug, Clone)]
@@ -31,9 +33,23 @@ pub struct HttpOptions {
     pub auth: Option<Arc<Auth>>,
     /// Accepted `Host` names besides the loopback ones (for a non-loopback bind).
     pub allowed_hosts: Vec<String>,
-    /// Served at `/metrics` (behind the same authentication as `/mcp`).
+    /// Served at `/metrics`, to the operator only: with credentials configured, to
+    /// `metrics_token` (no one without it); without, on the loopback-only server, to anyone.
     pub metrics: Option<Arc<Metrics>>,
+    pub metrics_token: Option<MetricsToken>,
     pub limits: RateLimits,
+    /// Largest request body (a write_file of a big file fits the default 64 MiB).
+    pub max_body_bytes: usize,
+    /// Bytes of request bodies held at once over all requests.
+    pub max_buffered_bytes: usize,
+    /// A request body must have arrived whole within this (`None`: no limit).
+    pub body_timeout: Option<Duration>,
+    /// An event stream that carries nothing (keep-alive pings aside) for this long is
+    /// closed; clients reconnect when they need it (`None`: never).
+    pub stream_idle: Option<Duration>,
+    /// Calls and event streams open at once over all users (`0`: no cap); see
+    /// [`open_request_slots`] for a value that keeps a reserve of descriptors.
+    pub max_open_requests: usize,
     /// Serve HTTPS with this certificate chain and key.
     pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     /// On shutdown, how long calls already running may take to finish.
@@ -49,7 +65,13 @@ impl Default for HttpOptions {
             auth: None,
             allowed_hosts: Vec::new(),
             metrics: None,
+            metrics_token: None,
             limits: RateLimits::default(),
+            max_body_bytes: 64 << 20,
+            max_buffered_bytes: 256 << 20,
+            body_timeout: Some(Duration::from_secs(60)),
+            stream_idle: Some(Duration::from_secs(300)),
+            max_open_requests: 0,
             tls: None,
             shutdown_grace: Duration::from_secs(30),
             resource_metadata: None,
@@ -70,16 +92,21 @@ pub struct ResourceMetadata {
 /// client roots), bound to the user who opened it.
 ///
 /// Protection: rmcp validates the `Host` header (loopback names, plus `allowed_hosts`) and
-/// the `Origin` header (none allowed: a web page cannot drive it) against DNS rebinding, and
-/// bounds request bodies. With credentials configured, every `/mcp` request needs
-/// `Authorization: Bearer <token>` (401 with a `WWW-Authenticate` challenge otherwise); a
-/// session id used by anyone but its owner is answered 404; each user's requests are
-/// limited in rate and concurrency (429 with `Retry-After`). Request headers must arrive
-/// within 30 s. On shutdown no new request is accepted (503), calls already running get
-/// `shutdown_grace` to finish, then sessions are closed.
+/// the `Origin` header (none allowed: a web page cannot drive it) against DNS rebinding. With
+/// credentials configured, every `/mcp` request needs `Authorization: Bearer <token>` (401
+/// with a `WWW-Authenticate` challenge otherwise), checked before any of its body is read; a
+/// session id used by anyone but its owner is answered 404; each user's requests are limited
+/// in rate and concurrency, their MCP sessions and event streams in number (429 with
+/// `Retry-After`); calls and streams over all users are capped (503). Request headers must
+/// arrive within 30 s and bodies within `body_timeout` (408), no larger than
+/// `max_body_bytes` (413) and within the server's budget of buffered bytes (503). On shutdown
+/// no new request is accepted (503), calls already running get `shutdown_grace` to finish,
+/// then sessions are closed. Every refusal carries a JSON-RPC error naming the limit and the
+/// setting that raises it.
 ///
-/// `/healthz` answers `ok` without authentication; `/metrics` (when given) needs it;
-/// `/.well-known/oauth-protected-resource` serves the RFC 9728 document when configured.
+/// `/healthz` answers `ok` without authentication; `/metrics` (when given) only to the
+/// operator; `/.well-known/oauth-protected-resource` serves the RFC 9728 document when
+/// configured.
 pub async fn serve_http(
     listener: tokio::net::TcpListener,
     factory: impl Fn() -> Result<McpServer, std::io::Error> + Send + Sync + 'static,
@@ -103,38 +130,57 @@ pub async fn serve_http(
         .with_allowed_hosts(hosts)
         .enforce_origin_validation()
         .with_cancellation_token(sessions_ct.clone())
-        .with_max_request_body_bytes(MAX_HTTP_BODY);
+        .with_max_request_body_bytes(options.max_body_bytes);
     let manager = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(factory, manager.clone(), config);
-    let gate = Arc::new(admission::Gate::new(
-        auth::Authenticator::new(options.auth.clone(), options.resource_metadata.as_ref()),
-        limits::Limiters::new(options.limits),
-        options.metrics.clone(),
-    ));
+    let gate = Arc::new(admission::Gate::new(admission::GateParts {
+        auth: auth::Authenticator::new(options.auth.clone(), options.resource_metadata.as_ref()),
+        metrics_token: options.metrics_token.clone(),
+        limiters: limits::Limiters::new(options.limits, options.max_open_requests),
+        body: body::BodyLimits::new(
+            options.max_body_bytes,
+            options.body_timeout,
+            options.max_buffered_bytes,
+        ),
+        stream_idle: options.stream_idle,
+        manager: manager.clone(),
+        metrics: options.metrics.clone(),
+    }));
 
-    let mut protected = axum::Router::new().nest_service("/mcp", service);
-    if let Some(metrics) = options.metrics.clone() {
-        protected = protected.route(
-            "/metrics",
-            axum::routing::get(move || {
-                let metrics = metrics.clone();
-                async move {
-                    (
-                        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-                        metrics.render(),
-                    )
-                }
-            }),
-        );
-    }
     let gate_state = gate.clone();
-    protected = protected.layer(axum::middleware::from_fn(
-        move |req: axum::extract::Request, next: axum::middleware::Next| {
-            let gate = gate_state.clone();
-            async move { admission::gate(gate, req, next).await }
-        },
-    ));
-    let mut router = protected.route("/healthz", axum::routing::get(|| async { "ok\n" }));
+    let mut router =
+        axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(
+                move |req: axum::extract::Request, next: axum::middleware::Next| {
+                    let gate = gate_state.clone();
+                    async move { admission::gate(gate, req, next).await }
+                },
+            ));
+    if let Some(metrics) = options.metrics.clone() {
+        let gate_state = gate.clone();
+        let metrics_route = axum::Router::new()
+            .route(
+                "/metrics",
+                axum::routing::get(move || {
+                    let metrics = metrics.clone();
+                    async move {
+                        (
+                            [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                            metrics.render(),
+                        )
+                    }
+                }),
+            )
+            .layer(axum::middleware::from_fn(
+                move |req: axum::extract::Request, next: axum::middleware::Next| {
+                    let gate = gate_state.clone();
+                    async move { admission::operator_gate(gate, req, next).await }
+                },
+            ));
+        router = router.merge(metrics_route);
+    }
+    router = router.route("/healthz", axum::routing::get(|| async { "ok\n" }));
     if let Some(meta) = options.resource_metadata.clone() {
         let doc = Arc::new(meta.document);
         let handler = move || {
@@ -155,7 +201,6 @@ pub async fn serve_http(
     // Forget owners of sessions rmcp has closed (ended, expired after inactivity), and the
     // limiters of idle users.
     let sweeper_gate = gate.clone();
-    let sweeper_manager = manager.clone();
     let sweeper_ct = sessions_ct.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(60));
@@ -164,14 +209,7 @@ pub async fn serve_http(
                 _ = tick.tick() => {}
                 _ = sweeper_ct.cancelled() => break,
             }
-            let alive: std::collections::HashSet<String> = sweeper_manager
-                .sessions
-                .read()
-                .await
-                .keys()
-                .map(|k| k.to_string())
-                .collect();
-            sweeper_gate.sweep(&alive);
+            sweeper_gate.sweep().await;
         }
     });
 

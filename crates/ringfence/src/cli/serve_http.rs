@@ -45,6 +45,11 @@ pub(super) fn run(app: App, addr: &str, tls_files: Option<(PathBuf, PathBuf)>) -
     }
 }
 
+/// The process's descriptor limit (soft, after [`raise_fd_limit`] raised it), if bounded.
+fn descriptor_limit() -> Option<u64> {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).current
+}
+
 /// Serves until SIGTERM or SIGINT, then lets running calls finish (the plan's grace).
 async fn serve(app: &Arc<App>, addr: SocketAddr, plan: &HttpPlan) -> Result<(), String> {
     use tokio::signal::unix::{SignalKind, signal};
@@ -60,7 +65,15 @@ async fn serve(app: &Arc<App>, addr: SocketAddr, plan: &HttpPlan) -> Result<(), 
         ));
     }
     let metrics = Arc::new(ringfence_mcp::Metrics::default());
-    let options = plan.options(Arc::new(auth), metrics.clone());
+    let descriptors = descriptor_limit();
+    let options = plan.options(Arc::new(auth), metrics.clone(), descriptors);
+    tracing::info!(
+        descriptors = descriptors
+            .map(|d| d.to_string())
+            .unwrap_or_else(|| "unlimited".into()),
+        open_requests = options.max_open_requests,
+        "calls and event streams open at once over all users are capped to keep descriptors in reserve"
+    );
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("serve --http {addr}: {e}"))?;

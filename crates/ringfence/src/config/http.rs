@@ -1,6 +1,7 @@
 //! The HTTP plan: `[http]` (with `serve --http ADDR` and its `--tls-cert`/`--tls-key`)
 //! checked and turned into what the transport takes — bearer tokens, the OAuth resource
-//! server's settings and metadata, TLS, rate limits, the call timeout and the shutdown grace.
+//! server's settings and metadata, TLS, per-user limits (rate, calls, sessions, streams), body
+//! limits, the operator's `/metrics` token, the call timeout and the shutdown grace.
 //! Built only for `serve --http`, so a broken `[http]` section stops nothing else.
 
 use std::net::SocketAddr;
@@ -9,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ringfence_mcp::{
-    Auth, HttpOptions, JwtConfig, JwtValidator, KeySource, Metrics, RateLimits, ResourceMetadata,
-    TlsConfig, TokenAuth,
+    Auth, HttpOptions, JwtConfig, JwtValidator, KeySource, Metrics, MetricsToken, RateLimits,
+    ResourceMetadata, TlsConfig, TokenAuth,
 };
 
 use super::ConfigError;
@@ -30,6 +31,13 @@ pub struct HttpPlan {
     pub call_timeout: Option<Duration>,
     grace: Duration,
     metadata: Option<ResourceMetadata>,
+    metrics_token: Option<MetricsToken>,
+    max_body_bytes: usize,
+    max_buffered_bytes: usize,
+    body_timeout: Option<Duration>,
+    stream_idle: Option<Duration>,
+    /// `None`: derived from the descriptor limit at start.
+    max_open_requests: Option<usize>,
 }
 
 impl HttpPlan {
@@ -46,6 +54,10 @@ impl HttpPlan {
             .map(|t| (t.user.clone(), t.hash.clone()))
             .collect();
         let tokens = TokenAuth::new(&entries)?;
+        let metrics_token = match &http.metrics_token_hash {
+            Some(hash) => Some(MetricsToken::new(hash, &tokens)?),
+            None => None,
+        };
         if http.tls_cert.is_some() != http.tls_key.is_some() {
             return Err(ConfigError::TlsHalf);
         }
@@ -115,6 +127,8 @@ impl HttpPlan {
             concurrent: l.concurrent.unwrap_or(defaults.concurrent),
             rate: l.rate.unwrap_or(defaults.rate),
             burst: l.burst.unwrap_or(defaults.burst),
+            sessions: l.sessions.unwrap_or(defaults.sessions),
+            streams: l.streams.unwrap_or(defaults.streams),
         };
         for (key, v) in [("rate", limits.rate), ("burst", limits.burst)] {
             if !v.is_finite() || v < 0.0 {
@@ -124,10 +138,23 @@ impl HttpPlan {
                 ));
             }
         }
-        let call_timeout = match http.call_timeout_secs.unwrap_or(300) {
-            0 => None,
-            s => Some(Duration::from_secs(s)),
-        };
+        let call_timeout = seconds_or_never(http.call_timeout_secs, 300);
+        let max_body_mib = http.max_body_mib.unwrap_or(64);
+        if !(1..=4096).contains(&max_body_mib) {
+            return Err(ConfigError::invalid(
+                "http.max_body_mib",
+                format!("`{max_body_mib}` must be between 1 and 4096 (MiB)"),
+            ));
+        }
+        let max_buffered_mib = http.max_buffered_mib.unwrap_or(256.max(max_body_mib));
+        if max_buffered_mib < max_body_mib || max_buffered_mib > 65_536 {
+            return Err(ConfigError::invalid(
+                "http.max_buffered_mib",
+                format!(
+                    "`{max_buffered_mib}` must be at least http.max_body_mib ({max_body_mib}), or a body of the largest size could never be read, and at most 65536 (MiB)"
+                ),
+            ));
+        }
         Ok(HttpPlan {
             tokens,
             oauth,
@@ -138,6 +165,12 @@ impl HttpPlan {
             call_timeout,
             grace: Duration::from_secs(http.shutdown_grace_secs.unwrap_or(30)),
             metadata,
+            metrics_token,
+            max_body_bytes: mib(max_body_mib),
+            max_buffered_bytes: mib(max_buffered_mib),
+            body_timeout: seconds_or_never(http.body_timeout_secs, 60),
+            stream_idle: seconds_or_never(http.stream_idle_secs, 300),
+            max_open_requests: http.max_open_requests,
         })
     }
 
@@ -158,18 +191,52 @@ impl HttpPlan {
         })
     }
 
-    /// The transport's options, with the credentials from [`HttpPlan::auth`].
-    pub fn options(&self, auth: Arc<Auth>, metrics: Arc<Metrics>) -> HttpOptions {
+    /// Calls and event streams open at once over all users: as configured, else what the
+    /// process's descriptor limit (`descriptors`, when known) allows with a reserve kept.
+    pub fn max_open_requests(&self, descriptors: Option<u64>) -> usize {
+        match (self.max_open_requests, descriptors) {
+            (Some(n), _) => n,
+            (None, Some(d)) => ringfence_mcp::open_request_slots(d),
+            (None, None) => 0,
+        }
+    }
+
+    /// The transport's options, with the credentials from [`HttpPlan::auth`]; `descriptors`
+    /// is the process's descriptor limit, when known.
+    pub fn options(
+        &self,
+        auth: Arc<Auth>,
+        metrics: Arc<Metrics>,
+        descriptors: Option<u64>,
+    ) -> HttpOptions {
         HttpOptions {
             auth: Some(auth),
             allowed_hosts: self.allowed_hosts.clone(),
             metrics: Some(metrics),
+            metrics_token: self.metrics_token.clone(),
             limits: self.limits,
+            max_body_bytes: self.max_body_bytes,
+            max_buffered_bytes: self.max_buffered_bytes,
+            body_timeout: self.body_timeout,
+            stream_idle: self.stream_idle,
+            max_open_requests: self.max_open_requests(descriptors),
             tls: self.tls.clone(),
             shutdown_grace: self.grace,
             resource_metadata: self.metadata.clone(),
         }
     }
+}
+
+/// A number of seconds from the configuration (`default` when unset); `0` is "never".
+fn seconds_or_never(configured: Option<u64>, default: u64) -> Option<Duration> {
+    match configured.unwrap_or(default) {
+        0 => None,
+        s => Some(Duration::from_secs(s)),
+    }
+}
+
+fn mib(n: u64) -> usize {
+    usize::try_from(n << 20).unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]
@@ -192,6 +259,58 @@ mod tests {
         assert_eq!(plan.call_timeout, Some(Duration::from_secs(300)));
         assert_eq!(plan.grace, Duration::from_secs(30));
         assert!(plan.oauth.is_none() && plan.metadata.is_none() && plan.tls.is_none());
+        assert_eq!((plan.limits.sessions, plan.limits.streams), (16, 32));
+        assert_eq!(plan.body_timeout, Some(Duration::from_secs(60)));
+        assert_eq!(plan.stream_idle, Some(Duration::from_secs(300)));
+        assert_eq!(
+            (plan.max_body_bytes, plan.max_buffered_bytes),
+            (64 << 20, 256 << 20)
+        );
+        assert!(plan.metrics_token.is_none());
+        // The server-wide cap follows the descriptor limit unless configured.
+        assert_eq!(plan.max_open_requests(Some(20_000)), 15_000);
+        assert_eq!(plan.max_open_requests(None), 0);
+        let set = HttpConfig {
+            max_open_requests: Some(500),
+            body_timeout_secs: Some(0),
+            ..HttpConfig::default()
+        };
+        let plan = HttpPlan::new(&set, addr(), None).unwrap();
+        assert_eq!(plan.max_open_requests(Some(20_000)), 500);
+        assert_eq!(plan.body_timeout, None);
+    }
+
+    #[test]
+    fn body_and_operator_settings_are_checked() {
+        let body = |max_body_mib, max_buffered_mib| HttpConfig {
+            max_body_mib,
+            max_buffered_mib,
+            ..HttpConfig::default()
+        };
+        assert_eq!(
+            refused(&body(Some(0), None)),
+            "http.max_body_mib: `0` must be between 1 and 4096 (MiB)"
+        );
+        assert!(
+            refused(&body(Some(64), Some(32)))
+                .starts_with("http.max_buffered_mib: `32` must be at least http.max_body_mib (64)")
+        );
+        // A larger body limit raises the default budget with it.
+        let plan = HttpPlan::new(&body(Some(512), None), addr(), None).unwrap();
+        assert_eq!(plan.max_buffered_bytes, 512 << 20);
+        let user_hash = ringfence_mcp::token_hash("alice-token");
+        let ops = |hash: &str| HttpConfig {
+            tokens: vec![crate::config::raw::TokenEntry {
+                user: "alice".into(),
+                hash: user_hash.clone(),
+            }],
+            metrics_token_hash: Some(hash.into()),
+            ..HttpConfig::default()
+        };
+        assert!(refused(&ops("plain")).starts_with("http.metrics_token_hash: must look like"));
+        assert!(refused(&ops(&user_hash)).starts_with("http.metrics_token_hash: the operator's"));
+        let plan = HttpPlan::new(&ops(&ringfence_mcp::token_hash("ops")), addr(), None).unwrap();
+        assert!(plan.metrics_token.is_some());
     }
 
     #[test]

@@ -128,6 +128,20 @@ pub struct HttpConfig {
     /// The address clients reach this server at (`https://mcp.example.com`), used in the
     /// OAuth metadata; default: the scheme and the bound address.
     pub public_url: Option<String>,
+    /// The operator's token for `/metrics`, as a hash (`ringfence token-hash`); with user
+    /// credentials configured and no operator token, `/metrics` answers no one.
+    pub metrics_token_hash: Option<String>,
+    /// A request body must arrive whole within this (default 60; 0: no limit).
+    pub body_timeout_secs: Option<u64>,
+    /// Largest request body, MiB (default 64).
+    pub max_body_mib: Option<u64>,
+    /// Request bodies held at once over all requests, MiB (default 256).
+    pub max_buffered_mib: Option<u64>,
+    /// An event stream carrying nothing for this long is closed (default 300; 0: never).
+    pub stream_idle_secs: Option<u64>,
+    /// Calls and event streams open at once over all users (default: three quarters of the
+    /// descriptor limit; 0: no cap).
+    pub max_open_requests: Option<usize>,
     /// Per-user request limits.
     pub limits: Option<HttpLimits>,
     /// OAuth 2.1 resource-server mode: JWT access tokens.
@@ -144,6 +158,10 @@ pub struct HttpLimits {
     pub rate: Option<f64>,
     /// Burst above the rate (default 100).
     pub burst: Option<f64>,
+    /// MCP sessions open at once (default 16).
+    pub sessions: Option<usize>,
+    /// Event streams (GET) open at once (default 32).
+    pub streams: Option<usize>,
 }
 
 /// `[http.oauth]`: JWT access tokens from an authorization server.
