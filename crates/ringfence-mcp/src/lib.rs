@@ -26,4 +26,13 @@ pub use oauth::{
     AuthFailure, JwksError, JwtConfig, JwtConfigError, JwtValidator, KeySetError, KeySource,
 };
 pub use server::{McpServer, ServerIdentity};
+
+/// Entry points for the fuzz targets (`fuzz/`); not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// The drain's body check: whether a JSON-RPC body holds only answers and notifications.
+    pub fn only_answers_and_notifications(json: &[u8]) -> bool {
+        crate::http::body::only_answers_and_notifications(json)
+    }
+}
 pub use session::{AuthUser, UserSessions};

@@ -15,7 +15,7 @@ use crate::{McpServer, Metrics};
 
 mod admission;
 mod auth;
-mod body;
+pub(crate) mod body;
 mod limits;
 mod listener;
 mod refusal;
