@@ -7,7 +7,8 @@
 //!   (missing, nested and internal roots, modes, denied paths, symlink loops);
 //! - `path_properties`: generated paths never resolve or write outside the root;
 //! - `races`: a directory swapped for a symlink while writers and a walker run;
-//! - `crash_safety`: a writer killed mid-write never leaves a torn file.
+//! - `crash_safety`: a writer killed mid-write never leaves a torn file;
+//! - `set_id`: copies and writes never hand set-user-ID/set-group-ID bits to a new owner.
 //!
 //! `common` holds the fixtures they share: a one-root workspace, tree snapshots, walk listings.
 
@@ -16,3 +17,4 @@ mod containment;
 mod crash_safety;
 mod path_properties;
 mod races;
+mod set_id;
