@@ -8,7 +8,8 @@
 //! - `path_properties`: generated paths never resolve or write outside the root;
 //! - `races`: a directory swapped for a symlink while writers and a walker run;
 //! - `crash_safety`: a writer killed mid-write never leaves a torn file;
-//! - `set_id`: copies and writes never hand set-user-ID/set-group-ID bits to a new owner.
+//! - `set_id`: copies and writes never hand set-user-ID/set-group-ID bits to a new owner;
+//! - `rejection_log`: a rejected path cannot forge log lines.
 //!
 //! `common` holds the fixtures they share: a one-root workspace, tree snapshots, walk listings.
 
@@ -17,4 +18,5 @@ mod containment;
 mod crash_safety;
 mod path_properties;
 mod races;
+mod rejection_log;
 mod set_id;
