@@ -10,11 +10,13 @@
 //!
 //! The only ambient-path operations are in [`Root`]: opening (or, for the default and internal
 //! roots, creating) the root directory itself, and judging whether an absolute path names a
-//! location inside a root.
+//! location inside a root; and in [`make_private`] and [`create_private_dir_all`], which keep
+//! the operator's data directory private.
 
 mod denylist;
 mod error;
 mod ops;
+mod private;
 mod root;
 mod target;
 mod walk;
@@ -24,6 +26,9 @@ pub use cap_std::fs::{Dir, File, FileType, Metadata, MetadataExt, PermissionsExt
 pub use denylist::Denylist;
 pub use error::{ClientRootsError, DenylistError, FsError, FsErrorKind, FsResult, RootSpecError};
 pub use ops::{MoveMethod, TransferOptions, TreeCount};
+pub use private::{
+    PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, Reach, create_private_dir_all, make_private,
+};
 pub use root::{
     Access, Root, RootOrigin, RootSpec, USER_PLACEHOLDER, normalize_lexically, user_dir_name,
 };

@@ -8,10 +8,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, PermissionsExt};
+use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions, OpenOptionsExt, PermissionsExt};
 
 use crate::error::{FsErrorKind, FsResult};
-use crate::target::{EntryKind, Target, TargetState, WriteOptions, fsync_dir, open_dot, temp_name};
+use crate::target::{
+    EntryKind, SET_ID, Target, TargetState, WriteOptions, copy_mode, fsync_dir, open_dot, temp_name,
+};
 
 /// What a removal or copy touched.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -386,6 +388,7 @@ impl Target {
                 let wopts = WriteOptions {
                     create_parents: true,
                     new_file_mode: Some(meta.permissions().mode() & 0o7777),
+                    mode_owner: Some((meta.uid(), meta.gid())),
                 };
                 let mut copied = 0u64;
                 dest.write_atomic_with(&wopts, &mut |out| {
@@ -425,9 +428,9 @@ impl Target {
                 let result = (|| -> io::Result<TreeCount> {
                     dir.create_dir(&tmp)?;
                     let top = Arc::new(dir.open_dir_nofollow(&tmp)?);
-                    let mode = src.dir_metadata()?.permissions().mode() & 0o7777;
+                    let src_meta = src.dir_metadata()?;
                     let count = copy_tree(src, top.clone(), stop)?;
-                    set_dir_mode(&top, mode)?;
+                    set_copied_dir_mode(&top, &src_meta, 0)?;
                     // One flush for the whole tree before it becomes visible.
                     sync_fs(&top)?;
                     place(&dir, &tmp, dest_name, false)?;
@@ -485,8 +488,19 @@ fn place(dir: &Dir, tmp: &str, name: &OsStr, overwrite: bool) -> io::Result<()> 
     fsync_dir(dir)
 }
 
-fn set_dir_mode(dir: &Dir, mode: u32) -> io::Result<()> {
-    rustix::fs::fchmod(open_dot(dir)?, rustix::fs::Mode::from_raw_mode(mode))?;
+/// Gives a directory made by a copy the mode of its source `src` (plus `extra` bits), under
+/// the copy rule for set-id bits ([`copy_mode`]). A set-group-ID bit the new directory
+/// inherited from its parent (the kernel's group-sharing rule) is kept, as `cp` keeps it.
+fn set_copied_dir_mode(dir: &Dir, src: &Metadata, extra: u32) -> io::Result<()> {
+    let fd = open_dot(dir)?;
+    let now = rustix::fs::fstat(&fd)?;
+    let inherited = now.st_mode & rustix::fs::Mode::SGID.bits();
+    let mode = copy_mode(
+        (src.permissions().mode() & 0o7777) | extra,
+        (src.uid(), src.gid()),
+        (now.st_uid, now.st_gid),
+    ) | inherited;
+    rustix::fs::fchmod(&fd, rustix::fs::Mode::from_raw_mode(mode))?;
     Ok(())
 }
 
@@ -578,11 +592,11 @@ fn copy_tree(src: Arc<Dir>, dst: Arc<Dir>, stop: &dyn Fn() -> bool) -> io::Resul
                     count.skipped += 1;
                     continue;
                 };
-                let mode = sub.dir_metadata()?.permissions().mode() & 0o7777;
+                let sub_meta = sub.dir_metadata()?;
                 dst.create_dir(&name)?;
                 let new = dst.open_dir_nofollow(&name)?;
                 // Keep the source's mode, but stay able to fill the copy.
-                set_dir_mode(&new, mode | 0o700)?;
+                set_copied_dir_mode(&new, &sub_meta, 0o700)?;
                 stack.push((Arc::new(sub), Arc::new(new)));
                 count.dirs += 1;
             } else if ft.is_symlink() {
@@ -603,16 +617,27 @@ fn copy_tree(src: Arc<Dir>, dst: Arc<Dir>, stop: &dyn Fn() -> bool) -> io::Resul
                     count.skipped += 1;
                     continue;
                 }
+                // Created without set-id bits (and under the umask, as `cp` creates); they
+                // are added back only if the copy has the source's owner and group.
+                let mode = meta.permissions().mode() & 0o7777;
                 let mut out_opts = OpenOptions::new();
                 out_opts
                     .write(true)
                     .create_new(true)
                     .follow(FollowSymlinks::No)
-                    .mode(meta.permissions().mode() & 0o7777);
+                    .mode(mode & !SET_ID);
                 let out = dst.open_with(&name, &out_opts)?;
                 let mut reader = input.into_std();
                 let mut writer = out.into_std();
                 count.bytes += io::copy(&mut reader, &mut writer)?;
+                if mode & SET_ID != 0 {
+                    let now = rustix::fs::fstat(&writer)?;
+                    let kept = copy_mode(mode, (meta.uid(), meta.gid()), (now.st_uid, now.st_gid));
+                    if kept & SET_ID != 0 {
+                        let mode = (now.st_mode & 0o7777) | (kept & SET_ID);
+                        rustix::fs::fchmod(&writer, rustix::fs::Mode::from_raw_mode(mode))?;
+                    }
+                }
                 count.files += 1;
             } else {
                 count.skipped += 1;

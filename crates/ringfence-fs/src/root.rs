@@ -32,9 +32,10 @@ impl Access {
 pub enum RootOrigin {
     /// Configured by the user: never created; every call errors until it exists.
     Configured,
-    /// The default workspace under the data directory: created on first use.
+    /// The default workspace under the data directory: created on first use (mode 0700).
     Default,
-    /// Internal storage of ringfence itself (spilled tool output): created on first use.
+    /// Internal storage of ringfence itself (spilled tool output): created on first use
+    /// (mode 0700).
     Internal,
     /// One user's directory made from a configured template (`/srv/ringfence/{user}`):
     /// created on first use, readable by the server's account only (mode 0700).
@@ -303,15 +304,13 @@ impl Root {
                 ),
             )
         };
+        // What ringfence creates is private to the account it runs as (0700, parents too):
+        // the default workspace and the saved outputs live in the data directory, a `{user}`
+        // directory is one user's.
         let created = match self.spec.origin {
             RootOrigin::Configured => Ok(()),
-            RootOrigin::Default | RootOrigin::Internal => std::fs::create_dir_all(&self.absolute),
-            RootOrigin::PerUser => {
-                use std::os::unix::fs::DirBuilderExt;
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&self.absolute)
+            RootOrigin::Default | RootOrigin::Internal | RootOrigin::PerUser => {
+                crate::private::create_private_dir_all(&self.absolute)
             }
         };
         if let Err(err) = created {

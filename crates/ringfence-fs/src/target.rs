@@ -77,8 +77,26 @@ impl std::fmt::Debug for Target {
 pub struct WriteOptions {
     /// Create missing parent directories (default: false).
     pub create_parents: bool,
-    /// Mode for a new file (default 0o644 before umask-free fchmod); an existing file keeps its mode.
+    /// Mode for a new file (default 0o644, set with fchmod, so the umask does not apply); an
+    /// existing file keeps its mode. Set-user-ID and set-group-ID bits in it are dropped
+    /// unless `mode_owner` says whose they are.
     pub new_file_mode: Option<u32>,
+    /// The owner and group (`uid`, `gid`) of the file `new_file_mode` was copied from: its
+    /// set-user-ID and set-group-ID bits are kept only when the new file ends up with exactly
+    /// this owner and group — as `cp` keeps them only when it keeps the ownership. `None`
+    /// (default; content ringfence wrote, a version restored by undo): never kept.
+    pub mode_owner: Option<(u32, u32)>,
+}
+
+/// The set-user-ID and set-group-ID bits.
+pub(crate) const SET_ID: u32 = 0o6000;
+
+/// The mode a copy owned by `copy` gets from a source with `mode` owned by `source`: the
+/// same, except that set-user-ID and set-group-ID are dropped unless the owner and group are
+/// the same (a copy running as root is root's; another user's setuid program must not
+/// become a setuid-root one).
+pub(crate) fn copy_mode(mode: u32, source: (u32, u32), copy: (u32, u32)) -> u32 {
+    if source == copy { mode } else { mode & !SET_ID }
 }
 
 impl Target {
@@ -278,8 +296,11 @@ impl Target {
 
     /// Replaces (or creates) the file atomically and durably: a temporary file in the same
     /// directory, written and fsynced, renamed over the target, then the directory fsynced.
-    /// An existing file keeps its mode (and, where permitted, its owner). Readers see the old
-    /// content or the new one, never a mix, even if the process is killed mid-write.
+    /// An existing file keeps its mode (and, where permitted, its owner) except set-user-ID
+    /// and set-group-ID, which new content never keeps: the kernel clears them on a write by
+    /// anyone without `CAP_FSETID`, and a server running as root has it, so ringfence clears
+    /// them itself. Readers see the old content or the new one, never a mix, even if the
+    /// process is killed mid-write.
     pub fn write_atomic(&self, data: &[u8], opts: &WriteOptions) -> FsResult<()> {
         self.write_atomic_with(opts, &mut |file| file.write_all(data))
     }
@@ -333,10 +354,18 @@ impl Target {
             Err(err) if err.kind() == io::ErrorKind::NotFound => None,
             Err(err) => return Err(self.io(err)),
         };
+        // New content never runs with set-id bits it did not bring along (see above); only a
+        // copy to an owner and group equal to its source's keeps them (`with_set_id`).
         let mode = existing
             .as_ref()
             .map(|m| m.permissions().mode() & 0o7777)
-            .or(opts.new_file_mode);
+            .or(opts.new_file_mode)
+            .unwrap_or(0o644);
+        let with_set_id = match (&existing, opts.mode_owner) {
+            (None, Some(owner)) if mode & SET_ID != 0 => Some((mode, owner)),
+            _ => None,
+        };
+        let mode = mode & !SET_ID;
 
         let tmp_name = temp_name(&self.name);
         let mut open = OpenOptions::new();
@@ -347,11 +376,7 @@ impl Target {
         let mut file = dir.open_with(&tmp_name, &open).map_err(|e| self.io(e))?;
         let result = (|| -> io::Result<()> {
             fill(&mut file)?;
-            if let Some(mode) = mode {
-                fchmod(&file, mode)?;
-            } else {
-                fchmod(&file, 0o644)?;
-            }
+            fchmod(&file, mode)?;
             if let Some(meta) = &existing {
                 use cap_std::fs::MetadataExt;
                 // Best effort: only root can give a file away; otherwise it is ours already.
@@ -360,10 +385,11 @@ impl Target {
                     Some(rustix::fs::Uid::from_raw(meta.uid())),
                     Some(rustix::fs::Gid::from_raw(meta.gid())),
                 );
-                // fchown may clear set-id bits; restore the mode afterwards.
-                if let Some(mode) = mode {
-                    fchmod(&file, mode)?;
-                }
+            }
+            if let Some((full, owner)) = with_set_id {
+                use cap_std::fs::MetadataExt;
+                let now = file.metadata()?;
+                fchmod(&file, copy_mode(full, owner, (now.uid(), now.gid())))?;
             }
             file.sync_all()?;
             drop(file);

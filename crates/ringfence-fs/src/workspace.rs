@@ -506,7 +506,7 @@ impl Workspace {
                     | FsErrorKind::SymlinkLoop
             )
         {
-            tracing::warn!(input = %input.escape_debug(), reason = %err.message(), "path rejected");
+            tracing::warn!(input = %input.escape_debug(), reason = %err.message().escape_debug(), "path rejected");
         }
         result
     }

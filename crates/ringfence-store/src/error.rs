@@ -15,6 +15,13 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The database file could not be created (with its private mode).
+    #[error("cannot create the database {}: {source}", path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The database was written by a newer ringfence: refused rather than misread.
     #[error(
         "the {database} database {} has schema version {found}, newer than this ringfence knows ({known}); upgrade ringfence",

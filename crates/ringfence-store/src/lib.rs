@@ -88,12 +88,18 @@ impl Store {
         Store::open_schema(path, durability, &JOURNAL_SCHEMA)
     }
 
-    /// Opens a database of `schema` (migrating it forward) with a chosen durability.
+    /// Opens a database of `schema` (migrating it forward) with a chosen durability. A new
+    /// database file is created 0600 — it holds earlier versions of people's files, or
+    /// their memories — and SQLite gives its `-wal` and `-shm` files the same mode.
     pub fn open_schema(
         path: &Path,
         durability: Durability,
         schema: &'static Schema,
     ) -> Result<Store, StoreError> {
+        create_private(path).map_err(|source| StoreError::Create {
+            path: path.to_owned(),
+            source,
+        })?;
         let conn = Connection::open(path).map_err(|source| StoreError::Open {
             path: path.to_owned(),
             source,
@@ -378,6 +384,19 @@ fn record_now(store: &Store, entry: JournalEntry) -> Result<(), StoreError> {
         )?;
     }
     Ok(tx.commit()?)
+}
+
+/// Creates the database file with mode 0600 if it does not exist (SQLite would make it
+/// 0644 under the usual umask); an existing file is left as it is.
+#[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .map(drop)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use cap_std::fs::OpenOptionsExt;
 use ringfence_fs::Root;
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
@@ -30,7 +31,13 @@ impl SpillStore {
     pub fn create(&self) -> ToolResult<SpillWriter> {
         let dir = self.root.dir().map_err(ToolError::from)?;
         let name = uuid::Uuid::new_v4().to_string();
-        let file = dir.create(&name).map_err(|e| {
+        // A saved output holds what a tool read: private to the server's account, like
+        // everything under the data directory (the umask does not widen or decide it).
+        let mut opts = cap_std::fs::OpenOptions::new();
+        opts.write(true)
+            .create_new(true)
+            .mode(ringfence_fs::PRIVATE_FILE_MODE);
+        let file = dir.open_with(&name, &opts).map_err(|e| {
             ToolError::new(
                 ToolErrorKind::Io,
                 format!("could not save the full output: {e}"),

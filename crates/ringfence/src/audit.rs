@@ -33,7 +33,7 @@ impl AuditFile {
     #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
     pub fn open(data_dir: &Path) -> std::io::Result<Arc<AuditFile>> {
         let path = audit_path(data_dir);
-        std::fs::create_dir_all(path.parent().expect("audit dir"))?;
+        ringfence_fs::create_private_dir_all(path.parent().expect("audit dir"))?;
         let file = open_append(&path)?;
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let worker = std::thread::Builder::new()
@@ -81,11 +81,15 @@ impl AuditSink for AuditFile {
     }
 }
 
-#[allow(clippy::disallowed_methods)]
+/// Opens the trail for appending; a new file is 0600 (who called what, with which paths, is
+/// the operator's to read). Rotated files keep the mode through the rename.
+#[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
 fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(ringfence_fs::PRIVATE_FILE_MODE)
         .open(path)
 }
 

@@ -4,6 +4,7 @@ mod app;
 mod audit;
 mod cli;
 mod config;
+mod data_dir;
 mod env_vars;
 mod families;
 mod sessions;

@@ -114,13 +114,16 @@ fn undo_edit(
     }
     let text = match &earlier {
         Some(before) => {
-            // A recreated file gets its old mode back (a 0600 key stays 0600); an existing
-            // one keeps its own.
+            // A recreated file gets its old mode back (a 0600 key stays 0600) except
+            // set-user-ID and set-group-ID: ringfence recreates it, perhaps as root, so it is
+            // not the program its owner marked (no `mode_owner`: write_atomic drops them). An
+            // existing file keeps its own mode, likewise without them.
             target.write_atomic(
                 before,
                 &WriteOptions {
                     create_parents: true,
                     new_file_mode: record.entry.mode,
+                    mode_owner: None,
                 },
             )?;
             if let Ok(meta) = target.metadata() {

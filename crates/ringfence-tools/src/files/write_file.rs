@@ -127,7 +127,7 @@ fn write_file(
         &data,
         &WriteOptions {
             create_parents: true,
-            new_file_mode: None,
+            ..WriteOptions::default()
         },
     )?;
     // Our own write refreshes the record: the model knows this content.

@@ -10,6 +10,7 @@ mod grep_glob;
 mod llm_chat_seed;
 mod media;
 mod own_tools;
+mod privileges;
 mod read_file;
 mod runner;
 mod write_edit;

@@ -171,6 +171,11 @@ pub fn run_main() -> ExitCode {
     // access counts): a one-off `call` opens what its tool needs when it needs it, and does
     // not wait at exit for a model it never used.
     let background = matches!(cli.command, Command::Serve { .. });
+    if matches!(cli.command, Command::Serve { .. } | Command::Call { .. }) {
+        // What an earlier version left readable by every local account (0644 in 0755
+        // directories) becomes private before anything is served.
+        crate::data_dir::make_private(&config.data_dir);
+    }
     let mut app = match App::build(&config, background) {
         Ok(a) => a,
         Err(e) => return fail(&format!("configuration error: {e}")),

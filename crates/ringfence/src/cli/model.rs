@@ -67,7 +67,12 @@ fn install(
         },
         (None, None) => ringfence_embed::install::Source::default_hub(),
     };
-    match ringfence_embed::install::install(&source, &dest, force, &mut |l| say(&l)) {
+    let installed = ringfence_embed::install::install(&source, &dest, force, &mut |l| say(&l));
+    if dest.starts_with(&config.data_dir) {
+        // Installed under the data directory (the default): private like the rest of it.
+        crate::data_dir::make_private(&config.data_dir);
+    }
+    match installed {
         Ok(done) if done.already => {
             say(&format!(
                 "the model is already installed in {} (use --force to replace it)",

@@ -93,9 +93,9 @@ impl Journal for LazyJournal {
 
 /// Opens the database under the data directory for the edit journal. Without it ringfence
 /// still works; undo_edit then says the journal is unavailable.
-#[allow(clippy::disallowed_methods)] // the data directory is the operator's, not a root
 fn open_journal(data_dir: &std::path::Path) -> Option<Arc<dyn Journal>> {
-    if let Err(e) = std::fs::create_dir_all(data_dir) {
+    // The database (created 0600 by the store) holds earlier versions of people's files.
+    if let Err(e) = ringfence_fs::create_private_dir_all(data_dir) {
         tracing::error!(error = %e, "cannot create the data directory; edits will not be journaled for undo");
         return None;
     }

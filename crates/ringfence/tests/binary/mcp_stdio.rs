@@ -292,7 +292,14 @@ async fn model_mistakes_are_is_error_results_and_the_server_stays_up() {
         s.text("read_file", json!({"path": "a.txt"})).await,
         "     1\thello\n"
     );
-    // Rejections are logged with the input and reason, never with the root's absolute path.
+    // A path that would forge a log line and recolour the terminal (issue 13, item 7).
+    s.error(
+        "read_file",
+        json!({"path": "../x\nFORGED  INFO ringfence: all good\u{1b}[31m"}),
+    )
+    .await;
+    // Rejections are logged with the input and reason, never with the root's absolute path,
+    // and escaped: a line break or an escape in a path cannot forge a line.
     let log = s.stderr();
     assert!(log.contains("path rejected"), "{log}");
     assert!(log.contains("../../etc/passwd"), "{log}");
@@ -300,6 +307,12 @@ async fn model_mistakes_are_is_error_results_and_the_server_stays_up() {
         !log.contains(&s.root.display().to_string()),
         "root path leaked into the log:\n{log}"
     );
+    assert!(!log.contains('\u{1b}'), "a raw escape in the log:\n{log}");
+    assert!(
+        !log.lines().any(|l| l.starts_with("FORGED")),
+        "a forged log line:\n{log}"
+    );
+    assert!(log.contains("FORGED"), "{log}");
     s.client.cancel().await.unwrap();
 }
 

@@ -129,23 +129,13 @@ impl MemoryBackend for LazyMemory {
     }
 }
 
-/// Opens the memory database with the configured embedder.
-#[allow(clippy::disallowed_methods)] // the data directory is the operator's, not a root
+/// Opens the memory database with the configured embedder. Facts about people: the store
+/// creates the file 0600 (its -wal and -shm files take that mode), and a missing directory
+/// for it is made 0700.
 fn open_memory_db(settings: &MemorySettings) -> Result<Arc<MemoryDb>, String> {
     if let Some(dir) = settings.database.parent() {
-        std::fs::create_dir_all(dir)
+        ringfence_fs::create_private_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    // Facts about people: readable by their owner only. SQLite gives its -wal and -shm
-    // files the database file's mode.
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(&settings.database)
-            .map_err(|e| format!("cannot create {}: {e}", settings.database.display()))?;
     }
     MemoryDb::open(
         &settings.database,

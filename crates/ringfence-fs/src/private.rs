@@ -1,0 +1,175 @@
+//! ringfence's own records under its data directory — the audit trail, saved outputs, the
+//! edit journal, memories — are private to the account the server runs as: directories
+//! 0700, files 0600. They are made so when created (an explicit mode at creation, not the
+//! process umask, which would also narrow the files the tools write in the user's roots),
+//! and [`make_private`] tightens what an earlier version left wider.
+//!
+//! These are ambient-path operations on the operator's data directory, never on a root.
+
+use std::io;
+use std::path::Path;
+
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+
+/// The mode of a directory under the data directory.
+pub const PRIVATE_DIR_MODE: u32 = 0o700;
+/// The mode of a file under the data directory.
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// Creates the directory `path` and any missing parents with mode 0700 (given to `mkdir`, so
+/// the umask can only narrow it). Directories that exist already are left as they are
+/// ([`make_private`] tightens them).
+#[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
+pub fn create_private_dir_all(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(PRIVATE_DIR_MODE)
+        .create(path)
+}
+
+/// How far [`make_private`] reaches beneath the path it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// The entry itself only (a workspace: the files in it are the user's).
+    Itself,
+    /// The entry and everything beneath it.
+    Tree,
+    /// The entry and the directories beneath it down to this many levels; files and deeper
+    /// entries untouched (`users/`: each user's directory and their workspace directory, not
+    /// the workspace's contents).
+    Dirs(usize),
+}
+
+/// Removes every permission of group and others — and set-user-ID, set-group-ID and sticky —
+/// from `path` and, by `reach`, from what is beneath it. A symbolic link is never followed
+/// (nor changed), special files are left alone, and each entry is opened `O_NOFOLLOW` and
+/// changed through its descriptor, so a name swapped for a link in between changes nothing
+/// else. A missing `path` is fine. Returns how many entries changed; an entry that cannot be
+/// changed (another owner) is skipped and the first such error returned after the rest.
+pub fn make_private(path: &Path, reach: Reach) -> io::Result<u64> {
+    let entry = match open_entry(None, path) {
+        Ok(Some(entry)) => entry,
+        Ok(None) => return Ok(0),
+        Err(e) if e == Errno::NOENT => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    let mut walk = Walk {
+        changed: 0,
+        error: None,
+    };
+    walk.visit(entry, reach, 0);
+    match walk.error {
+        Some(e) => Err(e),
+        None => Ok(walk.changed),
+    }
+}
+
+/// Directories nested deeper than this are not entered (ringfence's own go three deep).
+const MAX_DEPTH: usize = 32;
+
+struct Walk {
+    changed: u64,
+    error: Option<io::Error>,
+}
+
+impl Walk {
+    fn visit(&mut self, (fd, st): (OwnedFd, rustix::fs::Stat), reach: Reach, depth: usize) {
+        let is_dir =
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory;
+        let files_too = match reach {
+            Reach::Itself | Reach::Tree => true,
+            Reach::Dirs(_) => depth == 0,
+        };
+        if is_dir || files_too {
+            let mode = st.st_mode & 0o7777;
+            if mode & !0o700 != 0 {
+                match rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode & 0o700)) {
+                    Ok(()) => self.changed += 1,
+                    Err(e) => self.fail(e),
+                }
+            }
+        }
+        let deeper = match reach {
+            Reach::Itself => false,
+            Reach::Tree => depth < MAX_DEPTH,
+            Reach::Dirs(levels) => depth < levels.min(MAX_DEPTH),
+        };
+        if !is_dir || !deeper {
+            return;
+        }
+        let names = match list(&fd) {
+            Ok(names) => names,
+            Err(e) => return self.fail(e),
+        };
+        for name in names {
+            match open_entry(Some(fd.as_fd()), name.as_c_str()) {
+                Ok(Some(child)) => {
+                    let child_is_dir = rustix::fs::FileType::from_raw_mode(child.1.st_mode)
+                        == rustix::fs::FileType::Directory;
+                    if child_is_dir || !matches!(reach, Reach::Dirs(_)) {
+                        self.visit(child, reach, depth + 1);
+                    }
+                }
+                Ok(None) => {}
+                // Removed meanwhile: nothing to tighten.
+                Err(e) if e == Errno::NOENT => {}
+                Err(e) => self.fail(e),
+            }
+        }
+    }
+
+    fn fail(&mut self, e: Errno) {
+        if self.error.is_none() {
+            self.error = Some(e.into());
+        }
+    }
+}
+
+/// The names in a directory (without `.` and `..`).
+fn list(fd: &OwnedFd) -> Result<Vec<std::ffi::CString>, Errno> {
+    let mut names = Vec::new();
+    let mut dir = rustix::fs::Dir::read_from(fd)?;
+    while let Some(entry) = dir.read() {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name.to_bytes() != b"." && name.to_bytes() != b".." {
+            names.push(name.to_owned());
+        }
+    }
+    Ok(names)
+}
+
+/// Opens an entry for changing its mode: `None` for anything but a regular file or a
+/// directory (a symbolic link is never followed, a device or FIFO never opened for reading).
+/// The type is judged on an `O_PATH` descriptor first; the entry opened for reading must be
+/// that same one (device and inode), or it is left alone.
+fn open_entry<P: rustix::path::Arg + Copy>(
+    at: Option<rustix::fd::BorrowedFd<'_>>,
+    path: P,
+) -> Result<Option<(OwnedFd, rustix::fs::Stat)>, Errno> {
+    use rustix::fs::FileType;
+    let open = |flags: OFlags| match at {
+        Some(dir) => rustix::fs::openat(dir, path, flags | OFlags::CLOEXEC, Mode::empty()),
+        None => rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::empty()),
+    };
+    let probe = open(OFlags::PATH | OFlags::NOFOLLOW)?;
+    let seen = rustix::fs::fstat(&probe)?;
+    let kind = FileType::from_raw_mode(seen.st_mode);
+    if kind != FileType::RegularFile && kind != FileType::Directory {
+        return Ok(None);
+    }
+    let fd = match open(OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY) {
+        Ok(fd) => fd,
+        // Swapped for a link or something else in between.
+        Err(Errno::LOOP) | Err(Errno::NXIO) | Err(Errno::NODEV) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let st = rustix::fs::fstat(&fd)?;
+    if (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino) {
+        return Ok(None);
+    }
+    Ok(Some((fd, st)))
+}

@@ -1,0 +1,60 @@
+//! The data directory is private to the account the server runs as: ringfence's records
+//! there (the audit trail, saved outputs, the edit journal, memories, the model) are 0600
+//! files in 0700 directories. Everything ringfence creates there is made so at creation
+//! (`ringfence_fs::create_private_dir_all`, explicit file modes); [`make_private`] at start
+//! tightens what an earlier version made wider (0644 in 0755 folders).
+//!
+//! Only ringfence's own entries are touched, by name — the data directory may be configured
+//! to a place that holds other things. Workspaces under it (`workspace/`,
+//! `users/<user>/workspace/`) are made 0700 themselves, which keeps everything in them from
+//! other accounts; the files in them are the user's and keep their modes.
+
+use std::path::Path;
+
+use ringfence_fs::{Reach, make_private as tighten};
+
+/// ringfence's entries in the data directory, and how far tightening reaches in each.
+const ENTRIES: &[(&str, Reach)] = &[
+    ("", Reach::Itself),
+    ("audit", Reach::Tree),
+    ("tool-output", Reach::Tree),
+    ("models", Reach::Tree),
+    ("ringfence.db", Reach::Itself),
+    ("ringfence.db-wal", Reach::Itself),
+    ("ringfence.db-shm", Reach::Itself),
+    ("ringfence.db-journal", Reach::Itself),
+    ("memory.db", Reach::Itself),
+    ("memory.db-wal", Reach::Itself),
+    ("memory.db-shm", Reach::Itself),
+    ("memory.db-journal", Reach::Itself),
+    // The default workspace: the directory, not the user's files in it.
+    ("workspace", Reach::Itself),
+    // `users/<user>/workspace`: the directories down to each workspace, not its files.
+    ("users", Reach::Dirs(2)),
+];
+
+/// Tightens ringfence's entries in `data_dir` to 0600 files and 0700 directories, logging
+/// how many changed. A missing data directory is fine (it is made 0700 when first needed);
+/// an entry that cannot be changed is logged and skipped.
+pub fn make_private(data_dir: &Path) {
+    let mut changed = 0;
+    for (rel, reach) in ENTRIES {
+        let path = if rel.is_empty() {
+            data_dir.to_path_buf()
+        } else {
+            data_dir.join(rel)
+        };
+        match tighten(&path, *reach) {
+            Ok(n) => changed += n,
+            Err(e) => {
+                tracing::warn!(entry = %rel, error = %e, "cannot make this entry of the data directory private")
+            }
+        }
+    }
+    if changed > 0 {
+        tracing::info!(
+            entries = changed,
+            "tightened the permissions of entries in the data directory (now 0700 directories, 0600 files)"
+        );
+    }
+}
