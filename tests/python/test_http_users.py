@@ -7,6 +7,7 @@ MCP client fits; raw HTTP where the test is about the HTTP layer itself.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import http.server
 import json
@@ -348,6 +349,28 @@ async def test_jwt_and_token_identities_never_meet(tmp_path):
     assert (tmp_path / "users/bob/who.txt").read_text() == "bob"
     assert (tmp_path / "users/42/who.txt").read_text() == "42"
     assert [l["user"] for l in audit(tmp_path)] == ["bob", "42"]
+
+
+async def test_an_unauthenticated_token_cannot_forge_log_lines(tmp_path):
+    """The reason a token is refused can quote the token (its `alg`); before anyone is
+    authenticated, that text reaches the log escaped: no line break, no terminal escape."""
+    key = rsa_key()
+    (tmp_path / "jwks.json").write_text(json.dumps(jwks(("k1", key))))
+    srv = serve(tmp_path, oauth_config(tmp_path, f'jwks_file = "{tmp_path}/jwks.json"'))
+    forged = "x\n2026-01-01T00:00:00Z  INFO ringfence: FORGED line\x1b[31m"
+    header = base64.urlsafe_b64encode(json.dumps({"alg": forged, "kid": "k1"}).encode())
+    token = header.decode().rstrip("=") + ".e30.c2ln"
+    try:
+        async with httpx2.AsyncClient() as h:
+            r = await h.post(srv.url, content=INIT,
+                             headers={**HDRS, "Authorization": f"Bearer {token}"})
+            assert r.status_code == 401, r.text
+    finally:
+        assert srv.stop() == 0
+    log = srv.log.read_bytes()
+    assert b"FORGED" in log, "the refusal was not logged"
+    assert b"\x1b" not in log
+    assert not any(line.lstrip().startswith(b"2026-01-01") for line in log.splitlines())
 
 
 async def test_jwks_from_a_url_with_key_rotation(tmp_path):

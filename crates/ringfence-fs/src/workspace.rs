@@ -392,7 +392,7 @@ impl Workspace {
             match sub {
                 Ok(r) => effective.push(r),
                 Err(e) => {
-                    tracing::warn!(root = %input, reason = %e.message(), "client root inside a configured root is not usable; ignored");
+                    tracing::warn!(root = %input.escape_debug(), reason = %e.message().escape_debug(), "client root inside a configured root is not usable; ignored");
                 }
             }
         }
@@ -439,7 +439,7 @@ impl Workspace {
                         "client root refused: it leads to, into or around ringfence's data directory"
                     ),
                     Err(e) => {
-                        tracing::warn!(reason = %e.message(), "client root outside the configured roots is not usable; ignored")
+                        tracing::warn!(reason = %e.message().escape_debug(), "client root outside the configured roots is not usable; ignored")
                     }
                 }
             }

@@ -71,7 +71,7 @@ impl McpServer {
         let session = match self.scope_for(user) {
             Ok(scope) => scope.session,
             Err(why) => {
-                tracing::warn!(why = %why.message, "client roots not applied");
+                tracing::warn!(why = %why.message.escape_debug(), "client roots not applied");
                 return;
             }
         };
@@ -86,12 +86,12 @@ impl McpServer {
                 Ok(result) => {
                     let uris: Vec<String> = result.roots.into_iter().map(|r| r.uri).collect();
                     let summary = session.apply_client_roots(&uris);
-                    tracing::info!(%summary, "client roots applied");
+                    tracing::info!(summary = %summary.escape_debug(), "client roots applied");
                 }
                 Err(e) => {
                     // Fail closed: without the client's answer, the narrowing it asked for
                     // (by declaring roots) cannot be honoured.
-                    tracing::warn!(error = %e, "roots/list failed; refusing file access");
+                    tracing::warn!(error = %e.to_string().escape_debug(), "roots/list failed; refusing file access");
                     session.client_roots_failed(&e.to_string());
                 }
             }
@@ -137,12 +137,12 @@ impl McpServer {
                 let uris: Vec<String> = result.roots.into_iter().map(|r| r.uri).collect();
                 if applied.as_ref() != Some(&uris) || session.workspace.blocked().is_some() {
                     let summary = session.apply_client_roots(&uris);
-                    tracing::debug!(%summary, "client roots of the request applied");
+                    tracing::debug!(summary = %summary.escape_debug(), "client roots of the request applied");
                     *applied = Some(uris);
                 }
             }
             Err(e) => {
-                tracing::warn!(error = %e, "the request's roots answer is unreadable; refusing file access");
+                tracing::warn!(error = %e.to_string().escape_debug(), "the request's roots answer is unreadable; refusing file access");
                 session.client_roots_failed(&format!("its roots/list answer is not valid: {e}"));
                 *applied = None;
             }

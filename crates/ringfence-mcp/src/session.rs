@@ -43,7 +43,7 @@ impl SessionSlot {
             if owner == user {
                 return Ok(scope.clone());
             }
-            tracing::warn!(%user, session = %session_id, "request for another user's MCP session refused");
+            tracing::warn!(user = %user.escape_debug(), session = %session_id.escape_debug(), "request for another user's MCP session refused");
             return Err(ToolError::new(
                 ToolErrorKind::Refused,
                 "this MCP session belongs to another user; start your own session",

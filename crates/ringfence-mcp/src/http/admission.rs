@@ -96,7 +96,7 @@ impl Gate {
         }
         self.forget_ended_sessions().await;
         self.sessions.reserve(user).map_err(|open| {
-            tracing::info!(%user, open, "session limit reached");
+            tracing::info!(user = %user.escape_debug(), open, "session limit reached");
             Refusal::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "sessions",
@@ -290,7 +290,7 @@ async fn admit(
     if let Some(id) = &session_id
         && gate.sessions.owner(id).is_some_and(|o| o != user)
     {
-        tracing::warn!(%user, "request for another user's MCP session refused");
+        tracing::warn!(user = %user.escape_debug(), "request for another user's MCP session refused");
         return Refusal::new(StatusCode::NOT_FOUND, "session", "session not found".into())
             .into_response();
     }
@@ -359,7 +359,7 @@ async fn admit(
 
     // A body cut short (too slow, too large, no room): say so, not the service's 500.
     if let Some(why) = body_failure.as_ref().and_then(|f| f.get()) {
-        tracing::info!(%user, reason = ?why, "request body cut short");
+        tracing::info!(user = %user.escape_debug(), reason = ?why, "request body cut short");
         return gate.body.refusal(*why).into_response();
     }
     if let Some(slot) = slot

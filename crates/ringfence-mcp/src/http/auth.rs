@@ -244,7 +244,7 @@ impl Authenticator {
         let why = failure
             .map(|f| f.description.clone())
             .unwrap_or_else(|| "missing bearer token".to_owned());
-        tracing::warn!(reason = %why, "HTTP request refused");
+        tracing::warn!(reason = %why.escape_debug(), "HTTP request refused");
         let status = failure
             .map(|f| f.status)
             .unwrap_or(StatusCode::UNAUTHORIZED);

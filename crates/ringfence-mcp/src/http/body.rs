@@ -639,7 +639,9 @@ mod tests {
             );
         }
         // Bytes that are not UTF-8 are not JSON text (found by fuzzing).
-        assert!(!only_answers_and_notifications(b"{\"id\":1,\"result\":\"\xff\"}"));
+        assert!(!only_answers_and_notifications(
+            b"{\"id\":1,\"result\":\"\xff\"}"
+        ));
     }
 
     #[test]

@@ -138,7 +138,7 @@ impl Limiters {
     pub(super) fn admit(&self, user: &str, kind: Kind) -> Result<Admitted, Refusal> {
         let limiter = self.limiter(user);
         if let Err(wait) = self.take_token(&limiter) {
-            tracing::info!(%user, wait, "rate limit reached");
+            tracing::info!(user = %user.escape_debug(), wait, "rate limit reached");
             return Err(Refusal::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate",
@@ -153,7 +153,7 @@ impl Limiters {
         let user_permit = match kind {
             Kind::Other => return Ok(Admitted::default()),
             Kind::Call => limiter.concurrent.clone().try_acquire_owned().map_err(|_| {
-                tracing::info!(%user, "concurrency limit reached");
+                tracing::info!(user = %user.escape_debug(), "concurrency limit reached");
                 Refusal::new(
                     StatusCode::TOO_MANY_REQUESTS,
                     "concurrent",
@@ -166,7 +166,7 @@ impl Limiters {
                 .retry_after(1)
             })?,
             Kind::Stream => limiter.streams.clone().try_acquire_owned().map_err(|_| {
-                tracing::info!(%user, "stream limit reached");
+                tracing::info!(user = %user.escape_debug(), "stream limit reached");
                 Refusal::new(
                     StatusCode::TOO_MANY_REQUESTS,
                     "streams",
