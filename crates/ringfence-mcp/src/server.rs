@@ -17,7 +17,7 @@ use ringfence_tools::{CallRequest, CallScope, ResourceSet, ToolError, ToolRunner
 
 use crate::convert::{content_block, mcp_tool, progress_for, quick_blocking};
 use crate::metrics::{Metrics, SessionGuard};
-use crate::roots::RootsReady;
+use crate::roots::{RootsAnswer, RootsReady, is_inline, roots_answer};
 use crate::session::{SessionSlot, UserSessions, request_user};
 
 /// Identity and instructions the server announces at `initialize`.
@@ -64,12 +64,14 @@ impl McpServer {
         Self::with_slot(runner, resources, SessionSlot::fixed(scope), identity)
     }
 
-    /// A server for one HTTP MCP session of several users: the scope is made by `sessions`
-    /// for the user of the first request, and requests of anyone else are refused.
+    /// A server for HTTP, where several users connect. In an MCP session the scope is made
+    /// by `sessions` for the user of the first request, and requests of anyone else are
+    /// refused. A stateless request (protocol 2026-07-28: no MCP session, this server made
+    /// for it alone) runs in the session its user's stateless requests share.
     pub fn for_users(
         runner: Arc<ToolRunner>,
         resources: Arc<ResourceSet>,
-        sessions: UserSessions,
+        sessions: Arc<dyn UserSessions>,
         identity: ServerIdentity,
     ) -> McpServer {
         Self::with_slot(runner, resources, SessionSlot::per_user(sessions), identity)
@@ -113,13 +115,47 @@ impl McpServer {
         self.slot.scope_for(user, &self.session_id)
     }
 
-    /// The user a request acts for, once the session is bound to them (a request from
-    /// anyone else is refused, as tool calls are).
-    fn acting_user(&self, extensions: &rmcp::model::Extensions) -> Result<String, ErrorData> {
-        let user = request_user(extensions);
+    /// Whether `ctx` is a stateless HTTP request: protocol 2026-07-28 or later on a server
+    /// made per request (stdio keeps its one session in every protocol version).
+    fn is_stateless(&self, ctx: &RequestContext<RoleServer>) -> bool {
+        self.slot.maker().is_some() && is_inline(ctx)
+    }
+
+    /// The user a request acts for: in an MCP session, once the session is bound to them (a
+    /// request from anyone else is refused, as tool calls are); a stateless request acts
+    /// for the user who sent it.
+    fn acting_user(&self, ctx: &RequestContext<RoleServer>) -> Result<String, ErrorData> {
+        let user = request_user(&ctx.extensions);
+        if self.is_stateless(ctx) {
+            return Ok(user);
+        }
         self.scope_for(&user)
             .map(|scope| scope.session.user().to_owned())
             .map_err(|why| ErrorData::invalid_request(why.message, None))
+    }
+
+    /// The scope of a stateless request of `user`: the session their stateless requests
+    /// share for the roots this one brings (asking for them first when the client declares
+    /// roots and sent none). An unreadable answer gets a session of its own, blocked (fail
+    /// closed), so it neither runs wide nor spoils the shared ones.
+    fn stateless_scope(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        request: &CallToolRequestParams,
+        make: &Arc<dyn UserSessions>,
+        user: &str,
+    ) -> Result<Result<CallScope, ToolError>, rmcp::model::InputRequiredResult> {
+        let refused = |e: ringfence_tools::BackendError| {
+            ToolError::new(ringfence_tools::ToolErrorKind::Refused, e.to_string())
+        };
+        Ok(match roots_answer(ctx, request, make.uses_client_roots()) {
+            RootsAnswer::Ask(ask) => return Err(ask),
+            RootsAnswer::NotInPlay => make.stateless(user, None).map_err(refused),
+            RootsAnswer::Roots(uris) => make.stateless(user, Some(&uris)).map_err(refused),
+            RootsAnswer::Unreadable(why) => make.session(user).map_err(refused).inspect(|scope| {
+                scope.session.client_roots_failed(&why);
+            }),
+        })
     }
 
     /// Serves MCP over this process's stdin/stdout until the client closes the stream.
@@ -173,7 +209,7 @@ impl ServerHandler for McpServer {
         ctx.peer.set_peer_info(request.clone());
         let mut result = self.negotiate_initialize(&request)?;
         if !self.resources.is_empty()
-            && let Ok(user) = self.acting_user(&ctx.extensions)
+            && let Ok(user) = self.acting_user(&ctx)
             && let Some(extra) = quick_blocking(|| self.resources.instructions(&user))
         {
             result.instructions = Some(format!(
@@ -209,7 +245,7 @@ impl ServerHandler for McpServer {
         request: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let user = self.acting_user(&ctx.extensions)?;
+        let user = self.acting_user(&ctx)?;
         let uri = request.uri.clone();
         match quick_blocking(|| self.resources.read(&user, &uri)) {
             None => Err(ErrorData::resource_not_found(
@@ -243,7 +279,7 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let user = self.acting_user(&ctx.extensions)?;
+        let user = self.acting_user(&ctx)?;
         let name = request.name.clone();
         match quick_blocking(|| self.resources.prompt(&user, &name)) {
             None => Err(ErrorData::invalid_params(
@@ -291,22 +327,34 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let received = std::time::Instant::now();
         let user = request_user(&ctx.extensions);
-        let scope = self.scope_for(&user);
-        // A 2026-07-28 request declaring roots runs narrowed to the roots it sent, or asks
-        // for them first; never against the wider configured roots.
-        if let Ok(scope) = &scope
-            && let Some(ask) = self.roots_for_request(&ctx, &request, &scope.session)
+        let (scope, ready) = if self.is_stateless(&ctx)
+            && let Some(make) = self.slot.maker()
         {
-            return Ok(CallToolResponse::InputRequired(ask));
-        }
-        // The call may start once the client's roots (if it declared any) are applied.
-        let ready = scope.as_ref().ok().map(|scope| {
-            let session = scope.session.clone();
-            let peer = ctx.peer.clone();
-            let server = self.clone();
-            Box::pin(async move { server.wait_for_roots(&peer, &session).await })
-                as ringfence_tools::BoxFuture<'static, _>
-        });
+            // Stateless: the user's shared session, already narrowed to this request's
+            // roots; nothing to wait for.
+            match self.stateless_scope(&ctx, &request, make, &user) {
+                Ok(scope) => (scope, None),
+                Err(ask) => return Ok(CallToolResponse::InputRequired(ask)),
+            }
+        } else {
+            let scope = self.scope_for(&user);
+            // A 2026-07-28 request declaring roots runs narrowed to the roots it sent, or
+            // asks for them first; never against the wider configured roots.
+            if let Ok(scope) = &scope
+                && let Some(ask) = self.roots_for_request(&ctx, &request, &scope.session)
+            {
+                return Ok(CallToolResponse::InputRequired(ask));
+            }
+            // The call may start once the client's roots (if it declared any) are applied.
+            let ready = scope.as_ref().ok().map(|scope| {
+                let session = scope.session.clone();
+                let peer = ctx.peer.clone();
+                let server = self.clone();
+                Box::pin(async move { server.wait_for_roots(&peer, &session).await })
+                    as ringfence_tools::BoxFuture<'static, _>
+            });
+            (scope, ready)
+        };
         let outcome = self
             .runner
             .call(CallRequest {

@@ -1,4 +1,9 @@
-//! Which session an MCP session's requests run in, and for whom.
+//! Which session a request runs in, and for whom.
+//!
+//! An MCP session (stdio, or an HTTP session opened by `initialize`) has a session of its
+//! own. A stateless request (protocol 2026-07-28 over HTTP: no MCP session, a fresh server
+//! per request) runs in a session its user's stateless requests share, one per roots answer,
+//! kept by the [`UserSessions`] maker between requests.
 
 use std::sync::{Arc, Mutex};
 
@@ -9,14 +14,28 @@ use ringfence_tools::{BackendError, CallScope, ToolError, ToolErrorKind};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthUser(pub String);
 
-/// Makes the scope (session and spill store) of an authenticated user: their roots, their
-/// spill directory.
-pub type UserSessions = Arc<dyn Fn(&str) -> Result<CallScope, BackendError> + Send + Sync>;
+/// Makes the scopes (session and spill store) of authenticated users: their roots, their
+/// spill directory, and the sessions their stateless requests share.
+pub trait UserSessions: Send + Sync {
+    /// A new session for one MCP session of `user`: its own current workspace and read
+    /// records, which no other session sees.
+    fn session(&self, user: &str) -> Result<CallScope, BackendError>;
+
+    /// The session `user`'s stateless requests share, for requests whose client announced
+    /// `roots` (`None`: no client roots). Made on first use, narrowed to `roots` before any
+    /// request runs in it, and kept between requests, so reads and the current workspace
+    /// carry over from one request to the next. Never shared between users; a different
+    /// answer gets a different session.
+    fn stateless(&self, user: &str, roots: Option<&[String]>) -> Result<CallScope, BackendError>;
+
+    /// Whether the client's roots matter (the configured policy is not `ignore`).
+    fn uses_client_roots(&self) -> bool;
+}
 
 /// The scope an MCP session works in: fixed (stdio), or made for the user who sent its
 /// first request and bound to them from then on (HTTP).
 pub(crate) struct SessionSlot {
-    make: Option<UserSessions>,
+    make: Option<Arc<dyn UserSessions>>,
     bound: Mutex<Option<(String, CallScope)>>,
 }
 
@@ -29,11 +48,16 @@ impl SessionSlot {
         }
     }
 
-    pub(crate) fn per_user(make: UserSessions) -> SessionSlot {
+    pub(crate) fn per_user(make: Arc<dyn UserSessions>) -> SessionSlot {
         SessionSlot {
             make: Some(make),
             bound: Mutex::new(None),
         }
+    }
+
+    /// The maker of users' sessions, when this slot is not fixed (HTTP).
+    pub(crate) fn maker(&self) -> Option<&Arc<dyn UserSessions>> {
+        self.make.as_ref()
     }
 
     /// The scope for `user`: made and bound on first use; refused for anyone else.
@@ -53,8 +77,9 @@ impl SessionSlot {
             .make
             .as_ref()
             .ok_or_else(|| ToolError::new(ToolErrorKind::Refused, "this server has no session"))?;
-        let scope =
-            make(user).map_err(|e| ToolError::new(ToolErrorKind::Refused, e.to_string()))?;
+        let scope = make
+            .session(user)
+            .map_err(|e| ToolError::new(ToolErrorKind::Refused, e.to_string()))?;
         *bound = Some((user.to_owned(), scope.clone()));
         Ok(scope)
     }

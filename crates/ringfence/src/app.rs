@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ringfence_mcp::{McpServer, ServerIdentity, UserSessions};
 use ringfence_tools::{
-    AuditSink, BackendError, CallMetrics, Limits, ResourceSet, ToolRunner, Toolbox,
+    AuditSink, BackendError, CallMetrics, CallScope, Limits, ResourceSet, ToolRunner, Toolbox,
 };
 
 use crate::config::Config;
@@ -115,16 +115,15 @@ impl App {
         ))
     }
 
-    /// The server for one HTTP MCP session: it takes the session of the user who
-    /// authenticated its first request and refuses every other user.
+    /// The server for one HTTP MCP session, or for one stateless request: in a session it
+    /// takes the session of the user who authenticated its first request and refuses every
+    /// other user; a stateless request runs in the session its user's stateless requests
+    /// share (kept by [`Sessions`]).
     pub fn user_server(self: &Arc<Self>, runner: &Arc<ToolRunner>) -> McpServer {
-        let app = self.clone();
-        let sessions: UserSessions =
-            Arc::new(move |user: &str| app.sessions.scope_for(user).map_err(BackendError::new));
         McpServer::for_users(
             runner.clone(),
             self.resources.clone(),
-            sessions,
+            Arc::new(AppSessions(self.clone())),
             self.identity(),
         )
     }
@@ -163,5 +162,25 @@ impl App {
     /// Warns (once, at start) about configured roots that do not exist yet.
     pub fn check_roots(&self) {
         self.sessions.check_roots();
+    }
+}
+
+/// The app's sessions, as the MCP servers of HTTP users ask for them.
+struct AppSessions(Arc<App>);
+
+impl UserSessions for AppSessions {
+    fn session(&self, user: &str) -> Result<CallScope, BackendError> {
+        self.0.sessions.scope_for(user).map_err(BackendError::new)
+    }
+
+    fn stateless(&self, user: &str, roots: Option<&[String]>) -> Result<CallScope, BackendError> {
+        self.0
+            .sessions
+            .stateless_scope(user, roots)
+            .map_err(BackendError::new)
+    }
+
+    fn uses_client_roots(&self) -> bool {
+        self.0.sessions.client_roots() != ringfence_fs::ClientRoots::Ignore
     }
 }

@@ -1,15 +1,22 @@
 //! Sessions: each user's roots (shared roots, `{user}` templates expanded, or the default
-//! workspace) and spill directory, made on their first session and kept for the next.
+//! workspace) and spill directory, made on their first session and kept for the next; and the
+//! sessions each user's stateless requests share.
+//!
+//! A stateless request (MCP 2026-07-28 over HTTP) has no MCP session to keep state in, so
+//! the user's stateless requests share a session kept here: one per roots answer the user's
+//! clients send (`None`: no client roots), narrowed to that answer when made and never
+//! changed after. Reads and the current workspace carry over between the user's requests
+//! with the same answer; two answers never mix (each call runs exactly as narrowed as its
+//! client asked, however many run at once); users never share one.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use ringfence_fs::{Access, ClientRoots, Denylist, Root, RootOrigin, RootSpec, Workspace};
 use ringfence_tools::{CallScope, Session, SpillStore};
 
 use crate::config::Config;
-
-/// One user's roots and spill store.
-type UserRoots = (Vec<Arc<Root>>, Arc<SpillStore>);
 
 /// A configured root: one directory every user shares, or a template (`{user}` in the
 /// path) that gives every user their own.
@@ -21,9 +28,143 @@ enum RootSlot {
     DefaultWorkspace(Arc<Root>),
 }
 
-/// Users whose roots are kept ready; beyond this, those without a live session are dropped
-/// (their directory handles closed) and made again when they come back.
+/// Users whose roots (and stateless sessions) are kept; beyond this, the least recently
+/// used of those with no live MCP session and no call running are dropped (their directory
+/// handles closed, their stateless sessions with them) and made again when they come back.
 const USER_CACHE: usize = 1024;
+
+/// Stateless sessions kept per user (one per roots answer); beyond this the least recently
+/// used one running no call is dropped.
+const STATELESS_PER_USER: usize = 8;
+
+/// A stateless session unused for this long, and running no call, is dropped (its read
+/// records with it: the next edit needs a read again).
+const STATELESS_IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// Idle stateless sessions are looked for at most this often (on a request).
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// One user's roots and spill store, and the sessions their stateless requests share.
+struct UserEntry {
+    roots: Vec<Arc<Root>>,
+    spill: Arc<SpillStore>,
+    stateless: Vec<StatelessSession>,
+    used: Instant,
+}
+
+impl UserEntry {
+    /// Whether an MCP session or a running call holds the user's spill store (each scope
+    /// holds it; the entry itself holds it once).
+    fn live(&self) -> bool {
+        Arc::strong_count(&self.spill) > 1
+    }
+
+    fn scope(&self, session: &Arc<Session>) -> CallScope {
+        CallScope {
+            session: session.clone(),
+            spill: self.spill.clone(),
+        }
+    }
+
+    /// The stateless session for the answer `key`, unless it is blocked (the answer reached
+    /// nothing when it was made: made again, as a session re-applies roots while blocked).
+    fn stateless(&mut self, key: Option<AnswerKey>, now: Instant) -> Option<Arc<Session>> {
+        let found = self
+            .stateless
+            .iter_mut()
+            .find(|s| s.roots == key && s.session.workspace.blocked().is_none())?;
+        found.used = now;
+        Some(found.session.clone())
+    }
+
+    /// Keeps `session` for the answer `key`, dropping a blocked one for the same answer and,
+    /// beyond the bound, the least recently used one running no call.
+    fn keep(&mut self, key: Option<AnswerKey>, session: Arc<Session>, now: Instant) {
+        self.stateless.retain(|s| s.roots != key);
+        if self.stateless.len() >= STATELESS_PER_USER
+            && let Some(oldest) = self
+                .stateless
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !s.in_use())
+                .min_by_key(|(_, s)| s.used)
+                .map(|(i, _)| i)
+        {
+            self.stateless.swap_remove(oldest);
+        }
+        self.stateless.push(StatelessSession {
+            roots: key,
+            session,
+            used: now,
+        });
+    }
+}
+
+/// A roots answer, by the BLAKE3 hash of its URIs in the client's order (so a client's long
+/// answer is not kept, only what tells it apart).
+type AnswerKey = [u8; 32];
+
+fn answer_key(uris: &[String]) -> AnswerKey {
+    let mut h = blake3::Hasher::new();
+    for uri in uris {
+        h.update(&(uri.len() as u64).to_le_bytes());
+        h.update(uri.as_bytes());
+    }
+    *h.finalize().as_bytes()
+}
+
+/// A session a user's stateless requests share.
+struct StatelessSession {
+    /// The client roots it was narrowed to; `None`: none.
+    roots: Option<AnswerKey>,
+    session: Arc<Session>,
+    used: Instant,
+}
+
+impl StatelessSession {
+    /// Whether a call is running in it.
+    fn in_use(&self) -> bool {
+        Arc::strong_count(&self.session) > 1
+    }
+}
+
+/// The users' entries, and when idle stateless sessions were last looked for.
+struct Users {
+    map: HashMap<String, UserEntry>,
+    swept: Instant,
+}
+
+impl Users {
+    /// Drops stateless sessions idle for [`STATELESS_IDLE`] (at most every [`SWEEP_EVERY`]).
+    fn sweep(&mut self, now: Instant) {
+        if now.duration_since(self.swept) < SWEEP_EVERY {
+            return;
+        }
+        self.swept = now;
+        for entry in self.map.values_mut() {
+            entry
+                .stateless
+                .retain(|s| s.in_use() || now.duration_since(s.used) < STATELESS_IDLE);
+        }
+    }
+
+    /// Makes room for one more user: beyond [`USER_CACHE`], drops the least recently used
+    /// users with no live session and no call running.
+    fn make_room(&mut self) {
+        while self.map.len() >= USER_CACHE {
+            let Some(oldest) = self
+                .map
+                .iter()
+                .filter(|(_, e)| !e.live())
+                .min_by_key(|(_, e)| e.used)
+                .map(|(user, _)| user.clone())
+            else {
+                return;
+            };
+            self.map.remove(&oldest);
+        }
+    }
+}
 
 /// Makes the scope of each user's sessions.
 pub struct Sessions {
@@ -34,8 +175,8 @@ pub struct Sessions {
     /// `<data dir>/tool-output/<configuration key>`: one directory per user beneath.
     spill_base: std::path::PathBuf,
     client_roots: ClientRoots,
-    /// Each user's roots and spill store, made on their first session and kept.
-    users: std::sync::Mutex<std::collections::HashMap<String, UserRoots>>,
+    /// Each user's roots, spill store and stateless sessions, made on first use and kept.
+    users: Mutex<Users>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -85,17 +226,49 @@ impl Sessions {
             data_dir: config.data_dir.clone(),
             spill_base,
             client_roots: config.client_roots,
-            users: Default::default(),
+            users: Mutex::new(Users {
+                map: HashMap::new(),
+                swept: Instant::now(),
+            }),
         })
     }
 
-    /// `user`'s roots (shared ones and their own from templates) and spill store, made on
-    /// first use and kept for their later sessions.
-    fn user_parts(&self, user: &str) -> Result<UserRoots, String> {
-        let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(parts) = users.get(user) {
-            return Ok(parts.clone());
+    fn users(&self) -> std::sync::MutexGuard<'_, Users> {
+        self.users.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `user`'s entry: their roots (shared ones and their own from templates) and spill
+    /// store, made on first use and kept for their later sessions.
+    fn user_entry<'a>(
+        &self,
+        users: &'a mut Users,
+        user: &str,
+        now: Instant,
+    ) -> Result<&'a mut UserEntry, String> {
+        users.sweep(now);
+        if !users.map.contains_key(user) {
+            let (roots, spill) = self.make_user_parts(user)?;
+            users.make_room();
+            users.map.insert(
+                user.to_owned(),
+                UserEntry {
+                    roots,
+                    spill,
+                    stateless: Vec::new(),
+                    used: now,
+                },
+            );
         }
+        let entry = users
+            .map
+            .get_mut(user)
+            .expect("the entry was inserted above");
+        entry.used = now;
+        Ok(entry)
+    }
+
+    /// `user`'s roots and spill store, made anew.
+    fn make_user_parts(&self, user: &str) -> Result<(Vec<Arc<Root>>, Arc<SpillStore>), String> {
         let base = Arc::new(Denylist::new(&self.denylist).map_err(|e| format!("denylist: {e}"))?);
         let roots = self
             .roots
@@ -125,30 +298,86 @@ impl Sessions {
             .collect::<Result<Vec<_>, String>>()?;
         // Saved outputs are readable through the spill root: each user gets their own.
         let spill = spill_store(self.spill_base.join(ringfence_fs::user_dir_name(user)))?;
-        let parts = (roots, Arc::new(spill));
-        if users.len() >= USER_CACHE {
-            // Keep the users some session still holds (their spill store is shared with it).
-            users.retain(|_, (_, spill)| Arc::strong_count(spill) > 1);
-        }
-        users.insert(user.to_owned(), parts.clone());
-        Ok(parts)
+        Ok((roots, Arc::new(spill)))
     }
 
-    /// A fresh session for `user` over their roots (plus their read-only spill root).
-    pub fn scope_for(&self, user: &str) -> Result<CallScope, String> {
-        let (roots, spill) = self.user_parts(user)?;
+    /// A new session for `user` over `roots` (plus their read-only spill root).
+    fn new_session(
+        &self,
+        user: &str,
+        roots: Vec<Arc<Root>>,
+        spill: &SpillStore,
+    ) -> Result<Session, String> {
         let ws = Workspace::new(roots)
             .map_err(|e| e.to_string())?
             .with_internal_root(spill.root().clone())
             // Client roots (`extend`) never reach ringfence's own data.
             .with_protected_path(&self.data_dir);
-        let session = Session::new(ws)
+        Ok(Session::new(ws)
             .with_client_roots(self.client_roots)
-            .with_user(user);
+            .with_user(user))
+    }
+
+    /// A fresh session for `user` over their roots (plus their read-only spill root): one MCP
+    /// session's.
+    pub fn scope_for(&self, user: &str) -> Result<CallScope, String> {
+        let (roots, spill) = {
+            let mut users = self.users();
+            let entry = self.user_entry(&mut users, user, Instant::now())?;
+            (entry.roots.clone(), entry.spill.clone())
+        };
+        let session = self.new_session(user, roots, &spill)?;
         Ok(CallScope {
             session: Arc::new(session),
             spill,
         })
+    }
+
+    /// The session `user`'s stateless requests share for the client roots `roots` (`None`:
+    /// the client announced none): made on first use — narrowed to `roots` before anyone
+    /// can see it — and kept while used (see the module's documentation). Under the policy
+    /// `ignore` every answer is `None`.
+    pub fn stateless_scope(
+        &self,
+        user: &str,
+        roots: Option<&[String]>,
+    ) -> Result<CallScope, String> {
+        let roots = roots.filter(|_| self.client_roots != ClientRoots::Ignore);
+        let key = roots.map(answer_key);
+        let now = Instant::now();
+        let (base, spill) = {
+            let mut users = self.users();
+            let entry = self.user_entry(&mut users, user, now)?;
+            if let Some(session) = entry.stateless(key, now) {
+                return Ok(entry.scope(&session));
+            }
+            (entry.roots.clone(), entry.spill.clone())
+        };
+        // Made outside the lock (narrowing opens directories), and narrowed before it is
+        // kept where other requests find it.
+        let session = self.new_session(user, base.clone(), &spill)?;
+        if let Some(uris) = roots {
+            let summary = session.apply_client_roots(uris);
+            tracing::debug!(user = %user.escape_debug(), summary = %summary.escape_debug(), "stateless session narrowed to the client's roots");
+        }
+        let session = Arc::new(session);
+        let mut users = self.users();
+        // Dropped meanwhile (the cache was full): kept again with the parts just used.
+        let entry = users
+            .map
+            .entry(user.to_owned())
+            .or_insert_with(|| UserEntry {
+                roots: base,
+                spill,
+                stateless: Vec::new(),
+                used: now,
+            });
+        // Another request for the same answer made one first: share theirs.
+        if let Some(theirs) = entry.stateless(key, now) {
+            return Ok(entry.scope(&theirs));
+        }
+        entry.keep(key, session.clone(), now);
+        Ok(entry.scope(&session))
     }
 
     /// What the MCP client's roots may do (the configured policy).
@@ -277,4 +506,136 @@ fn spill_key(roots: &[RootSpec], denylist: &[String]) -> String {
         part(d.as_bytes());
     }
     h.finalize().to_hex()[..16].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sessions over `<dir>/ws` (holding `a/` and `b/`) with the client-roots `policy`.
+    #[allow(clippy::disallowed_methods)] // a test fixture making its own directories
+    fn sessions(dir: &std::path::Path, policy: ClientRoots) -> Sessions {
+        for sub in ["ws/a", "ws/b"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let mut config = Config::for_tests(&dir.join("data"));
+        config.roots = vec![RootSpec::configured(dir.join("ws"), Access::ReadWrite)];
+        config.client_roots = policy;
+        Sessions::new(&config).unwrap()
+    }
+
+    fn uri(dir: &std::path::Path, sub: &str) -> Vec<String> {
+        vec![format!("file://{}", dir.join("ws").join(sub).display())]
+    }
+
+    fn labels(scope: &CallScope) -> Vec<String> {
+        let roots = scope.session.workspace.roots();
+        roots.iter().map(|r| r.label().to_owned()).collect()
+    }
+
+    #[test]
+    fn a_users_stateless_requests_share_one_session_per_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = sessions(dir.path(), ClientRoots::Narrow);
+        let (a, b) = (uri(dir.path(), "a"), uri(dir.path(), "b"));
+        let wide = s.stateless_scope("alice", None).unwrap();
+        assert!(Arc::ptr_eq(
+            &wide.session,
+            &s.stateless_scope("alice", None).unwrap().session
+        ));
+        let narrow = s.stateless_scope("alice", Some(&a)).unwrap();
+        assert!(Arc::ptr_eq(
+            &narrow.session,
+            &s.stateless_scope("alice", Some(&a)).unwrap().session
+        ));
+        // Narrowed when made, before anyone used it; the wide one is left as it was.
+        assert_eq!(labels(&narrow), ["ws/a"]);
+        assert_eq!(labels(&wide), ["ws"]);
+        let other = s.stateless_scope("alice", Some(&b)).unwrap();
+        assert_eq!(labels(&other), ["ws/b"]);
+        assert!(!Arc::ptr_eq(&narrow.session, &other.session));
+        assert_eq!(labels(&narrow), ["ws/a"]);
+        // Users never share one; an MCP session always gets its own.
+        let bob = s.stateless_scope("bob", None).unwrap();
+        assert!(!Arc::ptr_eq(&wide.session, &bob.session));
+        assert_eq!(bob.session.user(), "bob");
+        assert!(!Arc::ptr_eq(&wide.spill, &bob.spill));
+        let legacy = s.scope_for("alice").unwrap();
+        assert!(!Arc::ptr_eq(&wide.session, &legacy.session));
+        assert!(Arc::ptr_eq(&wide.spill, &legacy.spill));
+    }
+
+    #[test]
+    fn under_ignore_every_answer_is_the_configured_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = sessions(dir.path(), ClientRoots::Ignore);
+        let a = uri(dir.path(), "a");
+        let scope = s.stateless_scope("alice", Some(&a)).unwrap();
+        assert_eq!(labels(&scope), ["ws"]);
+        assert!(Arc::ptr_eq(
+            &scope.session,
+            &s.stateless_scope("alice", None).unwrap().session
+        ));
+    }
+
+    #[test]
+    fn an_answer_that_reached_nothing_is_tried_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = sessions(dir.path(), ClientRoots::Narrow);
+        let later = uri(dir.path(), "later");
+        let blocked = s.stateless_scope("alice", Some(&later)).unwrap();
+        assert!(blocked.session.workspace.blocked().is_some());
+        #[allow(clippy::disallowed_methods)] // the client's folder appears
+        std::fs::create_dir(dir.path().join("ws/later")).unwrap();
+        let scope = s.stateless_scope("alice", Some(&later)).unwrap();
+        assert!(scope.session.workspace.blocked().is_none());
+        assert_eq!(labels(&scope), ["ws/later"]);
+    }
+
+    #[test]
+    fn stateless_sessions_are_bounded_per_user_and_dropped_when_idle() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = sessions(dir.path(), ClientRoots::Narrow);
+        let answers: Vec<Vec<String>> = (0..=STATELESS_PER_USER)
+            .map(|i| vec![format!("file:///elsewhere/{i}")])
+            .collect();
+        // The first one is running a call all along: never dropped.
+        let running = s.stateless_scope("alice", Some(&answers[0])).unwrap();
+        for answer in &answers[1..] {
+            s.stateless_scope("alice", Some(answer)).unwrap();
+        }
+        {
+            let users = s.users();
+            let kept = &users.map["alice"].stateless;
+            assert_eq!(kept.len(), STATELESS_PER_USER);
+            assert!(
+                kept.iter()
+                    .any(|k| Arc::ptr_eq(&k.session, &running.session))
+            );
+        }
+        // Idle long enough: dropped at the next sweep, except the one still running.
+        let later = Instant::now() + STATELESS_IDLE + SWEEP_EVERY;
+        s.users().sweep(later);
+        let users = s.users();
+        let kept = &users.map["alice"].stateless;
+        assert_eq!(kept.len(), 1);
+        assert!(Arc::ptr_eq(&kept[0].session, &running.session));
+    }
+
+    #[test]
+    fn beyond_the_user_bound_the_least_recently_used_idle_users_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = sessions(dir.path(), ClientRoots::Narrow);
+        let live = s.scope_for("user-0").unwrap();
+        for i in 0..USER_CACHE + 10 {
+            s.stateless_scope(&format!("user-{i}"), None).unwrap();
+        }
+        let users = s.users();
+        assert!(users.map.len() <= USER_CACHE);
+        // The user with a live MCP session stays; the oldest idle ones went first.
+        assert!(users.map.contains_key("user-0"));
+        assert!(!users.map.contains_key("user-1"));
+        assert!(users.map.contains_key(&format!("user-{}", USER_CACHE + 9)));
+        drop(live);
+    }
 }
