@@ -257,3 +257,35 @@ async def test_an_answer_naming_too_many_roots_fails_closed(tmp_path):
                 r = await call(c, "read_file", {"path": str(ws / "notes.txt")})
                 assert is_error(r) and structured(r)["error"] == "outside_workspace", text_of(r)
                 ok(await call(c, "glob", {"pattern": "*", "path": str(many[63])}))
+
+
+async def test_stateless_calls_hold_no_session_place(tmp_path):
+    """With `http.limits.sessions = 1` and that one place taken by a legacy session, the
+    user's stateless calls — which open no session — still run, several at once."""
+    ws = workspace(tmp_path)
+    config = tokens_config(alice=ALICE) + "[http.limits]\nsessions = 1\n"
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with http_server(tmp_path, config, ws) as url:
+            async with legacy_client(url, ALICE) as legacy, \
+                    modern_client(url, ALICE, None) as c:
+                ok(await call(legacy, "read_file", {"path": "notes.txt"}))
+                results: list[Any] = []
+
+                async def one() -> None:
+                    results.append(await call(c, "read_file", {"path": "notes.txt"}))
+
+                async with anyio.create_task_group() as tg:
+                    for _ in range(4):
+                        tg.start_soon(one)
+                assert len(results) == 4 and all("two" in ok(r) for r in results)
+                # The legacy session still works, and a second one is over the cap.
+                ok(await call(legacy, "file_access_info", {}))
+                async with httpx2.AsyncClient() as h:
+                    r = await h.post(url, headers={
+                        "Authorization": f"Bearer {ALICE}",
+                        "Accept": "application/json, text/event-stream",
+                        "Content-Type": "application/json"}, json={
+                        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                   "clientInfo": {"name": "raw", "version": "0"}}})
+                    assert r.status_code == 429 and "http.limits.sessions" in r.text, r.text

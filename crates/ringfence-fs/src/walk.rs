@@ -361,7 +361,7 @@ fn open_work_dir(dir: WorkDir, rel: &str) -> Option<Arc<Dir>> {
         WorkDir::Child(parent, name) => match parent.open_dir_nofollow(&name) {
             Ok(d) => Some(Arc::new(d)),
             Err(err) => {
-                tracing::debug!(dir = %rel, error = %err, "skipping directory that could not be opened");
+                tracing::debug!(dir = %rel.escape_debug(), error = %err, "skipping directory that could not be opened");
                 None
             }
         },
@@ -380,7 +380,7 @@ fn read_entries(
     let entries = match dir.entries() {
         Ok(e) => e,
         Err(err) => {
-            tracing::debug!(dir = %rel, error = %err, "skipping unreadable directory");
+            tracing::debug!(dir = %rel.escape_debug(), error = %err, "skipping unreadable directory");
             return Vec::new();
         }
     };

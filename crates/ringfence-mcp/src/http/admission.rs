@@ -20,6 +20,10 @@ use super::refusal::Refusal;
 use super::sessions::{SessionBook, SessionSlot};
 use crate::Metrics;
 
+/// The first protocol version without sessions (SEP-2567): requests naming it, or a later
+/// one, in `MCP-Protocol-Version` are stateless.
+const STATELESS_PROTOCOL: &str = "2026-07-28";
+
 /// After the last running call of a shutdown, how long clients get to read its answer.
 const LINGER: Duration = Duration::from_secs(1);
 
@@ -287,8 +291,10 @@ async fn admit(
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    // Every session made through this gate has its owner recorded (below), so an id the
+    // book does not know is no session of this user's either.
     if let Some(id) = &session_id
-        && gate.sessions.owner(id).is_some_and(|o| o != user)
+        && gate.sessions.owner(id).is_none_or(|o| o != user)
     {
         tracing::warn!(user = %user.escape_debug(), "request for another user's MCP session refused");
         return Refusal::new(StatusCode::NOT_FOUND, "session", "session not found".into())
@@ -316,8 +322,16 @@ async fn admit(
         Ok(a) => a,
         Err(refused) => return refused.into_response(),
     };
-    // A POST without a session id opens a session (an `initialize`).
-    let slot = if method == Method::POST && session_id.is_none() {
+    // A POST without a session id opens a session (an `initialize`) — unless it is a
+    // stateless request (protocol 2026-07-28 or later, which has no sessions): those do not
+    // hold a session place while they run. Should one make a session all the same, its owner
+    // is recorded when the answer names it.
+    let stateless = req
+        .headers()
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim() >= STATELESS_PROTOCOL);
+    let slot = if method == Method::POST && session_id.is_none() && !stateless {
         match gate.reserve_session(&user).await {
             Ok(slot) => Some(slot),
             Err(refused) => return refused.into_response(),
@@ -362,13 +376,16 @@ async fn admit(
         tracing::info!(user = %user.escape_debug(), reason = ?why, "request body cut short");
         return gate.body.refusal(*why).into_response();
     }
-    if let Some(slot) = slot
-        && let Some(id) = response
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
+    if let Some(id) = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|_| session_id.is_none())
     {
-        slot.fill(id);
+        match slot {
+            Some(slot) => slot.fill(id),
+            None => gate.sessions.adopt(id, &user),
+        }
     }
     if method == Method::DELETE
         && response.status().is_success()

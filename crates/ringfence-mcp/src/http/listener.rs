@@ -193,20 +193,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Lingering<S> {
         let Some(until) = this.until.as_mut() else {
             return Poll::Ready(Ok(()));
         };
+        // Polled first, so the deadline is registered with the timer and ends the linger even
+        // for a client that never stops sending.
+        if until.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Ok(()));
+        }
         let mut scratch = [0u8; 8192];
-        while !until.is_elapsed() {
+        for _ in 0..LINGER_READS_PER_POLL {
             let mut buf = ReadBuf::new(&mut scratch);
             match Pin::new(&mut this.inner).poll_read(cx, &mut buf) {
                 // The client closed too (or the connection broke): done.
                 Poll::Ready(Ok(())) if buf.filled().is_empty() => return Poll::Ready(Ok(())),
                 Poll::Ready(Ok(())) => continue,
                 Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
-                Poll::Pending => break,
+                // Nothing more now: woken by the socket or the deadline.
+                Poll::Pending => return Poll::Pending,
             }
         }
-        until.as_mut().poll(cx).map(Ok)
+        // Still sending: give the worker back to other connections, and come again.
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }
+
+/// Reads of 8 KiB one poll of a lingering close may make before it yields.
+const LINGER_READS_PER_POLL: usize = 16;
 
 fn http1() -> hyper::server::conn::http1::Builder {
     let mut b = hyper::server::conn::http1::Builder::new();

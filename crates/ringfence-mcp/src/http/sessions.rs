@@ -83,6 +83,16 @@ impl SessionBook {
         })
     }
 
+    /// Records session `id` as `user`'s without a reserved place (a request not expected to
+    /// open one did): it is counted from now on, even above the cap.
+    pub(super) fn adopt(&self, id: &str, user: &str) {
+        let mut book = self.book();
+        if let Some(previous) = book.owners.insert(id.to_owned(), user.to_owned()) {
+            book.release(&previous);
+        }
+        *book.open.entry(user.to_owned()).or_insert(0) += 1;
+    }
+
     /// Forgets session `id` (ended by its owner).
     pub(super) fn remove(&self, id: &str) {
         let mut book = self.book();
@@ -159,6 +169,18 @@ mod tests {
         assert_eq!(book.open("alice"), 0);
         assert_eq!(book.open("bob"), 1);
         assert_eq!(book.owner("s2"), None);
+    }
+
+    #[test]
+    fn an_adopted_session_is_owned_and_counted() {
+        let book = Arc::new(SessionBook::new(1));
+        book.adopt("s1", "alice");
+        assert_eq!(book.owner("s1").as_deref(), Some("alice"));
+        assert_eq!(book.open("alice"), 1);
+        assert!(book.reserve("alice").is_err());
+        book.remove("s1");
+        assert_eq!(book.open("alice"), 0);
+        assert!(book.owner("s1").is_none());
     }
 
     #[test]

@@ -374,7 +374,7 @@ fn grep(ctx: &ToolContext, args: GrepArgs) -> ToolResult<ToolOutput> {
                 max_line,
             };
             if let Err(err) = searcher.search_file(&matcher, &file.into_std(), &mut sink) {
-                tracing::debug!(file = %entry.rel, error = %err, "search failed");
+                tracing::debug!(file = %entry.rel.escape_debug(), error = %err, "search failed");
             }
             throttle.tick(ctx);
             if sink.count > 0 {

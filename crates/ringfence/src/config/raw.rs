@@ -25,7 +25,7 @@ pub struct FileConfig {
     pub log: Option<String>,
     /// `text` (default) or `json`: one JSON object per log line.
     pub log_format: Option<String>,
-    /// What the MCP client's roots may do: `narrow` (default), `ignore`, `extend`.
+    /// What the MCP client's roots may do: `narrow` (default), `ignore`, `extend` (adds read-only), `extend-write`.
     pub client_roots: Option<String>,
     pub limits: Option<Limits>,
     pub tools: Option<ToolsConfig>,
