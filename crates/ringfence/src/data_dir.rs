@@ -5,7 +5,9 @@
 //! tightens what an earlier version made wider (0644 in 0755 folders).
 //!
 //! Only ringfence's own entries are touched, by name — the data directory may be configured
-//! to a place that holds other things. Workspaces under it (`workspace/`,
+//! to a place that holds other things — and the data directory itself, which is made 0700
+//! (set-group-ID and sticky bits included: a data directory shared with other accounts is
+//! not supported; the README says so). Workspaces under it (`workspace/`,
 //! `users/<user>/workspace/`) are made 0700 themselves, which keeps everything in them from
 //! other accounts; the files in them are the user's and keep their modes.
 
