@@ -478,11 +478,18 @@ fn data_dir_patterns(data_dir: &std::path::Path, root: &std::path::Path) -> Opti
     let rel = rel.to_string_lossy();
     Some(if rel.is_empty() {
         // The root is the data directory itself: hide what ringfence keeps there.
-        vec![
-            "/tool-output/".to_owned(),
-            "/ringfence.db".to_owned(),
-            "/ringfence.db-*".to_owned(),
+        [
+            "/tool-output/",
+            "/ringfence.db",
+            "/ringfence.db-*",
+            "/memory.db",
+            "/memory.db-*",
+            "/audit/",
+            "/models/",
+            "/users/",
         ]
+        .map(str::to_owned)
+        .to_vec()
     } else {
         vec![format!("/{}/", escape(&rel))]
     })
@@ -511,6 +518,33 @@ fn spill_key(roots: &[RootSpec], denylist: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A root that is the data directory hides every record ringfence keeps there; a root
+    /// holding it hides the whole data directory.
+    #[test]
+    fn the_data_directory_is_hidden_in_a_root() {
+        let data = std::path::Path::new("/srv/rf");
+        let own = data_dir_patterns(data, data).unwrap();
+        for record in [
+            "/tool-output/",
+            "/ringfence.db",
+            "/memory.db",
+            "/memory.db-*",
+            "/audit/",
+            "/models/",
+            "/users/",
+        ] {
+            assert!(
+                own.iter().any(|p| p == record),
+                "{record} not hidden: {own:?}"
+            );
+        }
+        assert_eq!(
+            data_dir_patterns(data, std::path::Path::new("/srv")).unwrap(),
+            ["/rf/"]
+        );
+        assert!(data_dir_patterns(data, std::path::Path::new("/home")).is_none());
+    }
 
     /// Sessions over `<dir>/ws` (holding `a/` and `b/`) with the client-roots `policy`.
     #[allow(clippy::disallowed_methods)] // a test fixture making its own directories
