@@ -5,10 +5,16 @@
 //! through rustls with the `ring` provider the rest of ringfence uses, and never follows a
 //! redirect behind its caller's back: a caller that follows one does so hop by hop, so each
 //! hop can be checked. Today the OAuth key-set fetch uses it. The web, image, calendar and
-//! delivery families will reach the network only through it, and the SSRF guard — which
-//! decides, for every request whose address comes from a model or a user, whether that
-//! address may be reached, resolving it once and connecting to what it checked — will live
-//! here with it (ARCHITECTURE.md).
+//! delivery families will reach the network only through it, and through the SSRF guard
+//! ([`guard`]) — which decides, for every request whose address comes from a model or from
+//! content it fetched, whether that address may be reached, resolving it once so the caller
+//! connects to what was checked (ARCHITECTURE.md).
+
+pub mod guard;
+
+pub use guard::{
+    AllowList, AllowListError, Blocked, Guard, GuardError, Resolve, SystemResolver, Vetted,
+};
 
 use std::time::Duration;
 
