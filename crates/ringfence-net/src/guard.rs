@@ -132,7 +132,7 @@ fn classify_v6(ip: Ipv6Addr) -> Result<(), Blocked> {
         s if s & 0xff00 == 0xff00 => Err(Blocked::Multicast),
         // Documentation 2001:db8::/32 and 3fff::/20.
         0x2001 if seg[1] == 0x0db8 => Err(Blocked::Documentation),
-        s if s & 0xfff0 == 0x3ff0 => Err(Blocked::Documentation),
+        0x3fff if seg[1] & 0xf000 == 0 => Err(Blocked::Documentation),
         // Benchmarking 2001:2::/48; ORCHIDs and other IETF protocol space 2001::/23.
         0x2001 if seg[1] == 0x0002 && seg[2] == 0 => Err(Blocked::Benchmarking),
         0x2001 if seg[1] < 0x0200 => Err(Blocked::Reserved),
@@ -597,5 +597,11 @@ mod tests {
             classify("64:ff9b::10.0.0.1".parse().unwrap()),
             Err(Blocked::Private)
         );
+        // Documentation space is exactly 3fff::/20.
+        assert_eq!(
+            classify("3fff:0fff::1".parse().unwrap()),
+            Err(Blocked::Documentation)
+        );
+        assert_eq!(classify("3fff:1000::1".parse().unwrap()), Ok(()));
     }
 }
