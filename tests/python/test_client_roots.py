@@ -25,8 +25,8 @@ from mcp import Client, ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from test_http import token_hash, wait_for_url
-from test_http_users import ALICE, jwks, oauth_config, rsa_key
+from test_http import token_hash
+from test_http_users import ALICE, jwks, oauth_config, rsa_key, serve
 from test_sdk_client import CALL_TIMEOUT_S, TEST_TIMEOUT_S, _binary, is_error, structured, text_of
 
 pytestmark = pytest.mark.anyio
@@ -192,43 +192,20 @@ def test_extend_is_refused_at_start_with_http_users(tmp_path):
 def test_extend_without_http_users_still_starts(tmp_path):
     """Unauthenticated loopback HTTP serves only the local user, like stdio: `extend` is
     the operator's to choose there."""
-    cfg = tmp_path / "ringfence.toml"
-    cfg.write_text('client_roots = "extend"\n')
-    log = tmp_path / "http.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [str(_binary()), "--config", str(cfg), "--data-dir", str(tmp_path / "data"),
-             "serve", "--http", "127.0.0.1:0", str(tmp_path)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=out,
-            env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
-                 "XDG_CONFIG_HOME": str(tmp_path / "xdg-config")},
-        )
-    try:
-        wait_for_url(proc, log)
-    finally:
-        proc.kill()
-        proc.wait()
+    srv = serve(tmp_path, 'client_roots = "extend"\n', roots=(str(tmp_path),))
+    srv.proc.kill()
+    srv.proc.wait()
 
 
 @asynccontextmanager
 async def http_server(tmp: Path, config: str, root: Path) -> AsyncIterator[str]:
-    cfg = tmp / "ringfence.toml"
-    cfg.write_text(config)
-    log = tmp / "http.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [str(_binary()), "--config", str(cfg), "--data-dir", str(tmp / "data"),
-             "serve", "--http", "127.0.0.1:0", str(root)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=out,
-            env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp),
-                 "XDG_CONFIG_HOME": str(tmp / "xdg-config"), "RINGFENCE_LOG": "info"},
-        )
+    srv = serve(tmp, config, roots=(str(root),))
     try:
-        yield wait_for_url(proc, log)
+        yield srv.url
     finally:
-        proc.kill()
-        proc.wait()
-        print(log.read_text(errors="replace")[-6000:])
+        srv.proc.kill()
+        srv.proc.wait()
+        print(srv.log.read_text(errors="replace")[-6000:])
 
 
 @asynccontextmanager
