@@ -13,6 +13,7 @@
 pub mod error;
 pub mod family;
 pub mod files;
+pub mod images;
 pub mod journal;
 pub mod limits;
 pub mod memory;
@@ -23,6 +24,7 @@ pub mod spill;
 pub mod time;
 pub mod tool;
 pub mod toolbox;
+pub mod web;
 
 pub use error::{BackendError, ToolError, ToolErrorKind, ToolResult};
 pub use family::{Catalogue, Family, FamilyInfo, Preset, Selection, SelectionError};
@@ -39,7 +41,7 @@ pub use runner::{
 pub use session::{LOCAL_USER, ReadRecord, ReadTracker, Session};
 pub use spill::SpillStore;
 pub use tool::{
-    Annotations, Blocking, BlockingTool, BoxFuture, Content, Progress, ProgressUpdate, Tool,
+    Annotations, Async, AsyncTool, Blocking, BlockingTool, BoxFuture, Content, Progress, ProgressUpdate, Tool,
     ToolContext, ToolOutput,
 };
 pub use toolbox::{DefinitionFormat, Toolbox, definition};

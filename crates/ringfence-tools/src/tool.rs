@@ -278,6 +278,64 @@ impl<T: BlockingTool> Tool for Blocking<T> {
     }
 }
 
+/// A tool whose work is asynchronous (network calls) on typed arguments: the async twin of
+/// [`BlockingTool`]. Wrap it in [`Async`] to get a [`Tool`]; arguments are parsed into
+/// `Args` the same way, and `run` is awaited on the runtime (blocking work inside it goes
+/// through [`ToolContext::blocking`]).
+pub trait AsyncTool: Send + Sync + 'static {
+    type Args: DeserializeOwned + schemars::JsonSchema + Send + 'static;
+    const NAME: &'static str;
+    const FAMILY: &'static str;
+    const DESCRIPTION: &'static str;
+    const ANNOTATIONS: Annotations;
+    /// See [`Tool::sensitive_args`].
+    const SENSITIVE: &'static [&'static str] = &[];
+    fn run(
+        self: Arc<Self>,
+        ctx: ToolContext,
+        args: Self::Args,
+    ) -> BoxFuture<'static, ToolResult<ToolOutput>>;
+}
+
+/// Adapts an [`AsyncTool`] to [`Tool`].
+#[derive(Debug, Default)]
+pub struct Async<T>(Arc<T>);
+
+impl<T: AsyncTool> Async<T> {
+    /// `tool` as a shared [`Tool`].
+    pub fn arc(tool: T) -> Arc<dyn Tool> {
+        Arc::new(Async(Arc::new(tool)))
+    }
+}
+
+impl<T: AsyncTool> Tool for Async<T> {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+    fn family(&self) -> &'static str {
+        T::FAMILY
+    }
+    fn description(&self) -> &'static str {
+        T::DESCRIPTION
+    }
+    fn input_schema(&self) -> Map<String, Value> {
+        schema_of::<T::Args>()
+    }
+    fn annotations(&self) -> Annotations {
+        T::ANNOTATIONS
+    }
+    fn sensitive_args(&self) -> &'static [&'static str] {
+        T::SENSITIVE
+    }
+    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>> {
+        let tool = self.0.clone();
+        Box::pin(async move {
+            let args: T::Args = parse_args(T::NAME, args)?;
+            tool.run(ctx, args).await
+        })
+    }
+}
+
 /// The JSON Schema of an argument type, as an object schema without `$schema`/`title`.
 pub fn schema_of<T: schemars::JsonSchema>() -> Map<String, Value> {
     let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {

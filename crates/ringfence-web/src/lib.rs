@@ -1,0 +1,5 @@
+//! The backends of ringfence's web and images families: the fetcher behind `web_fetch`
+//! (every request through the SSRF guard of `ringfence-net`), main-content extraction, the
+//! search providers behind `web_search`, and the images API client behind `generate_image`.
+
+pub mod extract;
