@@ -317,6 +317,24 @@ impl Guard {
     /// [`vet`](Self::vet) for a URL already parsed (a redirect's `Location`, joined onto the
     /// URL it came from).
     pub fn vet_url(&self, url: url::Url) -> Result<Vetted, GuardError> {
+        let target = self.check_url(&url)?;
+        let addrs = match target.literal {
+            Some(ip) => vec![SocketAddr::new(ip, target.port)],
+            None => self.resolve_checked(&target.host, target.port)?,
+        };
+        Ok(Vetted {
+            url,
+            host: target.host,
+            port: target.port,
+            addrs,
+        })
+    }
+
+    /// The checks that need no resolution: the scheme, credentials, and — when the host is
+    /// an address, however spelled — the address itself. A host name is checked when it is
+    /// resolved ([`resolve_checked`](Self::resolve_checked), which the guarded client's
+    /// resolver calls), so it is resolved exactly once, by what connects.
+    pub fn check_url(&self, url: &url::Url) -> Result<Target, GuardError> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(GuardError::Scheme {
                 scheme: url.scheme().to_owned(),
@@ -337,48 +355,97 @@ impl Guard {
                 });
             }
         };
-        let addrs = match literal {
-            Some(ip) => vec![SocketAddr::new(ip, port)],
-            None => {
-                let addrs = self
-                    .resolver
-                    .resolve(host.trim_end_matches('.'), port)
-                    .map_err(|e| GuardError::NoAddress {
-                        host: host.clone(),
-                        why: e.to_string(),
-                    })?;
-                if addrs.is_empty() {
-                    return Err(GuardError::NoAddress {
-                        host,
-                        why: "the name resolved to nothing".into(),
-                    });
-                }
-                addrs
-            }
-        };
-        let host_allowed = literal.is_none() && self.allow.allows_host(&host);
-        // Every address must pass: a name answering one public and one private address is
-        // refused (the connection could land on either).
-        for addr in &addrs {
+        if let Some(ip) = literal {
+            self.check_addrs(&host, false, &[SocketAddr::new(ip, port)])?;
+        }
+        Ok(Target {
+            host,
+            port,
+            literal,
+        })
+    }
+
+    /// Resolves `host` once and checks every address it answered.
+    pub fn resolve_checked(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, GuardError> {
+        let addrs = self
+            .resolver
+            .resolve(host.trim_end_matches('.'), port)
+            .map_err(|e| GuardError::NoAddress {
+                host: host.to_owned(),
+                why: e.to_string(),
+            })?;
+        if addrs.is_empty() {
+            return Err(GuardError::NoAddress {
+                host: host.to_owned(),
+                why: "the name resolved to nothing".into(),
+            });
+        }
+        self.check_addrs(host, true, &addrs)?;
+        Ok(addrs)
+    }
+
+    /// Every address must pass: a name answering one public and one private address is
+    /// refused (the connection could land on either).
+    fn check_addrs(&self, host: &str, named: bool, addrs: &[SocketAddr]) -> Result<(), GuardError> {
+        let host_allowed = named && self.allow.allows_host(host);
+        for addr in addrs {
             let ip = addr.ip();
             if let Err(why) = classify(ip)
                 && !host_allowed
                 && !self.allow.allows_ip(ip)
             {
                 return Err(GuardError::Blocked {
-                    host,
-                    resolved: literal.is_none().then_some(ip),
+                    host: host.to_owned(),
+                    resolved: named.then_some(ip),
                     why,
                 });
             }
         }
-        Ok(Vetted {
-            url,
-            host,
-            port,
-            addrs,
+        Ok(())
+    }
+}
+
+/// What [`Guard::check_url`] found in a URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The host as the URL names it (a name, or an address).
+    pub host: String,
+    pub port: u16,
+    /// The address, when the host is one (already checked).
+    pub literal: Option<IpAddr>,
+}
+
+/// The guard as a resolver for the HTTP client: every name the client connects to is
+/// resolved here, once, and refused unless every address passes — so the client connects
+/// only to checked addresses, and a second answer (DNS rebinding) is checked as the first
+/// was. Addresses written in a URL never reach a resolver: [`Guard::check_url`] checks them.
+#[derive(Debug, Clone)]
+pub struct GuardedResolver(pub std::sync::Arc<Guard>);
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let guard = self.0.clone();
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            // getaddrinfo blocks; the port is the connector's to set.
+            let addrs = tokio::task::spawn_blocking(move || guard.resolve_checked(&host, 0))
+                .await
+                .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)??;
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
         })
     }
+}
+
+/// The guard's refusal inside an error from the HTTP client, if that is why it failed.
+pub fn refusal_in<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a GuardError> {
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if let Some(g) = e.downcast_ref::<GuardError>() {
+            return Some(g);
+        }
+        cur = e.source();
+    }
+    None
 }
 
 #[cfg(test)]

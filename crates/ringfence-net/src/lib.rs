@@ -13,7 +13,8 @@
 pub mod guard;
 
 pub use guard::{
-    AllowList, AllowListError, Blocked, Guard, GuardError, Resolve, SystemResolver, Vetted,
+    AllowList, AllowListError, Blocked, Guard, GuardError, GuardedResolver, Resolve,
+    SystemResolver, Target, Vetted, refusal_in,
 };
 
 use std::time::Duration;
@@ -46,8 +47,32 @@ pub fn user_agent() -> String {
     format!("ringfence/{}", env!("CARGO_PKG_VERSION"))
 }
 
-/// An HTTP client configured as `outbound` says.
+/// An HTTP client configured as `outbound` says, for endpoints an operator configured.
+/// Proxy variables in the environment are ignored: a proxy is used only where one is
+/// configured ([`guarded_client`]).
 pub fn client(outbound: &Outbound) -> Result<reqwest::Client, ClientError> {
+    builder(outbound).build().map_err(ClientError)
+}
+
+/// An HTTP client for addresses that came from a model or from fetched content: every host
+/// name it connects to is resolved once by `guard` and refused unless every address passes
+/// (an address written in the URL is the caller's to check first, with
+/// [`Guard::check_url`], as is every redirect hop). With `proxy`, requests go through that
+/// proxy, which resolves names itself: the guard then checks the names as it resolves them
+/// but cannot stop the proxy answering differently.
+pub fn guarded_client(
+    outbound: &Outbound,
+    guard: std::sync::Arc<Guard>,
+    proxy: Option<&str>,
+) -> Result<reqwest::Client, ClientError> {
+    let mut b = builder(outbound).dns_resolver(GuardedResolver(guard));
+    if let Some(proxy) = proxy {
+        b = b.proxy(reqwest::Proxy::all(proxy).map_err(ClientError)?);
+    }
+    b.build().map_err(ClientError)
+}
+
+fn builder(outbound: &Outbound) -> reqwest::ClientBuilder {
     // The process-wide TLS provider: ring, as for ringfence's own HTTPS server. Installing
     // it twice is harmless (the second attempt reports the first and is ignored).
     let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
@@ -56,8 +81,7 @@ pub fn client(outbound: &Outbound) -> Result<reqwest::Client, ClientError> {
         .connect_timeout(outbound.connect_timeout)
         .timeout(outbound.timeout)
         .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(ClientError)
+        .no_proxy()
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ pub use runner::{
 pub use session::{LOCAL_USER, ReadRecord, ReadTracker, Session};
 pub use spill::SpillStore;
 pub use tool::{
-    Annotations, Async, AsyncTool, Blocking, BlockingTool, BoxFuture, Content, Progress, ProgressUpdate, Tool,
-    ToolContext, ToolOutput,
+    Annotations, Async, AsyncTool, Blocking, BlockingTool, BoxFuture, Content, Progress,
+    ProgressUpdate, Tool, ToolContext, ToolOutput,
 };
 pub use toolbox::{DefinitionFormat, Toolbox, definition};

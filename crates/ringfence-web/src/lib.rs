@@ -2,4 +2,10 @@
 //! (every request through the SSRF guard of `ringfence-net`), main-content extraction, the
 //! search providers behind `web_search`, and the images API client behind `generate_image`.
 
+pub mod charset;
 pub mod extract;
+pub mod fetch;
+pub mod render;
+pub mod robots;
+
+pub use fetch::{FetchSettings, WebFetcher};

@@ -80,7 +80,10 @@ pub struct Fetched {
 pub enum FetchedBody {
     Text(String),
     /// An image (raw bytes, within the size cap).
-    Image { mime: String, data: Vec<u8> },
+    Image {
+        mime: String,
+        data: Vec<u8>,
+    },
 }
 
 /// Why a fetch failed: a kind the tool maps to its error kind, and a message written for

@@ -114,11 +114,13 @@ impl AsyncTool for WebSearch {
                     text.push_str(&format!("   {}\n", hit.snippet));
                 }
             }
-            Ok(ToolOutput::text(text.trim_end().to_owned()).with_structured(json!({
-                "query": query,
-                "provider": searcher.provider(),
-                "results": hits,
-            })))
+            Ok(
+                ToolOutput::text(text.trim_end().to_owned()).with_structured(json!({
+                    "query": query,
+                    "provider": searcher.provider(),
+                    "results": hits,
+                })),
+            )
         })
     }
 }
@@ -156,7 +158,11 @@ fn url_host(url: &str) -> &str {
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     if host_port.starts_with('[') {
-        return host_port.split(']').next().unwrap_or("").trim_start_matches('[');
+        return host_port
+            .split(']')
+            .next()
+            .unwrap_or("")
+            .trim_start_matches('[');
     }
     host_port.split(':').next().unwrap_or("")
 }
@@ -168,7 +174,10 @@ mod tests {
     #[test]
     fn hosts_are_read_from_result_urls() {
         assert_eq!(url_host("https://docs.rs/tokio/latest"), "docs.rs");
-        assert_eq!(url_host("http://user@Example.com:8080/x?y#z"), "Example.com");
+        assert_eq!(
+            url_host("http://user@Example.com:8080/x?y#z"),
+            "Example.com"
+        );
         assert_eq!(url_host("https://[2001:db8::1]:443/"), "2001:db8::1");
         assert_eq!(url_host("example.org/path"), "example.org");
     }
