@@ -17,6 +17,7 @@ use crate::supervisor::Supervisor;
 
 pub mod files;
 pub mod memory;
+pub mod web;
 
 /// What a plug may use to build its family.
 pub struct FamilyEnv<'a> {
@@ -76,7 +77,7 @@ impl<P: FamilyPlug> Plug for P {
 }
 
 /// Every family, in listing order.
-pub const FAMILIES: &[&dyn Plug] = &[&files::FilesPlug, &memory::MemoryPlug];
+pub const FAMILIES: &[&dyn Plug] = &[&files::FilesPlug, &memory::MemoryPlug, &web::WebPlug];
 
 /// Whether `name` is a `RINGFENCE_*` variable the core or a family reads.
 pub fn known_env_var(name: &str) -> bool {
