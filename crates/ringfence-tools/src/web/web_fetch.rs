@@ -96,7 +96,7 @@ impl AsyncTool for WebFetch {
                     doc
                 }
             };
-            Ok(render(&doc, start, max_length)?)
+            render(&doc, start, max_length)
         })
     }
 }

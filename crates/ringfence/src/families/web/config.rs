@@ -120,14 +120,23 @@ fn resolve(file: WebConfig, env: &dyn Env) -> Result<WebSettings, ConfigError> {
     };
     let seconds = |key: &str, value: Option<u64>, default: u64| -> Result<Duration, ConfigError> {
         match value.unwrap_or(default) {
-            0 => Err(ConfigError::invalid(format!("web.{key}"), "must be at least 1 second")),
-            s if s > 3600 => Err(ConfigError::invalid(format!("web.{key}"), "must be at most 3600 seconds")),
+            0 => Err(ConfigError::invalid(
+                format!("web.{key}"),
+                "must be at least 1 second",
+            )),
+            s if s > 3600 => Err(ConfigError::invalid(
+                format!("web.{key}"),
+                "must be at most 3600 seconds",
+            )),
             s => Ok(Duration::from_secs(s)),
         }
     };
     let max_redirects = file.max_redirects.unwrap_or(10);
     if max_redirects > 20 {
-        return Err(ConfigError::invalid("web.max_redirects", format!("must be at most 20, got {max_redirects}")));
+        return Err(ConfigError::invalid(
+            "web.max_redirects",
+            format!("must be at most 20, got {max_redirects}"),
+        ));
     }
     if let Some(proxy) = &file.proxy
         && !["http://", "https://", "socks5://", "socks5h://"]
@@ -162,7 +171,10 @@ mod tests {
     struct Vars(Vec<(&'static str, &'static str)>);
     impl Env for Vars {
         fn get(&self, key: &str) -> Option<String> {
-            self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_string())
+            self.0
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.to_string())
         }
     }
 
@@ -184,12 +196,29 @@ mod tests {
     #[test]
     fn the_variable_adds_to_allow_private_and_bad_entries_are_named() {
         let file = parse("allow_private = [\"10.1.2.0/24\"]");
-        let s = resolve(file, &Vars(vec![(RINGFENCE_WEB_ALLOW_PRIVATE, "wiki.internal, 192.168.1.5")])).unwrap();
-        assert_eq!(s.allow_private, ["10.1.2.0/24", "wiki.internal", "192.168.1.5"]);
+        let s = resolve(
+            file,
+            &Vars(vec![(
+                RINGFENCE_WEB_ALLOW_PRIVATE,
+                "wiki.internal, 192.168.1.5",
+            )]),
+        )
+        .unwrap();
+        assert_eq!(
+            s.allow_private,
+            ["10.1.2.0/24", "wiki.internal", "192.168.1.5"]
+        );
         let err = resolve(parse("allow_private = [\"10.0.0.0/99\"]"), &Vars(vec![])).unwrap_err();
         assert!(err.to_string().contains("web.allow_private"), "{err}");
-        let err = resolve(WebConfig::default(), &Vars(vec![(RINGFENCE_WEB_ALLOW_PRIVATE, "not a host!")])).unwrap_err();
-        assert!(err.to_string().contains(RINGFENCE_WEB_ALLOW_PRIVATE), "{err}");
+        let err = resolve(
+            WebConfig::default(),
+            &Vars(vec![(RINGFENCE_WEB_ALLOW_PRIVATE, "not a host!")]),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains(RINGFENCE_WEB_ALLOW_PRIVATE),
+            "{err}"
+        );
     }
 
     #[test]
@@ -199,7 +228,10 @@ mod tests {
             ("timeout_secs = 0", "web.timeout_secs"),
             ("max_redirects = 50", "web.max_redirects"),
             ("proxy = \"ftp://x\"", "web.proxy"),
-            ("blocked_domains = [\"https://x.com/\"]", "web.blocked_domains"),
+            (
+                "blocked_domains = [\"https://x.com/\"]",
+                "web.blocked_domains",
+            ),
         ] {
             let err = resolve(parse(text), &Vars(vec![])).unwrap_err();
             assert!(err.to_string().contains(key), "{text}: {err}");

@@ -73,9 +73,13 @@ fn make_fetcher(s: &WebSettings) -> Result<Arc<dyn Fetcher>, WebError> {
     use ringfence_tools::web::WebErrorKind;
     let unavailable = |e: String| {
         tracing::error!(error = %e, "cannot make the web fetcher; web_fetch is unavailable");
-        WebError::new(WebErrorKind::Upstream, format!("web_fetch is unavailable: {e}"))
+        WebError::new(
+            WebErrorKind::Upstream,
+            format!("web_fetch is unavailable: {e}"),
+        )
     };
-    let allow = ringfence_net::AllowList::parse(&s.allow_private).map_err(|e| unavailable(e.to_string()))?;
+    let allow = ringfence_net::AllowList::parse(&s.allow_private)
+        .map_err(|e| unavailable(e.to_string()))?;
     let settings = ringfence_web::FetchSettings {
         allowed_domains: s.allowed_domains.clone(),
         blocked_domains: s.blocked_domains.clone(),
