@@ -13,4 +13,5 @@ mod own_tools;
 mod privileges;
 mod read_file;
 mod runner;
+mod web;
 mod write_edit;
