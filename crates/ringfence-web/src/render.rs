@@ -164,7 +164,8 @@ fn render_now(input: OwnedInput) -> Result<Fetched, WebError> {
                     if body.trim().is_empty() {
                         notices.push("the page has no readable content in its HTML (it may be built by JavaScript, which web_fetch does not run); format \"html\" shows the document as served".into());
                     }
-                    Ok(done(page.title, FetchedBody::Text(body), notices))
+                    let title = page.title.or_else(|| html_title(&text));
+                    Ok(done(title, FetchedBody::Text(body), notices))
                 }
                 Kind::Html => {
                     let title = html_title(&text);
