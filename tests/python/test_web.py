@@ -183,3 +183,33 @@ async def test_loopback_is_refused_without_the_operator_and_never_contacted(ring
             ok = await srv.call("web_search", {"query": "x"})
             assert is_error(ok) and "[web.search] provider" in text_of(ok)
         assert seen == []
+
+
+async def test_over_http_each_user_has_their_own_cache_and_audit(tmp_path):
+    from test_http import call as http_call
+    from test_http import client
+    from test_http_users import serve as serve_http
+    from test_http_users import tokens_config
+
+    alice, bob = "alice-web-token-" + "a" * 24, "bob-web-token-" + "b" * 24
+    with site({"/article": ("text/html", ARTICLE.encode())}) as (base, seen):
+        config = (
+            tokens_config(alice=alice, bob=bob)
+            + '[tools]\nenable = ["web"]\n[web]\nallow_private = ["127.0.0.1"]\nrobots = false\n'
+        )
+        srv = serve_http(tmp_path, config)
+        try:
+            with anyio.fail_after(120):
+                for token in (alice, alice, bob):
+                    async with client(srv.url, token) as s:
+                        r = await http_call(s, "web_fetch", {"url": f"{base}/article", "max_length": 500})
+                        assert not is_error(r), text_of(r)
+                        assert structured(r)["next_start_index"] is not None
+            # Alice's second call was answered from her cache; Bob's was not.
+            assert seen.count("/article") == 2, seen
+        finally:
+            assert srv.stop() == 0
+    audit = "\n".join(p.read_text() for p in (tmp_path / "data" / "audit").rglob("*") if p.is_file())
+    lines = [json.loads(line) for line in audit.splitlines() if '"web_fetch"' in line]
+    assert {line.get("user") for line in lines} == {"alice", "bob"}, lines
+    assert all(f"{base}/article" in json.dumps(line) for line in lines), lines
