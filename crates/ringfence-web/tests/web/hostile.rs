@@ -1,16 +1,16 @@
 //! Hostile servers: each is answered in bounded time and memory, with a clear result or
 //! error.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Reply, Script, fetcher, quick, redirect, response, serve};
+use crate::common::{Reply, Script, fetcher, quick, redirect, response, serve};
 use ringfence_tools::web::{FetchedBody, Format, WebErrorKind};
 use ringfence_web::FetchSettings;
 
-async fn one(handler: impl Fn(&str) -> Reply + Send + Sync + 'static) -> (String, common::Server) {
+async fn one(
+    handler: impl Fn(&str) -> Reply + Send + Sync + 'static,
+) -> (String, crate::common::Server) {
     let server = serve("127.0.0.1".parse().unwrap(), 0, Arc::new(handler))
         .await
         .unwrap();
@@ -139,7 +139,7 @@ async fn ten_redirects_are_followed_and_the_eleventh_is_refused() {
         let path = head.split_whitespace().nth(1).unwrap_or("/");
         let n: usize = path.trim_start_matches("/hop/").parse().unwrap_or(0);
         if path.starts_with("/end") {
-            common::html("<p>arrived</p>")
+            crate::common::html("<p>arrived</p>")
         } else if path.starts_with("/ten/") {
             let k: usize = path.trim_start_matches("/ten/").parse().unwrap();
             if k == 10 {

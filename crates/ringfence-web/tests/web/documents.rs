@@ -1,10 +1,8 @@
 //! What web_fetch makes of each kind of document, and robots.txt.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{Script, fetcher, quick, response, serve};
+use crate::common::{Script, fetcher, quick, response, serve};
 use ringfence_tools::web::{FetchedBody, Format, WebErrorKind};
 use ringfence_web::FetchSettings;
 

@@ -3,12 +3,10 @@
 //! second time — is refused with a tool error that says why, and the loopback servers this
 //! test starts see no connection at all.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use common::{Reply, Script, fetcher, html, quick, redirect, serve_on_all};
+use crate::common::{Reply, Script, fetcher, html, quick, redirect, serve_on_all};
 use ringfence_tools::web::{Format, WebErrorKind};
 
 /// Names the test resolver knows (as a hostile DNS server would answer them).
@@ -167,7 +165,7 @@ fn redirect_target(n: usize, port: u16) -> (String, &'static str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_spelling_of_an_internal_address_is_reached() {
-    let internal = Arc::new(|_: &str| html("<p>internal secret</p>")) as common::Handler;
+    let internal = Arc::new(|_: &str| html("<p>internal secret</p>")) as crate::common::Handler;
     let (port, inside) =
         serve_on_all(&["127.0.0.1", "127.0.0.2", "127.0.0.3", "::1"], internal).await;
     // The allowed server, on the same port of 127.0.0.4.
@@ -183,8 +181,8 @@ async fn no_spelling_of_an_internal_address_is_reached() {
             }
             None => html("<p>allowed</p>"),
         }
-    }) as common::Handler;
-    let allowed = common::serve("127.0.0.4".parse().unwrap(), port, allowed_handler)
+    }) as crate::common::Handler;
+    let allowed = crate::common::serve("127.0.0.4".parse().unwrap(), port, allowed_handler)
         .await
         .expect("127.0.0.4 on the same port");
 
@@ -237,7 +235,7 @@ async fn a_name_that_rebinds_to_loopback_is_refused_the_second_time() {
     let handler = Arc::new(|head: &str| {
         let path = head.split_whitespace().nth(1).unwrap_or("/");
         html(&format!("<p>served {path}</p>"))
-    }) as common::Handler;
+    }) as crate::common::Handler;
     let (port, servers) = serve_on_all(&["127.0.0.4", "127.0.0.1"], handler).await;
     let (public, internal) = (&servers[0], &servers[1]);
     let script = Script::default().answer("rebind.test", &[&["127.0.0.4"], &["127.0.0.1"]]);
@@ -273,7 +271,7 @@ async fn a_name_that_rebinds_to_loopback_is_refused_the_second_time() {
 /// what it names is reachable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_allow_list_admits_what_it_names_and_nothing_else() {
-    let handler = Arc::new(|_: &str| html("<p>ok</p>")) as common::Handler;
+    let handler = Arc::new(|_: &str| html("<p>ok</p>")) as crate::common::Handler;
     let (port, servers) = serve_on_all(&["127.0.0.5", "127.0.0.6"], handler).await;
     let script = Script::default();
     let fetch = fetcher(&["127.0.0.5/32"], &script, quick());
