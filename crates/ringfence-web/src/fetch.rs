@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ringfence_net::{Guard, GuardError, Outbound};
+use ringfence_net::{ClientError, Guard, GuardError, Outbound};
 use ringfence_tools::BoxFuture;
 use ringfence_tools::web::{
     FetchRequest, Fetched, Fetcher, Format, WebError, WebErrorKind, host_in_domain,
@@ -85,15 +85,14 @@ impl std::fmt::Debug for WebFetcher {
 
 impl WebFetcher {
     /// A fetcher checking every address with `guard`.
-    pub fn new(settings: FetchSettings, guard: Guard) -> Result<WebFetcher, String> {
+    pub fn new(settings: FetchSettings, guard: Guard) -> Result<WebFetcher, ClientError> {
         let guard = Arc::new(guard);
         let outbound = Outbound {
             connect_timeout: settings.connect_timeout,
             timeout: settings.timeout,
         };
         let client =
-            ringfence_net::guarded_client(&outbound, guard.clone(), settings.proxy.as_deref())
-                .map_err(|e| e.to_string())?;
+            ringfence_net::guarded_client(&outbound, guard.clone(), settings.proxy.as_deref())?;
         Ok(WebFetcher(Arc::new(Inner {
             client,
             guard,

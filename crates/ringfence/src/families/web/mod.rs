@@ -92,7 +92,7 @@ fn make_fetcher(s: &WebSettings) -> Result<Arc<dyn Fetcher>, WebError> {
         proxy: s.proxy.clone(),
     };
     let fetcher = ringfence_web::WebFetcher::new(settings, ringfence_net::Guard::new(allow))
-        .map_err(unavailable)?;
+        .map_err(|e| unavailable(e.to_string()))?;
     Ok(Arc::new(fetcher))
 }
 
