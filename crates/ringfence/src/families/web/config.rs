@@ -48,8 +48,10 @@ struct WebConfig {
     cache_entries: Option<usize>,
 }
 
-/// The resolved `[web]` settings.
+/// The resolved `[web]` settings (resolved and checked even in a build without the `web`
+/// feature, so a configuration stays valid across builds).
 #[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "web"), allow(dead_code))]
 pub struct WebSettings {
     pub allow_private: Vec<String>,
     pub allowed_domains: Vec<String>,
