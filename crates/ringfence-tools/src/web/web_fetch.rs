@@ -214,8 +214,11 @@ mod tests {
 
     #[test]
     fn a_page_prefers_to_end_at_a_line_break() {
-        let (p, next) = page("first line\nsecond line", 0, 13);
-        assert_eq!(p, "first line\n");
-        assert_eq!(next, Some(11));
+        let (p, next) = page("aaaaaaaa\nbbbbbbbbbbbb", 0, 10);
+        assert_eq!(p, "aaaaaaaa\n");
+        assert_eq!(next, Some(9));
+        // A break earlier than the last fifth of the window is not used.
+        let (p, _) = page("a\nbbbbbbbbbbbb", 0, 10);
+        assert_eq!(p, "a\nbbbbbbbb");
     }
 }
