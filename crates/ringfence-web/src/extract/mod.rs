@@ -2,8 +2,8 @@
 //!
 //! Three steps:
 //!
-//! 1. The page is parsed once (html5ever, through `dom_query`'s arena tree: no recursion, so
-//!    any nesting depth parses).
+//! 1. The page's nesting is bounded ([`depth`]: the HTML parser's scope checks are quadratic in
+//!    it), then it is parsed once (html5ever, into `dom_query`'s arena tree).
 //! 2. The article is chosen by `dom_smoothie`, a port of Mozilla's Readability.js (the scoring
 //!    behind Firefox's Reader View): paragraphs score their ancestors by text length and
 //!    commas, link-heavy and `nav`/`footer`/`comment`/`cookie`-classed blocks lose, and the best
@@ -18,6 +18,7 @@
 //! the whole body with its boilerplate elements (`nav`, `header`, `footer`, `aside`, forms,
 //! scripts) dropped, so a page never comes back empty when it has text.
 
+mod depth;
 mod render;
 
 use dom_query::{Document, NodeRef};
@@ -39,6 +40,8 @@ pub struct Extracted {
 
 /// Extracts the main content of `html`, served from `base` (links are made absolute).
 pub fn extract(html: &str, base: Option<&url::Url>) -> Extracted {
+    let html = depth::limit_nesting(html);
+    let html = html.as_ref();
     let doc = Document::from(html);
     let (title, content) = if max_depth(&doc.root()) <= MAX_SCORED_DEPTH {
         // The scorer rewrites the tree it is given: a failed attempt needs a fresh parse.
