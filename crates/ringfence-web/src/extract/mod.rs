@@ -28,6 +28,9 @@ pub use render::{Format, render_html};
 /// Trees deeper than this are not given to the Readability scorer; they fall back to the body.
 pub const MAX_SCORED_DEPTH: usize = 400;
 
+/// An article with less text than this is not trusted; the page falls back to its body.
+pub const MIN_ARTICLE_CHARS: usize = 140;
+
 /// What extraction found in a page.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Extracted {
@@ -43,6 +46,7 @@ pub fn extract(html: &str, base: Option<&url::Url>) -> Extracted {
     let html = depth::limit_nesting(html);
     let html = html.as_ref();
     let doc = Document::from(html);
+    let headings = h1_texts(&doc);
     let (title, content) = if max_depth(&doc.root()) <= MAX_SCORED_DEPTH {
         // The scorer rewrites the tree it is given: a failed attempt needs a fresh parse.
         match readable(doc, base) {
@@ -60,6 +64,7 @@ pub fn extract(html: &str, base: Option<&url::Url>) -> Extracted {
         .unwrap_or_else(|| content.root());
     let mut markdown = render::render(&body, base, Format::Markdown);
     let mut text = render::render(&body, base, Format::Text);
+    let title = title.map(|t| shorter_title(t, &headings));
     if let Some(t) = &title {
         markdown = with_title(&markdown, &format!("# {}", render::escape_line(t)), t);
         text = with_title(&text, t, t);
@@ -76,11 +81,36 @@ fn readable(doc: Document, base: Option<&url::Url>) -> Option<(Option<String>, S
     let mut r =
         dom_smoothie::Readability::with_document(doc, base.map(url::Url::as_str), None).ok()?;
     let a = r.parse().ok()?;
-    if a.text_content.trim().is_empty() {
+    // Readability's own threshold for a page worth reading: below it the "article" is usually
+    // the page's furniture, and the whole-body fallback (which drops that furniture) reads better.
+    if a.text_content.trim().chars().count() < MIN_ARTICLE_CHARS {
         return None;
     }
     let title = Some(collapse(&a.title)).filter(|t| !t.is_empty());
     Some((title, a.content.to_string()))
+}
+
+/// The texts of the page's `h1` elements (the first few).
+fn h1_texts(doc: &Document) -> Vec<String> {
+    let s = doc.select("h1");
+    s.nodes()
+        .iter()
+        .take(8)
+        .map(|n| collapse(&n.text()))
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+/// The page title without the site's name: `Story | Site` becomes `Story` when a `h1` of the
+/// page says just `Story`.
+fn shorter_title(title: String, headings: &[String]) -> String {
+    headings
+        .iter()
+        .find(|h| {
+            h.len() < title.len() && (title.starts_with(h.as_str()) || title.ends_with(h.as_str()))
+        })
+        .cloned()
+        .unwrap_or(title)
 }
 
 /// The fallback: the whole body without its boilerplate elements.

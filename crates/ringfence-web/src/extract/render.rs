@@ -367,7 +367,15 @@ impl Writer<'_> {
         }
         let marker = if self.md { md_marker } else { text_marker };
         let indent = " ".repeat(marker.chars().count());
-        let body = inner.join(if self.md { "\n\n" } else { "\n" });
+        // A nested list follows its item's text directly; other blocks keep a blank line.
+        let mut body = String::new();
+        for (i, b) in inner.iter().enumerate() {
+            if i > 0 {
+                let nested = is_list_block(b);
+                body.push_str(if nested || !self.md { "\n" } else { "\n\n" });
+            }
+            body.push_str(b);
+        }
         let mut item = String::new();
         for (i, line) in body.lines().enumerate() {
             if i > 0 {
@@ -595,6 +603,14 @@ impl Writer<'_> {
         }
         inline.s
     }
+}
+
+/// Whether a rendered block is a list (starts with a list marker the writer produced).
+fn is_list_block(block: &str) -> bool {
+    let digits = block.bytes().take_while(u8::is_ascii_digit).count();
+    block.starts_with("- ")
+        || block.starts_with("• ")
+        || (digits > 0 && block[digits..].starts_with(". "))
 }
 
 fn escape_line_md(line: &str) -> String {
