@@ -4,5 +4,6 @@
 mod common;
 
 mod documents;
+mod extract_hostile;
 mod hostile;
 mod ssrf;

@@ -1,0 +1,196 @@
+use super::*;
+
+fn base() -> url::Url {
+    url::Url::parse("https://news.example.com/2026/story.html").unwrap()
+}
+
+const PARA: &str = "The committee met on Tuesday to discuss the proposal, which had been debated for \
+    months, and after a long session the members agreed, with some reservations, to move ahead.";
+
+/// A news page with the usual furniture around one article.
+fn page(article_extra: &str) -> String {
+    format!(
+        r#"<!doctype html><html><head><title>Committee approves the plan | Example News</title></head>
+<body>
+<div id="cookie-banner" class="cookie-consent">We use cookies to improve your experience. Accept all cookies?</div>
+<header><nav class="main-nav"><ul><li><a href="/">Home</a></li><li><a href="/world">World</a></li>
+<li><a href="/sport">Sport</a></li></ul></nav></header>
+<main><article>
+<h1>Committee approves the plan</h1>
+<p>{PARA}</p>
+<p>{PARA} Second paragraph, with <a href="../docs/report.pdf">the full report</a> linked.</p>
+{article_extra}
+<p>{PARA} Third paragraph closes the story.</p>
+</article></main>
+<aside class="related"><h3>Related stories</h3><ul><li><a href="/a">Other story one</a></li>
+<li><a href="/b">Other story two</a></li></ul></aside>
+<footer class="site-footer"><p>Copyright 2026 Example News. All rights reserved.</p>
+<a href="/privacy">Privacy policy</a></footer>
+</body></html>"#
+    )
+}
+
+#[test]
+fn keeps_the_article_and_drops_nav_footer_cookie_banner() {
+    let e = extract(&page(""), Some(&base()));
+    assert!(e.text.contains("Third paragraph closes the story."));
+    for junk in [
+        "We use cookies",
+        "Accept all",
+        "Home",
+        "World",
+        "Sport",
+        "Copyright 2026",
+        "Privacy policy",
+        "Other story one",
+    ] {
+        assert!(!e.text.contains(junk), "{junk:?} kept in {}", e.text);
+        assert!(
+            !e.markdown.contains(junk),
+            "{junk:?} kept in {}",
+            e.markdown
+        );
+    }
+}
+
+#[test]
+fn finds_the_title_and_heads_the_markdown_with_it() {
+    let e = extract(&page(""), Some(&base()));
+    assert_eq!(e.title.as_deref(), Some("Committee approves the plan"));
+    assert!(
+        e.markdown.starts_with("# Committee approves the plan\n\n"),
+        "{}",
+        e.markdown
+    );
+    assert_eq!(e.markdown.matches("Committee approves the plan").count(), 1);
+    assert!(e.text.starts_with("Committee approves the plan\n\n"));
+}
+
+#[test]
+fn relative_links_become_absolute() {
+    let e = extract(&page(""), Some(&base()));
+    assert!(
+        e.markdown
+            .contains("[the full report](https://news.example.com/docs/report.pdf)"),
+        "{}",
+        e.markdown
+    );
+}
+
+#[test]
+fn tables_lists_and_code_are_markdown() {
+    let extra = r#"<h2>Votes by party</h2>
+<table><thead><tr><th>Party</th><th>Yes</th><th>No</th></tr></thead>
+<tbody><tr><td>Green</td><td>12</td><td>3</td></tr><tr><td>Blue | Red</td><td>7</td><td>9</td></tr></tbody></table>
+<p>The amendments:</p>
+<ol><li>Budget cap <strong>raised</strong></li><li>Review after <em>two</em> years<ul><li>annual report</li></ul></li></ol>
+<pre><code class="language-python">def total(votes):
+    return sum(votes)  # `sum`
+</code></pre>
+<p>Call <code>total()</code> at the end.</p>"#;
+    let e = extract(&page(extra), Some(&base()));
+    let md = &e.markdown;
+    assert!(md.contains("## Votes by party"), "{md}");
+    assert!(
+        md.contains(
+            "| Party | Yes | No |\n|---|---|---|\n| Green | 12 | 3 |\n| Blue \\| Red | 7 | 9 |"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("1. Budget cap **raised**\n2. Review after *two* years\n   - annual report"),
+        "{md}"
+    );
+    assert!(
+        md.contains("```\ndef total(votes):\n    return sum(votes)  # `sum`\n```"),
+        "{md}"
+    );
+    assert!(md.contains("Call `total()` at the end."), "{md}");
+}
+
+#[test]
+fn text_format_has_no_markdown_syntax() {
+    let extra = r#"<h2>Votes</h2><table><tr><th>Party</th><th>Yes</th></tr><tr><td>Green</td><td>12</td></tr></table>
+<ul><li>first point</li><li>second point</li></ul><pre><code>let x = 1;</code></pre>
+<p>Some <strong>bold</strong> and <em>italic</em> and <code>code</code> with a_b*c.</p>"#;
+    let e = extract(&page(extra), Some(&base()));
+    let t = &e.text;
+    for syntax in ["#", "**", "](", "```", "|", "---", "- first", "\\", "`"] {
+        assert!(!t.contains(syntax), "{syntax:?} in text: {t}");
+    }
+    assert!(t.contains("Party\tYes\nGreen\t12"), "{t}");
+    assert!(t.contains("• first point\n• second point"), "{t}");
+    assert!(
+        t.contains("Some bold and italic and code with a_b*c."),
+        "{t}"
+    );
+    assert!(t.contains("the full report linked"), "{t}");
+}
+
+#[test]
+fn markdown_escapes_text_that_would_read_as_syntax() {
+    let md = render_html(
+        "<p>2. not a list *nor* [a link]</p><p># not a heading</p>",
+        None,
+        Format::Markdown,
+    );
+    assert_eq!(
+        md,
+        "2\\. not a list \\*nor\\* \\[a link\\]\n\n\\# not a heading"
+    );
+}
+
+#[test]
+fn page_without_an_article_falls_back_to_the_body_text() {
+    let html = r#"<html><head><title>Tiny</title></head><body><nav><a href="/">Home</a></nav>
+<div>Opening hours: 9 to 5.</div><span>Call us on 555-0100.</span><footer>Footer text</footer></body></html>"#;
+    let e = extract(html, None);
+    assert!(e.text.contains("Opening hours: 9 to 5."), "{}", e.text);
+    assert!(e.text.contains("Call us on 555-0100."));
+    assert!(!e.text.contains("Home"));
+    assert!(!e.text.contains("Footer text"));
+    assert_eq!(e.title.as_deref(), Some("Tiny"));
+}
+
+#[test]
+fn scripts_styles_and_in_page_anchors() {
+    let md = render_html(
+        "<p>See <a href='#notes'>the notes</a> and <a href='javascript:void(0)'>this</a>.<script>var a = 1;</script><style>p{}</style></p>",
+        Some(&base()),
+        Format::Markdown,
+    );
+    assert_eq!(md, "See the notes and this.");
+}
+
+#[test]
+fn images_keep_alt_text_and_absolute_source_in_markdown_only() {
+    let html = "<p>Before <img src='/img/a b.png' alt='A chart'> after</p>";
+    assert_eq!(
+        render_html(html, Some(&base()), Format::Markdown),
+        "Before ![A chart](https://news.example.com/img/a%20b.png) after"
+    );
+    assert_eq!(
+        render_html(html, Some(&base()), Format::Text),
+        "Before after"
+    );
+}
+
+#[test]
+fn code_blocks_carry_their_language_and_a_safe_fence() {
+    let md = render_html(
+        "<pre class='language-rust'><code>let a = \"```\";\n</code></pre>",
+        None,
+        Format::Markdown,
+    );
+    assert_eq!(md, "````rust\nlet a = \"```\";\n````");
+}
+
+#[test]
+fn layout_tables_are_read_cell_by_cell() {
+    let html =
+        "<table><tr><td><p>First block.</p><p>Second block.</p></td><td>Side</td></tr></table>";
+    assert_eq!(
+        render_html(html, None, Format::Markdown),
+        "First block.\n\nSecond block.\n\nSide"
+    );
+}
