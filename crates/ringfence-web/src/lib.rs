@@ -3,3 +3,6 @@
 //! search providers behind `web_search`, and the images API client behind `generate_image`.
 
 pub mod extract;
+pub mod search;
+
+mod api;
