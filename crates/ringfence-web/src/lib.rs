@@ -3,6 +3,7 @@
 //! search providers behind `web_search`, and the images API client behind `generate_image`.
 
 pub mod extract;
+pub mod images;
 pub mod search;
 
 mod api;

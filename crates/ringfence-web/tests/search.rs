@@ -7,7 +7,7 @@ mod fake_api;
 use std::time::{Duration, Instant};
 
 use fake_api::{FakeApi, Reply};
-use ringfence_tools::web::{SearchQuery, WebErrorKind};
+use ringfence_tools::web::{SearchHit, SearchQuery, WebError, WebErrorKind};
 use ringfence_web::search::{Provider, RetryPolicy, SearchConfig, searcher};
 use serde_json::json;
 
@@ -33,6 +33,14 @@ fn query(q: &str, max: usize) -> SearchQuery {
         allowed_domains: vec![],
         blocked_domains: vec![],
     }
+}
+
+/// A search for "x" asked of `fake` as `provider`, with the test configuration.
+async fn ask(provider: Provider, fake: &FakeApi) -> Result<Vec<SearchHit>, WebError> {
+    searcher(config(provider, &fake.url))
+        .unwrap()
+        .search(query("x", 3))
+        .await
 }
 
 /// A successful answer in each provider's documented shape, holding two results.
@@ -196,11 +204,7 @@ async fn a_refused_key_names_the_variable_and_never_the_key() {
             )
         })
         .await;
-        let err = searcher(config(provider, &fake.url))
-            .unwrap()
-            .search(query("x", 3))
-            .await
-            .unwrap_err();
+        let err = ask(provider, &fake).await.unwrap_err();
         assert_eq!(
             err.kind,
             WebErrorKind::NotConfigured,
@@ -258,11 +262,7 @@ async fn a_rate_limit_is_retried_then_succeeds() {
 async fn a_lasting_rate_limit_gives_up_after_the_bounded_retries() {
     let fake = FakeApi::start(|_, _| Reply::json(429, json!({"message": "quota"}))).await;
     let started = Instant::now();
-    let err = searcher(config(Provider::Serper, &fake.url))
-        .unwrap()
-        .search(query("x", 3))
-        .await
-        .unwrap_err();
+    let err = ask(Provider::Serper, &fake).await.unwrap_err();
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "{:?}",
@@ -284,11 +284,7 @@ async fn a_retry_after_beyond_the_cap_fails_at_once_saying_when() {
     let fake =
         FakeApi::start(|_, _| Reply::json(429, json!({})).with_header("retry-after", "3600")).await;
     let started = Instant::now();
-    let err = searcher(config(Provider::Brave, &fake.url))
-        .unwrap()
-        .search(query("x", 3))
-        .await
-        .unwrap_err();
+    let err = ask(Provider::Brave, &fake).await.unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(1));
     assert_eq!(fake.requests().len(), 1);
     assert!(err.message.contains("wait 60 min"), "{}", err.message);
@@ -298,11 +294,7 @@ async fn a_retry_after_beyond_the_cap_fails_at_once_saying_when() {
 async fn malformed_json_is_an_upstream_error_naming_the_provider() {
     for provider in Provider::ALL {
         let fake = FakeApi::start(|_, _| Reply::text(200, "<html>not json</html>")).await;
-        let err = searcher(config(provider, &fake.url))
-            .unwrap()
-            .search(query("x", 3))
-            .await
-            .unwrap_err();
+        let err = ask(provider, &fake).await.unwrap_err();
         assert_eq!(err.kind, WebErrorKind::Upstream, "{provider}");
         assert!(
             err.message.starts_with(provider.name()) && err.message.contains("JSON"),
@@ -340,11 +332,7 @@ async fn a_server_error_quotes_the_provider() {
     let fake =
         FakeApi::start(|_, _| Reply::json(500, json!({"detail": {"error": "internal failure"}})))
             .await;
-    let err = searcher(config(Provider::Tavily, &fake.url))
-        .unwrap()
-        .search(query("x", 3))
-        .await
-        .unwrap_err();
+    let err = ask(Provider::Tavily, &fake).await.unwrap_err();
     assert_eq!(err.kind, WebErrorKind::Upstream);
     assert_eq!(
         err.message,
@@ -355,11 +343,7 @@ async fn a_server_error_quotes_the_provider() {
 #[tokio::test]
 async fn searxng_without_the_json_format_says_how_to_enable_it() {
     let fake = FakeApi::start(|_, _| Reply::text(403, "Forbidden")).await;
-    let err = searcher(config(Provider::Searxng, &fake.url))
-        .unwrap()
-        .search(query("x", 3))
-        .await
-        .unwrap_err();
+    let err = ask(Provider::Searxng, &fake).await.unwrap_err();
     assert_eq!(err.kind, WebErrorKind::NotConfigured);
     assert!(err.message.contains("search.formats"), "{}", err.message);
 }
@@ -373,11 +357,7 @@ async fn searxng_whose_engines_all_failed_says_so() {
         )
     })
     .await;
-    let err = searcher(config(Provider::Searxng, &fake.url))
-        .unwrap()
-        .search(query("x", 3))
-        .await
-        .unwrap_err();
+    let err = ask(Provider::Searxng, &fake).await.unwrap_err();
     assert!(
         err.message.contains("google: timeout, bing: CAPTCHA"),
         "{}",

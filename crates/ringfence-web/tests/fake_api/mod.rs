@@ -1,6 +1,7 @@
 //! A tiny HTTP/1.1 server on loopback standing in for a provider's API: it records every
 //! request (method, target, headers, body) and answers what the test's handler says, so a
 //! test can check both what was sent and what came of each answer.
+#![allow(dead_code)] // each test binary uses its own part of the fake
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
