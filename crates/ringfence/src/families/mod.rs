@@ -16,6 +16,7 @@ use crate::config::{Config, ConfigError, SectionInput};
 use crate::supervisor::Supervisor;
 
 pub mod files;
+pub mod images;
 pub mod memory;
 
 /// What a plug may use to build its family.
@@ -76,7 +77,7 @@ impl<P: FamilyPlug> Plug for P {
 }
 
 /// Every family, in listing order.
-pub const FAMILIES: &[&dyn Plug] = &[&files::FilesPlug, &memory::MemoryPlug];
+pub const FAMILIES: &[&dyn Plug] = &[&files::FilesPlug, &memory::MemoryPlug, &images::ImagesPlug];
 
 /// Whether `name` is a `RINGFENCE_*` variable the core or a family reads.
 pub fn known_env_var(name: &str) -> bool {
