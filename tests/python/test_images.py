@@ -92,7 +92,7 @@ async def test_an_image_is_returned_inline_and_saved_in_the_workspace(tmp_path: 
         env = env_for(tmp_path, model=False, OPENAI_API_KEY=KEY)
         async with stdio(tmp_path, config=config, env=env) as srv:
             tools = {t.name: t for t in (await srv.session.list_tools()).tools}
-            schema = tools["generate_image"].inputSchema
+            schema = tools["generate_image"].input_schema
             assert schema["required"] == ["description"]
             assert schema["properties"]["size"]["enum"] == [
                 "1024x1024", "1536x1024", "1024x1536"]
@@ -102,7 +102,7 @@ async def test_an_image_is_returned_inline_and_saved_in_the_workspace(tmp_path: 
             assert not is_error(result), text_of(result)
             images = [c for c in result.content if c.type == "image"]
             assert len(images) == 1
-            assert images[0].mimeType == "image/png"
+            assert images[0].mime_type == "image/png"
             assert base64.b64decode(images[0].data) == PNG
 
             rel = structured(result)["path"]

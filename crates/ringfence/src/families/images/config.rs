@@ -172,8 +172,12 @@ impl ImagesSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
     use crate::config::tests::load_file;
-    use crate::families::images::settings;
+
+    fn settings(config: &Config) -> &ImagesSettings {
+        config.families.get(SECTION)
+    }
 
     #[test]
     fn defaults_without_a_table() {

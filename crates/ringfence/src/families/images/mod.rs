@@ -11,7 +11,7 @@ use ringfence_tools::web::{WebError, WebErrorKind};
 use ringfence_tools::{Family, FamilyInfo};
 
 use super::{FamilyEnv, FamilyPlug};
-use crate::config::{Config, ConfigError, SectionInput};
+use crate::config::{ConfigError, SectionInput};
 
 mod config;
 
@@ -45,11 +45,6 @@ impl FamilyPlug for ImagesPlug {
             }),
         }))
     }
-}
-
-/// The resolved `[images]` settings.
-pub fn settings(config: &Config) -> &ImagesSettings {
-    config.families.get(family::INFO.name)
 }
 
 /// The images API client, made on first use.
