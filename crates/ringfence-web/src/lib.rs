@@ -5,7 +5,13 @@
 pub mod charset;
 pub mod extract;
 pub mod fetch;
+pub mod images;
 pub mod render;
 pub mod robots;
+pub mod search;
+
+mod api;
+
+pub use api::SetupError;
 
 pub use fetch::{FetchSettings, WebFetcher};

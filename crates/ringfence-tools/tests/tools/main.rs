@@ -7,6 +7,7 @@ mod common;
 mod containment;
 mod encodings;
 mod grep_glob;
+mod images;
 mod llm_chat_seed;
 mod media;
 mod own_tools;

@@ -16,6 +16,7 @@ use crate::config::{Config, ConfigError, SectionInput};
 use crate::supervisor::Supervisor;
 
 pub mod files;
+pub mod images;
 pub mod memory;
 pub mod web;
 
@@ -77,7 +78,12 @@ impl<P: FamilyPlug> Plug for P {
 }
 
 /// Every family, in listing order.
-pub const FAMILIES: &[&dyn Plug] = &[&files::FilesPlug, &memory::MemoryPlug, &web::WebPlug];
+pub const FAMILIES: &[&dyn Plug] = &[
+    &files::FilesPlug,
+    &memory::MemoryPlug,
+    &web::WebPlug,
+    &images::ImagesPlug,
+];
 
 /// Whether `name` is a `RINGFENCE_*` variable the core or a family reads.
 pub fn known_env_var(name: &str) -> bool {

@@ -46,12 +46,12 @@ struct WebConfig {
     cache_ttl_secs: Option<u64>,
     /// Documents the page cache holds, all users together (default 64).
     cache_entries: Option<usize>,
+    /// `[web.search]`: the search provider.
+    search: Option<super::search_config::SearchTable>,
 }
 
-/// The resolved `[web]` settings (resolved and checked even in a build without the `web`
-/// feature, so a configuration stays valid across builds).
+/// The resolved `[web]` settings.
 #[derive(Debug, Clone)]
-#[cfg_attr(not(feature = "web"), allow(dead_code))]
 pub struct WebSettings {
     pub allow_private: Vec<String>,
     pub allowed_domains: Vec<String>,
@@ -65,6 +65,8 @@ pub struct WebSettings {
     pub proxy: Option<String>,
     pub cache_ttl: Duration,
     pub cache_entries: usize,
+    /// The search provider, when one is configured.
+    pub search: Option<ringfence_web::search::SearchConfig>,
 }
 
 impl WebSettings {
@@ -163,6 +165,7 @@ fn resolve(file: WebConfig, env: &dyn Env) -> Result<WebSettings, ConfigError> {
         proxy: file.proxy.filter(|p| !p.trim().is_empty()),
         cache_ttl: Duration::from_secs(file.cache_ttl_secs.unwrap_or(300)),
         cache_entries: file.cache_entries.unwrap_or(64),
+        search: super::search_config::resolve(file.search.as_ref(), env)?,
     })
 }
 

@@ -10,6 +10,7 @@ use super::{FamilyEnv, FamilyPlug};
 use crate::config::{ConfigError, SectionInput};
 
 mod config;
+mod search_config;
 
 pub use config::WebSettings;
 
@@ -34,7 +35,12 @@ impl FamilyPlug for WebPlug {
                 settings: settings.clone(),
                 cell: OnceLock::new(),
             }),
-            searcher: None,
+            searcher: match &settings.search {
+                Some(search) => Some(
+                    ringfence_web::search::searcher(search.clone()).map_err(|e| e.to_string())?,
+                ),
+                None => None,
+            },
             cache_ttl: settings.cache_ttl,
             cache_entries: settings.cache_entries,
         }))
@@ -68,7 +74,6 @@ impl Fetcher for LazyFetcher {
     }
 }
 
-#[cfg(feature = "web")]
 fn make_fetcher(s: &WebSettings) -> Result<Arc<dyn Fetcher>, WebError> {
     use ringfence_tools::web::WebErrorKind;
     let unavailable = |e: String| {
@@ -94,12 +99,4 @@ fn make_fetcher(s: &WebSettings) -> Result<Arc<dyn Fetcher>, WebError> {
     let fetcher = ringfence_web::WebFetcher::new(settings, ringfence_net::Guard::new(allow))
         .map_err(|e| unavailable(e.to_string()))?;
     Ok(Arc::new(fetcher))
-}
-
-#[cfg(not(feature = "web"))]
-fn make_fetcher(_: &WebSettings) -> Result<Arc<dyn Fetcher>, WebError> {
-    Err(WebError::new(
-        ringfence_tools::web::WebErrorKind::NotConfigured,
-        "this ringfence was built without the web tools (cargo feature `web`); web_fetch is unavailable",
-    ))
 }
