@@ -145,9 +145,11 @@ async def test_fetch_page_and_read_on_with_start_index(ringfence_bin, tmp_path):
                 start = nxt
             assert pages >= 4
             assert meta["total_length"] == len(joined)
-            # Every paragraph, once, in order.
+            # Every paragraph, once, in order; the navigation and the footer are not content.
             at = [joined.index(p) for p in PARAGRAPHS]
             assert at == sorted(at)
+            assert all(joined.count(p) == 1 for p in PARAGRAPHS)
+            assert "Shop" not in joined and "Copyright tea corp" not in joined, joined[:300]
             # One fetch of the page (and one of robots.txt) for all the pages.
             assert seen.count("/article") == 1, seen
             assert seen.count("/robots.txt") == 1, seen
@@ -213,3 +215,26 @@ async def test_over_http_each_user_has_their_own_cache_and_audit(tmp_path):
     lines = [json.loads(line) for line in audit.splitlines() if '"web_fetch"' in line]
     assert {line.get("user") for line in lines} == {"alice", "bob"}, lines
     assert all(f"{base}/article" in json.dumps(line) for line in lines), lines
+
+
+async def test_search_through_a_configured_searxng(ringfence_bin, tmp_path):
+    answer = {
+        "query": "tea",
+        "results": [
+            {"title": "Tea - Wikipedia", "url": "https://en.wikipedia.org/wiki/Tea",
+             "content": "Tea is an aromatic beverage.", "publishedDate": "2026-11-02T10:00:00"},
+            {"title": "Tea shop", "url": "https://shop.example.net/tea", "content": "Buy tea."},
+        ],
+    }
+    with site({"/search": ("application/json", json.dumps(answer).encode())}) as (base, seen):
+        config = f'[web.search]\nprovider = "searxng"\nurl = "{base}"\n'
+        async with serve_web(ringfence_bin, tmp_path, config=config) as srv:
+            result = await srv.call(
+                "web_search", {"query": "tea", "max_results": 5, "blocked_domains": ["example.net"]}
+            )
+            assert not is_error(result), text_of(result)
+            text = text_of(result)
+            assert text.startswith('1 result for "tea" (searxng):'), text
+            assert "1. Tea - Wikipedia\n   https://en.wikipedia.org/wiki/Tea\n   Date: 2026-11-02" in text
+            assert structured(result)["results"][0]["snippet"] == "Tea is an aromatic beverage."
+            assert len(seen) == 1 and seen[0].startswith("/search?") and "format=json" in seen[0], seen
