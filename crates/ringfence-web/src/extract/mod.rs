@@ -46,6 +46,7 @@ pub fn extract(html: &str, base: Option<&url::Url>) -> Extracted {
     let html = depth::limit_nesting(html);
     let html = html.as_ref();
     let doc = Document::from(html);
+    keep_code_languages(&doc);
     let headings = h1_texts(&doc);
     let (title, content) = if max_depth(&doc.root()) <= MAX_SCORED_DEPTH {
         // The scorer rewrites the tree it is given: a failed attempt needs a fresh parse.
@@ -88,6 +89,16 @@ fn readable(doc: Document, base: Option<&url::Url>) -> Option<(Option<String>, S
     }
     let title = Some(collapse(&a.title)).filter(|t| !t.is_empty());
     Some((title, a.content.to_string()))
+}
+
+/// Readability drops `class` attributes, and with them a code block's `language-*`: the
+/// language is copied to `data-lang` first, which it keeps.
+fn keep_code_languages(doc: &Document) {
+    for node in doc.select("pre[class], code[class]").nodes() {
+        if let Some(lang) = render::language_of_class(&node.attr("class").unwrap_or_default()) {
+            node.set_attr("data-lang", &lang);
+        }
+    }
 }
 
 /// The texts of the page's `h1` elements (the first few).

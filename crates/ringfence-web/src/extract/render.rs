@@ -643,21 +643,33 @@ fn raw_text(node: &NodeRef) -> String {
     s
 }
 
-/// `rust` from `class="language-rust"` (or `lang-rust`) on a `pre` or its `code`.
+/// `rust` from `class="language-rust"` (or `lang-rust`, or `data-lang="rust"`, where
+/// extraction keeps it) on a `pre` or its `code`.
 fn code_language(pre: &NodeRef) -> Option<String> {
     let mut nodes = vec![*pre];
     nodes.extend(children(pre).filter(|c| c.is_element() && name_of(c) == "code"));
     nodes.iter().find_map(|n| {
-        let class = n.attr("class")?;
-        class.split_whitespace().find_map(|c| {
-            let lang = c
-                .strip_prefix("language-")
-                .or_else(|| c.strip_prefix("lang-"))?;
-            let ok = !lang.is_empty()
-                && lang.chars().all(|ch| {
-                    ch.is_ascii_alphanumeric() || matches!(ch, '-' | '+' | '#' | '.' | '_')
-                });
-            ok.then(|| lang.to_string())
-        })
+        if let Some(lang) = n.attr("data-lang").filter(|l| valid_language(l)) {
+            return Some(lang.to_string());
+        }
+        language_of_class(&n.attr("class")?)
     })
+}
+
+/// The language a `class` attribute names with `language-*` or `lang-*`.
+pub(super) fn language_of_class(class: &str) -> Option<String> {
+    class.split_whitespace().find_map(|c| {
+        let lang = c
+            .strip_prefix("language-")
+            .or_else(|| c.strip_prefix("lang-"))?;
+        valid_language(lang).then(|| lang.to_string())
+    })
+}
+
+fn valid_language(lang: &str) -> bool {
+    !lang.is_empty()
+        && lang.len() <= 32
+        && lang
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '+' | '#' | '.' | '_'))
 }

@@ -102,7 +102,7 @@ fn tables_lists_and_code_are_markdown() {
         "{md}"
     );
     assert!(
-        md.contains("```\ndef total(votes):\n    return sum(votes)  # `sum`\n```"),
+        md.contains("```python\ndef total(votes):\n    return sum(votes)  # `sum`\n```"),
         "{md}"
     );
     assert!(md.contains("Call `total()` at the end."), "{md}");
