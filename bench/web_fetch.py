@@ -6,7 +6,8 @@ source.html, read from there), served from memory by a threaded HTTP server in t
 with a robots.txt that allows everything. Each round asks every page once, sequentially, with
 a query string unique to the round and the tool (so no cache answers). Both servers run with
 their defaults (robots.txt checked; each converts HTML to Markdown); ringfence is told that
-127.0.0.1 may be reached (RINGFENCE_WEB_ALLOW_PRIVATE), which mcp-server-fetch never refuses.
+127.0.0.1 may be reached (RINGFENCE_WEB_ALLOW_PRIVATE), mcp-server-fetch the same with its
+--allow-private-ips flag.
 
     python bench/web_fetch.py RINGFENCE_BIN PEER_PYTHON OUT_JSON [ROUNDS]
 """
@@ -73,15 +74,17 @@ def run_tool(name: str, argv: list[str], env: dict[str, str], tool: str, base: s
         c.initialize()
         # Warm-up: a few pages, not timed.
         for p in paths[:5]:
-            c.call(tool, {"url": f"{base}{p}?warm", "max_length": 1000000})
+            c.call(tool, {"url": f"{base}{p}?warm", "max_length": 999999})
         times, errors, chars = [], 0, 0
         cpu0 = c.cpu_seconds()
         for r in range(rounds):
             t0 = time.perf_counter()
             for p in paths:
-                _, res = c.call(tool, {"url": f"{base}{p}?{name}-{r}", "max_length": 1000000})
+                _, res = c.call(tool, {"url": f"{base}{p}?{name}-{r}", "max_length": 999999})
                 if res.get("isError"):
                     errors += 1
+                    if errors == 1:
+                        print(f"{name}: {result_text(res)[:300]}", file=sys.stderr)
                 else:
                     chars += len(result_text(res))
             times.append(time.perf_counter() - t0)
@@ -118,11 +121,14 @@ def main() -> None:
             "web_fetch", base, paths, rounds, tmp,
         )
         results["mcp-server-fetch"] = run_tool(
-            "mcp-server-fetch", [peer_python, "-m", "mcp_server_fetch"], clean,
+            "mcp-server-fetch", [peer_python, "-m", "mcp_server_fetch", "--allow-private-ips"], clean,
             "fetch", base, paths, rounds, tmp,
         )
     httpd.shutdown()
     r, p = results["ringfence"], results["mcp-server-fetch"]
+    for name in ("ringfence", "mcp-server-fetch"):
+        if results[name]["errors"]:
+            raise SystemExit(f"{name} answered {results[name]['errors']} calls with an error; see its stderr")
     results["ratio_pages_per_s"] = r["pages_per_s_median"] / p["pages_per_s_median"]
     Path(out).write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))

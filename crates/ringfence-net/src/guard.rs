@@ -1,9 +1,11 @@
 //! The SSRF guard: whether an address that came from a model (or from content it fetched)
 //! may be reached. A URL is parsed with the WHATWG parser (so `2130706433`, `0x7f.1` and
-//! `0177.0.0.1` are the address they spell), its host resolved once, and every resolved
-//! address checked; the caller then connects to exactly the addresses returned here, never
-//! resolving the name again (which closes DNS rebinding). Redirects are the caller's to follow
-//! hop by hop, each hop through [`Guard::vet`] again.
+//! `0177.0.0.1` are the address they spell) and checked ([`Guard::check_url`]); a host name is
+//! resolved once, by the guard acting as the HTTP client's resolver ([`GuardedResolver`]),
+//! and every address it answers is checked before the client connects to those addresses —
+//! there is no second lookup to rebind. Redirects are the caller's to follow hop by hop, each
+//! hop through the same checks. [`Guard::vet`] does both steps at once for a caller that
+//! connects by itself.
 //!
 //! Refused: every scheme but http and https, URLs with credentials, and any address that is
 //! loopback, private (RFC 1918), shared (100.64/10), link-local (169.254/16 with the cloud
@@ -258,7 +260,7 @@ pub struct Vetted {
 
 /// Why a URL may not be fetched. Its message is written for the model, and names the
 /// operator's setting where one exists.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum GuardError {
     #[error("`{url}` is not a valid URL: {why}")]
     Invalid { url: String, why: String },
@@ -268,7 +270,7 @@ pub enum GuardError {
         "refused: URLs with a user name or password are not fetched; leave the credentials out"
     )]
     Credentials,
-    #[error("refused: {host} has no address ({why})")]
+    #[error("cannot resolve {host}: {why}; check the host name")]
     NoAddress { host: String, why: String },
     #[error(
         "refused: {host} is {}{}; an operator can allow it with [web] allow_private",
@@ -384,6 +386,17 @@ impl Guard {
         Ok(addrs)
     }
 
+    /// Resolves `host` without checking the answers: only for a host the operator configured
+    /// (the proxy).
+    pub fn resolve_unchecked(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, GuardError> {
+        self.resolver
+            .resolve(host.trim_end_matches('.'), port)
+            .map_err(|e| GuardError::NoAddress {
+                host: host.to_owned(),
+                why: e.to_string(),
+            })
+    }
+
     /// Every address must pass: a name answering one public and one private address is
     /// refused (the connection could land on either).
     fn check_addrs(&self, host: &str, named: bool, addrs: &[SocketAddr]) -> Result<(), GuardError> {
@@ -419,18 +432,31 @@ pub struct Target {
 /// resolved here, once, and refused unless every address passes — so the client connects
 /// only to checked addresses, and a second answer (DNS rebinding) is checked as the first
 /// was. Addresses written in a URL never reach a resolver: [`Guard::check_url`] checks them.
+/// The second field is the configured proxy's host, which is resolved without a check (the
+/// operator chose it; the model cannot name it as a target through this resolver, because
+/// with a proxy every target goes to the proxy).
 #[derive(Debug, Clone)]
-pub struct GuardedResolver(pub std::sync::Arc<Guard>);
+pub struct GuardedResolver(pub std::sync::Arc<Guard>, pub Option<String>);
 
 impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let guard = self.0.clone();
         let host = name.as_str().to_owned();
+        let trusted = self
+            .1
+            .as_deref()
+            .is_some_and(|p| p.eq_ignore_ascii_case(host.trim_end_matches('.')));
         Box::pin(async move {
             // getaddrinfo blocks; the port is the connector's to set.
-            let addrs = tokio::task::spawn_blocking(move || guard.resolve_checked(&host, 0))
-                .await
-                .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)??;
+            let addrs = tokio::task::spawn_blocking(move || {
+                if trusted {
+                    guard.resolve_unchecked(&host, 0)
+                } else {
+                    guard.resolve_checked(&host, 0)
+                }
+            })
+            .await
+            .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)??;
             Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
         })
     }
@@ -562,7 +588,7 @@ mod tests {
             ("http://user:pw@example.com/", "user name or password"),
             ("http://user@example.com/", "user name or password"),
             ("http://example.com@127.0.0.1/", "user name or password"),
-            ("http://nowhere.example/", "has no address"),
+            ("http://nowhere.example/", "cannot resolve"),
             ("http://empty.example/", "resolved to nothing"),
             ("not a url", "not a valid URL"),
             ("http://[::1/", "not a valid URL"),

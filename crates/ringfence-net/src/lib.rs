@@ -47,9 +47,9 @@ pub fn user_agent() -> String {
     format!("ringfence/{}", env!("CARGO_PKG_VERSION"))
 }
 
-/// An HTTP client configured as `outbound` says, for endpoints an operator configured.
-/// Proxy variables in the environment are ignored: a proxy is used only where one is
-/// configured ([`guarded_client`]).
+/// An HTTP client configured as `outbound` says, for endpoints an operator configured (a
+/// key set, a search or images API). They are trusted as configured, so the environment's
+/// proxy variables (`HTTPS_PROXY`, `NO_PROXY`, …) apply to them as to any program.
 pub fn client(outbound: &Outbound) -> Result<reqwest::Client, ClientError> {
     builder(outbound).build().map_err(ClientError)
 }
@@ -57,19 +57,27 @@ pub fn client(outbound: &Outbound) -> Result<reqwest::Client, ClientError> {
 /// An HTTP client for addresses that came from a model or from fetched content: every host
 /// name it connects to is resolved once by `guard` and refused unless every address passes
 /// (an address written in the URL is the caller's to check first, with
-/// [`Guard::check_url`], as is every redirect hop). With `proxy`, requests go through that
-/// proxy, which resolves names itself: the guard then checks the names as it resolves them
-/// but cannot stop the proxy answering differently.
+/// [`Guard::check_url`], as is every redirect hop). The environment's proxy variables are
+/// ignored. With `proxy` (an http or https proxy the operator configured), every request goes
+/// through it: the client then resolves only the proxy's own host (trusted as configured,
+/// never checked), and the proxy resolves the targets — so the caller must check a target's
+/// name itself before sending ([`Guard::resolve_checked`]), and a name that answers the proxy
+/// differently (rebinding) is beyond the guard's sight.
 pub fn guarded_client(
     outbound: &Outbound,
     guard: std::sync::Arc<Guard>,
     proxy: Option<&str>,
 ) -> Result<reqwest::Client, ClientError> {
-    let mut b = builder(outbound).dns_resolver(GuardedResolver(guard));
+    let mut resolver = GuardedResolver(guard, None);
+    let mut b = builder(outbound).no_proxy();
     if let Some(proxy) = proxy {
         b = b.proxy(reqwest::Proxy::all(proxy).map_err(ClientError)?);
+        resolver.1 = url::Url::parse(proxy).ok().and_then(|u| {
+            u.host_str()
+                .map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase())
+        });
     }
-    b.build().map_err(ClientError)
+    b.dns_resolver(resolver).build().map_err(ClientError)
 }
 
 fn builder(outbound: &Outbound) -> reqwest::ClientBuilder {
@@ -81,7 +89,6 @@ fn builder(outbound: &Outbound) -> reqwest::ClientBuilder {
         .connect_timeout(outbound.connect_timeout)
         .timeout(outbound.timeout)
         .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
 }
 
 #[cfg(test)]

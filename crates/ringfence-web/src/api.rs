@@ -245,7 +245,8 @@ impl Api {
             .ok()
             .and_then(|v| api_message(&v))
             .unwrap_or_else(|| text.trim().to_owned());
-        let detail: String = detail.split_whitespace().collect::<Vec<_>>().join(" ");
+        // The key is removed before the quote is cut, so no part of it can survive the cut.
+        let detail = self.scrub(&detail.split_whitespace().collect::<Vec<_>>().join(" "));
         if detail.is_empty() {
             return String::new();
         }
@@ -253,7 +254,7 @@ impl Api {
         if cut.len() < detail.len() {
             cut.push('…');
         }
-        format!(": \"{}\"", self.scrub(&cut))
+        format!(": \"{cut}\"")
     }
 
     /// `text` without the key in it.

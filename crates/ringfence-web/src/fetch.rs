@@ -142,10 +142,11 @@ impl Inner {
             let Some(location) = response
                 .headers()
                 .get(reqwest::header::LOCATION)
-                .and_then(|l| l.to_str().ok())
+                .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned())
             else {
                 break response;
             };
+            let location = location.as_str();
             let next = current.join(location).map_err(|e| {
                 WebError::new(
                     WebErrorKind::Upstream,
@@ -206,7 +207,39 @@ impl Inner {
     /// Whether `url` may be requested: the guard's checks of the URL itself, the operator's
     /// domain lists, and the site's robots.txt.
     async fn admit(&self, url: &Url) -> Result<(), WebError> {
-        self.guard.check_url(url).map_err(refused)?;
+        self.check_target(url).await?;
+        if self.settings.robots {
+            let host = url.host_str().unwrap_or("");
+            let robots = self.robots_for(url).await?;
+            let path = match url.query() {
+                Some(q) => format!("{}?{q}", url.path()),
+                None => url.path().to_owned(),
+            };
+            if !robots.allows(&path) {
+                return Err(WebError::new(
+                    WebErrorKind::Refused,
+                    format!(
+                        "refused: {host}'s robots.txt disallows {path} for automated agents; an operator can turn robots.txt checks off with [web] robots = false"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The checks every request's URL passes, robots.txt's included: the guard's (with a
+    /// proxy, the name is resolved and checked here, since the proxy resolves it), then the
+    /// operator's domain lists.
+    async fn check_target(&self, url: &Url) -> Result<(), WebError> {
+        let target = self.guard.check_url(url).map_err(refused)?;
+        if self.settings.proxy.is_some() && target.literal.is_none() {
+            let guard = self.guard.clone();
+            let (host, port) = (target.host.clone(), target.port);
+            tokio::task::spawn_blocking(move || guard.resolve_checked(&host, port))
+                .await
+                .map_err(|e| WebError::new(WebErrorKind::Upstream, e.to_string()))?
+                .map_err(refused)?;
+        }
         let host = url.host_str().unwrap_or("");
         if let Some(d) = self
             .settings
@@ -235,21 +268,6 @@ impl Inner {
                     self.settings.allowed_domains.join(", ")
                 ),
             ));
-        }
-        if self.settings.robots {
-            let robots = self.robots_for(url).await?;
-            let path = match url.query() {
-                Some(q) => format!("{}?{q}", url.path()),
-                None => url.path().to_owned(),
-            };
-            if !robots.allows(&path) {
-                return Err(WebError::new(
-                    WebErrorKind::Refused,
-                    format!(
-                        "refused: {host}'s robots.txt disallows {path} for automated agents; an operator can turn robots.txt checks off with [web] robots = false"
-                    ),
-                ));
-            }
         }
         Ok(())
     }
@@ -287,15 +305,14 @@ impl Inner {
             )
         })?;
         for _ in 0..=5 {
-            self.guard.check_url(&current).map_err(refused)?;
+            self.check_target(&current).await?;
             let response = self.send(&current, "text/plain,*/*;q=0.5").await?;
             let status = response.status();
             if status.is_redirection()
                 && let Some(next) = response
                     .headers()
                     .get(reqwest::header::LOCATION)
-                    .and_then(|l| l.to_str().ok())
-                    .and_then(|l| current.join(l).ok())
+                    .and_then(|l| current.join(&String::from_utf8_lossy(l.as_bytes())).ok())
             {
                 current = next;
                 continue;
@@ -329,10 +346,12 @@ impl Fetcher for WebFetcher {
     }
 }
 
-/// A guard refusal as a tool error (its message already says why and what to do).
+/// A guard refusal as a tool error (its message already says why and what to do); a name
+/// that does not resolve is a failure to reach, not a refusal.
 fn refused(e: GuardError) -> WebError {
     let kind = match e {
         GuardError::Invalid { .. } => WebErrorKind::Invalid,
+        GuardError::NoAddress { .. } => WebErrorKind::Upstream,
         _ => WebErrorKind::Refused,
     };
     WebError::new(kind, e.to_string())
@@ -342,13 +361,7 @@ fn refused(e: GuardError) -> WebError {
 /// went wrong on the way.
 fn transport_error(e: &reqwest::Error, url: &Url, settings: &FetchSettings) -> WebError {
     if let Some(g) = ringfence_net::refusal_in(e) {
-        return WebError::new(
-            match g {
-                GuardError::Invalid { .. } => WebErrorKind::Invalid,
-                _ => WebErrorKind::Refused,
-            },
-            g.to_string(),
-        );
+        return refused(g.clone());
     }
     let host = url.host_str().unwrap_or("the server");
     if e.is_timeout() {

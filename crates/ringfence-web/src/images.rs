@@ -161,7 +161,6 @@ impl Inner {
             "prompt": request.prompt,
             "size": request.size.as_str(),
             "n": 1,
-            "user": request.user,
         });
         // DALL·E models answer with a URL unless asked; GPT Image models always send the
         // image and refuse the parameter.

@@ -6,6 +6,8 @@ pub mod charset;
 pub mod extract;
 pub mod fetch;
 pub mod images;
+#[cfg(feature = "pdf")]
+pub mod pdf_budget;
 pub mod render;
 pub mod robots;
 pub mod search;

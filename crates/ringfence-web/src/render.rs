@@ -270,7 +270,11 @@ fn sniff(body: &[u8]) -> (Kind, &'static str) {
 
 /// The text of a document's `<title>`.
 fn html_title(html: &str) -> Option<String> {
-    let lower = html.get(..html.len().min(64 << 10))?.to_ascii_lowercase();
+    let mut end = html.len().min(64 << 10);
+    while !html.is_char_boundary(end) {
+        end -= 1;
+    }
+    let lower = html[..end].to_ascii_lowercase();
     let open = lower.find("<title")?;
     let start = open + lower[open..].find('>')? + 1;
     let end = start + lower[start..].find("</title")?;
@@ -281,9 +285,22 @@ fn html_title(html: &str) -> Option<String> {
     (!title.is_empty()).then_some(title)
 }
 
+/// The most a PDF's streams may expand to before it is parsed.
+#[cfg(feature = "pdf")]
+const PDF_EXPANSION_BUDGET: usize = 200_000_000;
+
 /// A PDF's text, each page under a `--- Page N of M ---` marker.
 #[cfg(feature = "pdf")]
 fn pdf_text(bytes: &[u8]) -> Result<String, WebError> {
+    if crate::pdf_budget::expanded_size(bytes, PDF_EXPANSION_BUDGET).is_none() {
+        return Err(WebError::new(
+            WebErrorKind::Unsupported,
+            format!(
+                "the PDF's compressed content expands to more than {} MB; it is not read (a PDF this dense is almost always a decompression bomb)",
+                PDF_EXPANSION_BUDGET / 1_000_000
+            ),
+        ));
+    }
     let pages = pdf_extract::extract_text_from_mem_by_pages(bytes).map_err(|e| {
         WebError::new(
             WebErrorKind::Unsupported,

@@ -13,6 +13,7 @@ use super::cap::{DailyCap, day_of};
 use super::{GeneratedImage, ImageGenerator, ImageRequest, ImageSize};
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::tool::{Annotations, AsyncTool, BoxFuture, Content, ToolContext, ToolOutput};
+use crate::web::{WebError, WebErrorKind};
 
 /// The workspace folder images are saved under.
 pub const IMAGES_DIR: &str = "images";
@@ -87,20 +88,20 @@ impl AsyncTool for GenerateImage {
                 size,
                 user: user.clone(),
             };
+            // A slot is given back only when nothing can have been made and billed: the
+            // request was refused before any work (no or a refused key, a moderation refusal,
+            // a rate limit that never cleared, a bad request). A cancelled call, a timeout or a
+            // failure after the request went out keeps it: the image may still be made.
             let made = tokio::select! {
                 made = self.generator.generate(request) => made,
-                _ = ctx.cancel.cancelled() => {
-                    self.cap.give_back(&user, now);
-                    return Err(ToolError::cancelled());
-                }
+                _ = ctx.cancel.cancelled() => return Err(ToolError::cancelled()),
             };
-            let image = match made.map_err(ToolError::from).and_then(checked) {
-                Ok(image) => image,
-                Err(e) => {
+            let made = made.inspect_err(|e| {
+                if not_billed(e) {
                     self.cap.give_back(&user, now);
-                    return Err(e);
                 }
-            };
+            });
+            let image = made.map_err(ToolError::from).and_then(checked)?;
             let day = day_of(now);
             let saved = ctx
                 .blocking({
@@ -111,6 +112,15 @@ impl AsyncTool for GenerateImage {
                 .await;
             Ok(output(&image, size, saved))
         })
+    }
+}
+
+/// Whether a failed generation certainly made nothing (see the caller).
+fn not_billed(e: &WebError) -> bool {
+    match e.kind {
+        WebErrorKind::NotConfigured | WebErrorKind::Refused | WebErrorKind::Invalid => true,
+        WebErrorKind::Upstream => e.message.starts_with("rate limited"),
+        WebErrorKind::Timeout | WebErrorKind::Unsupported => false,
     }
 }
 

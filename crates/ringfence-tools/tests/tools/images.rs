@@ -205,6 +205,29 @@ async fn a_failed_generation_does_not_count_and_keeps_its_message() {
     assert!(!fx.path("images").exists());
 }
 
+/// A timeout may come after the API started (and billed) the image: its slot is kept, so
+/// timing calls out cannot get around the cap.
+#[tokio::test]
+async fn a_timed_out_generation_keeps_its_slot() {
+    let generator = Arc::new(FakeGenerator {
+        fail: Some(WebError::new(
+            WebErrorKind::Timeout,
+            "timed out after 180 s waiting for the images API",
+        )),
+        ..FakeGenerator::default()
+    });
+    let fx = fixture(Access::ReadWrite, generator.clone(), 1);
+    let err = fx.err("generate_image", json!({"description": "x"})).await;
+    assert_eq!(err.kind, ToolErrorKind::Timeout);
+    let err = fx.err("generate_image", json!({"description": "x"})).await;
+    assert!(
+        err.message.contains("resets at 00:00 UTC"),
+        "{}",
+        err.message
+    );
+    assert_eq!(generator.seen.lock().unwrap().len(), 1, "the cap held");
+}
+
 #[tokio::test]
 async fn a_missing_key_is_reported_as_not_configured() {
     let generator = Arc::new(FakeGenerator {

@@ -244,3 +244,40 @@ async fn binary_types_are_refused_by_name_and_images_come_back_as_images() {
         err.message
     );
 }
+
+/// A PDF whose content stream inflates to 300 MB (about 300 KB on the wire): within the
+/// download cap, refused before the PDF parser inflates it.
+#[cfg(feature = "pdf")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pdf_bomb_is_refused_before_it_is_inflated() {
+    use std::io::Write;
+    let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..300 {
+        enc.write_all(&zeros).unwrap();
+    }
+    let data = enc.finish().unwrap();
+    let mut pdf = b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 1 >>\nendobj\n3 0 obj\n<< /Type /Page /Parent 2 0 R /Contents 4 0 R >>\nendobj\n".to_vec();
+    pdf.extend_from_slice(
+        format!(
+            "4 0 obj\n<< /Length {} /Filter /FlateDecode >>\nstream\n",
+            data.len()
+        )
+        .as_bytes(),
+    );
+    pdf.extend_from_slice(&data);
+    pdf.extend_from_slice(b"\nendstream\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n");
+    let pdf = Arc::new(pdf);
+    let (base, _s) =
+        one(move |_| response("200 OK", &[("Content-Type", "application/pdf")], &pdf)).await;
+    let err = allowed(quick())
+        .get(&format!("{base}/bomb.pdf"), Format::Markdown)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, WebErrorKind::Unsupported, "{}", err.message);
+    assert!(
+        err.message.contains("decompression bomb"),
+        "{}",
+        err.message
+    );
+}

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::common::{Reply, Script, fetcher, html, quick, redirect, serve_on_all};
+use crate::common::{Script, fetcher, html, quick, redirect, serve_on_all};
 use ringfence_tools::web::{Format, WebErrorKind};
 
 /// Names the test resolver knows (as a hostile DNS server would answer them).
@@ -298,5 +298,54 @@ async fn the_allow_list_admits_what_it_names_and_nothing_else() {
             .is_err()
     );
     assert_eq!(servers[0].connections(), 1);
-    let _ = Reply::Once(Vec::new());
+}
+
+/// With a proxy, the proxy resolves the targets: the fetcher resolves and checks each name
+/// itself before sending, so an inward name never reaches the proxy; the proxy's own host
+/// (configured by the operator) is reached although it is on loopback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_a_proxy_inward_names_are_refused_before_the_proxy_sees_them() {
+    let proxy = crate::common::serve(
+        "127.0.0.9".parse().unwrap(),
+        0,
+        Arc::new(|head: &str| {
+            html(&format!(
+                "<p>proxied {}</p>",
+                head.lines().next().unwrap_or("")
+            ))
+        }),
+    )
+    .await
+    .unwrap();
+    let script = Script::default()
+        .answer("proxy.test", &[&["127.0.0.9"]])
+        .answer("internal.test", &[&["127.0.0.1"]])
+        .answer("public.test", &[&["93.184.215.14"]]);
+    let settings = ringfence_web::FetchSettings {
+        proxy: Some(format!("http://proxy.test:{}", proxy.addr.port())),
+        ..quick()
+    };
+    let fetch = fetcher(&[], &script, settings);
+    for url in [
+        "http://internal.test/",
+        "http://127.0.0.1/",
+        "http://localhost.internal.test/",
+    ] {
+        let err = fetch.get(url, Format::Html).await.unwrap_err();
+        assert!(
+            matches!(err.kind, WebErrorKind::Refused | WebErrorKind::Upstream),
+            "{url}: {}",
+            err.message
+        );
+    }
+    assert_eq!(proxy.connections(), 0, "an inward name reached the proxy");
+    let doc = fetch
+        .get("http://public.test/page", Format::Html)
+        .await
+        .unwrap();
+    assert!(
+        format!("{:?}", doc.body).contains("proxied GET http://public.test/page HTTP/1.1"),
+        "{:?}",
+        doc.body
+    );
 }

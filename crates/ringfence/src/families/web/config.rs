@@ -40,7 +40,7 @@ struct WebConfig {
     connect_timeout_secs: Option<u64>,
     /// Seconds for a whole fetch, redirects included (default 30).
     timeout_secs: Option<u64>,
-    /// An outbound proxy (http://, https:// or socks5://) for every fetch.
+    /// An outbound proxy (http:// or https://) for every fetch.
     proxy: Option<String>,
     /// Seconds a fetched document is kept for paging (default 300; 0 turns the cache off).
     cache_ttl_secs: Option<u64>,
@@ -142,15 +142,18 @@ fn resolve(file: WebConfig, env: &dyn Env) -> Result<WebSettings, ConfigError> {
             format!("must be at most 20, got {max_redirects}"),
         ));
     }
-    if let Some(proxy) = &file.proxy
-        && !["http://", "https://", "socks5://", "socks5h://"]
-            .iter()
-            .any(|s| proxy.starts_with(s))
-    {
-        return Err(ConfigError::invalid(
-            "web.proxy",
-            format!("`{proxy}` must start with http://, https:// or socks5://"),
-        ));
+    if let Some(proxy) = file.proxy.as_deref().filter(|p| !p.trim().is_empty()) {
+        let ok = url::Url::parse(proxy.trim())
+            .ok()
+            .is_some_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some());
+        if !ok {
+            return Err(ConfigError::invalid(
+                "web.proxy",
+                format!(
+                    "`{proxy}` is not an http:// or https:// proxy URL (e.g. http://proxy.internal:3128)"
+                ),
+            ));
+        }
     }
     Ok(WebSettings {
         allow_private,
@@ -233,6 +236,7 @@ mod tests {
             ("timeout_secs = 0", "web.timeout_secs"),
             ("max_redirects = 50", "web.max_redirects"),
             ("proxy = \"ftp://x\"", "web.proxy"),
+            ("proxy = \"socks5://127.0.0.1:1080\"", "web.proxy"),
             (
                 "blocked_domains = [\"https://x.com/\"]",
                 "web.blocked_domains",
