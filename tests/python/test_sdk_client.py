@@ -133,20 +133,23 @@ async def serve(
     bin_path: Path,
     workspace: Path,
     data_dir: Path,
-    preset: str = "iris",
+    preset: str | None = "iris",
     extra_roots: tuple[str, ...] = (),
+    options: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[Server]:
     """Serves `workspace` (plus `extra_roots`, each `PATH` or `PATH:ro`) with a tool preset:
     `iris` (seed 000's five tools, the default here), `llm-chat` (seed 002's thirteen) or
-    `full`."""
+    `full`; `None` for none, when `options` choose the tools), with more global `options`
+    (`--config FILE`, `--tools web`) and environment variables."""
     tmp = data_dir.parent
     params = StdioServerParameters(
         command=str(bin_path),
         args=[
             "--data-dir",
             str(data_dir),
-            "--preset",
-            preset,
+            *(("--preset", preset) if preset else ()),
+            *options,
             "serve",
             str(workspace),
             *extra_roots,
@@ -156,6 +159,7 @@ async def serve(
             "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
             "XDG_DATA_HOME": str(tmp / "xdg-data"),
             "RINGFENCE_LOG": "info",
+            **(env or {}),
         },
         cwd=str(tmp),
     )

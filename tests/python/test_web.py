@@ -15,11 +15,9 @@ from typing import Any, AsyncIterator, Iterator
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 from test_sdk_client import (  # noqa: F401  (ringfence_bin is a fixture)
-    CALL_TIMEOUT_S, Server, is_error, ringfence_bin, structured, text_of,
+    Server, is_error, ringfence_bin, serve, structured, text_of,
 )
 
 pytestmark = pytest.mark.anyio
@@ -81,34 +79,16 @@ def site(routes: dict[str, tuple[str, bytes]]) -> Iterator[tuple[str, list[str]]
 async def serve_web(
     bin_path: Path, tmp: Path, config: str = "", env: dict[str, str] | None = None
 ) -> AsyncIterator[Server]:
+    """The web family alone, with `config` as the configuration file."""
     ws = tmp / "ws"
     ws.mkdir(exist_ok=True)
-    data = tmp / "data"
     cfg = tmp / "config.toml"
     cfg.write_text(config, encoding="utf-8")
-    params = StdioServerParameters(
-        command=str(bin_path),
-        args=["--config", str(cfg), "--data-dir", str(data), "--tools", "web", "serve", str(ws)],
-        env={
-            "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
-            "XDG_DATA_HOME": str(tmp / "xdg-data"),
-            "RINGFENCE_LOG": "info",
-            **(env or {}),
-        },
-        cwd=str(tmp),
-    )
-    log_path = tmp / "server.stderr.log"
-    with open(log_path, "w", encoding="utf-8") as errlog:
-        try:
-            async with stdio_client(params, errlog=errlog) as (read, write):
-                async with ClientSession(read, write) as session:
-                    with anyio.fail_after(CALL_TIMEOUT_S):
-                        init = await session.initialize()
-                    yield Server(session, init, ws, data)
-        finally:
-            errlog.flush()
-            print(f"--- ringfence stderr ({log_path}) ---")
-            print(log_path.read_text(encoding="utf-8", errors="replace")[-8000:])
+    async with serve(
+        bin_path, ws, tmp / "data", preset=None,
+        options=("--config", str(cfg), "--tools", "web"), env=env,
+    ) as srv:
+        yield srv
 
 
 async def test_fetch_page_and_read_on_with_start_index(ringfence_bin, tmp_path):

@@ -250,25 +250,33 @@ impl<T: BlockingTool> Blocking<T> {
     }
 }
 
+/// The [`Tool`] methods a typed tool (`BlockingTool` or `AsyncTool`, as `T`) answers from its
+/// constants and its argument type.
+macro_rules! typed_tool_metadata {
+    () => {
+        fn name(&self) -> &'static str {
+            T::NAME
+        }
+        fn family(&self) -> &'static str {
+            T::FAMILY
+        }
+        fn description(&self) -> &'static str {
+            T::DESCRIPTION
+        }
+        fn input_schema(&self) -> Map<String, Value> {
+            schema_of::<T::Args>()
+        }
+        fn annotations(&self) -> Annotations {
+            T::ANNOTATIONS
+        }
+        fn sensitive_args(&self) -> &'static [&'static str] {
+            T::SENSITIVE
+        }
+    };
+}
+
 impl<T: BlockingTool> Tool for Blocking<T> {
-    fn name(&self) -> &'static str {
-        T::NAME
-    }
-    fn family(&self) -> &'static str {
-        T::FAMILY
-    }
-    fn description(&self) -> &'static str {
-        T::DESCRIPTION
-    }
-    fn input_schema(&self) -> Map<String, Value> {
-        schema_of::<T::Args>()
-    }
-    fn annotations(&self) -> Annotations {
-        T::ANNOTATIONS
-    }
-    fn sensitive_args(&self) -> &'static [&'static str] {
-        T::SENSITIVE
-    }
+    typed_tool_metadata!();
     fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>> {
         let tool = self.0.clone();
         Box::pin(async move {
@@ -309,24 +317,7 @@ impl<T: AsyncTool> Async<T> {
 }
 
 impl<T: AsyncTool> Tool for Async<T> {
-    fn name(&self) -> &'static str {
-        T::NAME
-    }
-    fn family(&self) -> &'static str {
-        T::FAMILY
-    }
-    fn description(&self) -> &'static str {
-        T::DESCRIPTION
-    }
-    fn input_schema(&self) -> Map<String, Value> {
-        schema_of::<T::Args>()
-    }
-    fn annotations(&self) -> Annotations {
-        T::ANNOTATIONS
-    }
-    fn sensitive_args(&self) -> &'static [&'static str] {
-        T::SENSITIVE
-    }
+    typed_tool_metadata!();
     fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, ToolResult<ToolOutput>> {
         let tool = self.0.clone();
         Box::pin(async move {

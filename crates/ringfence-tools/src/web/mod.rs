@@ -193,6 +193,16 @@ pub fn family(services: WebServices) -> Family {
     Family::new(&INFO, tools)
 }
 
+/// A domain as written in a list (`*.Example.com` → `example.com`), or `None` when it is not
+/// a plain host name (a scheme, a path, a port, empty labels).
+pub fn domain_name(written: &str) -> Option<String> {
+    let d = written.trim().trim_start_matches("*.").to_ascii_lowercase();
+    let ok = !d.is_empty()
+        && d.split('.')
+            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    ok.then_some(d)
+}
+
 /// Whether `host` is `domain` or one of its subdomains (both compared without case and a
 /// trailing dot).
 pub fn host_in_domain(host: &str, domain: &str) -> bool {

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{SearchQuery, Searcher, host_in_domain};
+use super::{SearchQuery, Searcher, domain_name, host_in_domain};
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::tool::{Annotations, AsyncTool, BoxFuture, ToolContext, ToolOutput};
 
@@ -136,18 +136,12 @@ fn domains(param: &str, list: Option<Vec<String>>) -> ToolResult<Vec<String>> {
     }
     list.into_iter()
         .map(|d| {
-            let d = d.trim().trim_start_matches("*.").to_ascii_lowercase();
-            let ok = !d.is_empty()
-                && d.split('.').all(|l| {
-                    !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                });
-            if ok {
-                Ok(d)
-            } else {
-                Err(ToolError::invalid(format!(
-                    "{param}: `{d}` is not a domain name; give names like example.com (no scheme or path)"
-                )))
-            }
+            domain_name(&d).ok_or_else(|| {
+                ToolError::invalid(format!(
+                    "{param}: `{}` is not a domain name; give names like example.com (no scheme or path)",
+                    d.trim()
+                ))
+            })
         })
         .collect()
 }

@@ -96,19 +96,15 @@ fn resolve(file: WebConfig, env: &dyn Env) -> Result<WebSettings, ConfigError> {
         list.unwrap_or_default()
             .into_iter()
             .map(|d| {
-                let d = d.trim().trim_start_matches("*.").to_ascii_lowercase();
-                let ok = !d.is_empty()
-                    && d.split('.').all(|l| {
-                        !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                    });
-                if ok {
-                    Ok(d)
-                } else {
-                    Err(ConfigError::invalid(
+                ringfence_tools::web::domain_name(&d).ok_or_else(|| {
+                    ConfigError::invalid(
                         format!("web.{key}"),
-                        format!("`{d}` is not a domain name; write names like example.com (no scheme or path)"),
-                    ))
-                }
+                        format!(
+                            "`{}` is not a domain name; write names like example.com (no scheme or path)",
+                            d.trim()
+                        ),
+                    )
+                })
             })
             .collect()
     };
