@@ -1,0 +1,212 @@
+//! The kernel sandbox of ringfence's subprocesses (issue 15; the first part: the policy a
+//! process applies to itself). A process restricts *itself* — ringfence's workspace forbids
+//! `unsafe`, so no `pre_exec` hook runs in a forked child; instead the child is ringfence
+//! started in a sandbox mode, which calls [`restrict_self`] and then executes the command,
+//! which inherits every restriction:
+//!
+//! - **Landlock** (the newest ABI the kernel offers, up to 7): the file system is reachable
+//!   only beneath the policy's paths — read and execute beneath `read`, everything beneath
+//!   `write` — and, from ABI 6, signals and abstract Unix sockets are scoped to the sandbox.
+//!   Anything else (the home directory, ringfence's data directory, other users' workspaces)
+//!   is refused by the kernel, whatever the command spells or runs.
+//! - **no_new_privs**: set-user-ID programs (`sudo`, `su`) gain nothing.
+//! - **Resource limits**: processes, open files, file size, CPU time, address space.
+//!
+//! What was applied is reported ([`Applied`]), so a result can say which level held; a policy
+//! that requires Landlock fails when the kernel cannot enforce it.
+
+use std::path::PathBuf;
+
+use landlock::{
+    ABI, Access, AccessFs, CompatLevel, Compatible, LandlockStatus, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
+};
+use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+
+/// The newest Landlock ABI this crate asks for.
+const NEWEST: ABI = ABI::V7;
+
+/// What a sandboxed process may reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Read and execute beneath these (system directories, read-only roots).
+    pub read: Vec<PathBuf>,
+    /// Everything beneath these (writable roots, the call's temporary directory, `/dev/null`).
+    pub write: Vec<PathBuf>,
+    pub limits: Limits,
+    /// Fail unless Landlock is enforced in full (the default; an operator's explicit
+    /// `sandbox = "off"` is the only way around it).
+    pub require_landlock: bool,
+}
+
+/// Resource limits (soft and hard alike); `None` leaves a limit as inherited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Processes of the user (not enforced for root, which the kernel exempts).
+    pub processes: Option<u64>,
+    pub open_files: Option<u64>,
+    /// The largest file a process may write, in bytes.
+    pub file_size: Option<u64>,
+    pub cpu_secs: Option<u64>,
+    /// Address space per process, in bytes.
+    pub address_space: Option<u64>,
+}
+
+impl Default for Limits {
+    /// Defaults that stop a fork bomb and a disk filler and leave ordinary work alone.
+    fn default() -> Limits {
+        Limits {
+            processes: Some(256),
+            open_files: Some(1024),
+            file_size: Some(1 << 30),
+            cpu_secs: Some(300),
+            address_space: Some(4 << 30),
+        }
+    }
+}
+
+/// The system paths programs need to run, read-only (a path missing on this machine is
+/// skipped when the policy is applied).
+pub fn system_read_paths() -> Vec<PathBuf> {
+    [
+        "/usr",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/etc",
+        "/opt",
+        "/proc/self",
+        "/sys/devices/system/cpu",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect()
+}
+
+/// The device files every program may write to (missing ones are skipped likewise).
+pub fn device_write_paths() -> Vec<PathBuf> {
+    [
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/tty",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect()
+}
+
+/// What [`restrict_self`] applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The Landlock ABI in force (0: none).
+    pub landlock_abi: u8,
+    pub enforcement: Enforcement,
+    /// Signals and abstract Unix sockets are scoped to the sandbox (ABI 6 and later).
+    pub scoped: bool,
+    pub no_new_privs: bool,
+}
+
+/// How much of the Landlock policy the kernel enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enforcement {
+    Full,
+    /// An older kernel: some access rights could not be restricted.
+    Partial,
+    None,
+}
+
+/// The sandbox could not be applied.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error(
+        "the kernel does not enforce Landlock ({0}); commands are not run without the sandbox unless an operator sets [shell] sandbox = \"off\""
+    )]
+    NoLandlock(String),
+    #[error("cannot apply the Landlock policy: {0}")]
+    Landlock(#[from] landlock::RulesetError),
+    #[error("cannot set {what}: {source}")]
+    Os {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Restricts the calling process (and everything it starts) to `policy`. Call it in the
+/// process that will execute the command, before it does. Paths of the policy that cannot be
+/// opened (missing on this machine) grant nothing and are skipped.
+pub fn restrict_self(policy: &Policy) -> Result<Applied, SandboxError> {
+    set_limits(&policy.limits)?;
+    rustix::thread::set_no_new_privs(true).map_err(|e| SandboxError::Os {
+        what: "no_new_privs",
+        source: e.into(),
+    })?;
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(NEWEST))?
+        .scope(Scope::from_all(NEWEST))?
+        .create()?
+        .add_rules(path_beneath_rules(
+            &policy.read,
+            AccessFs::from_read(NEWEST),
+        ))?
+        .add_rules(path_beneath_rules(
+            &policy.write,
+            AccessFs::from_all(NEWEST),
+        ))?
+        .restrict_self()?;
+    let abi = match status.landlock {
+        LandlockStatus::Available { effective_abi, .. } => effective_abi as u8,
+        _ => 0,
+    };
+    let enforcement = match status.ruleset {
+        RulesetStatus::FullyEnforced => Enforcement::Full,
+        RulesetStatus::PartiallyEnforced => Enforcement::Partial,
+        RulesetStatus::NotEnforced => Enforcement::None,
+    };
+    if policy.require_landlock && enforcement == Enforcement::None {
+        return Err(SandboxError::NoLandlock(format!("{:?}", status.landlock)));
+    }
+    Ok(Applied {
+        landlock_abi: abi,
+        enforcement,
+        scoped: abi >= 6 && enforcement != Enforcement::None,
+        no_new_privs: status.no_new_privs || rustix::thread::no_new_privs().unwrap_or(false),
+    })
+}
+
+fn set_limits(limits: &Limits) -> Result<(), SandboxError> {
+    let set = |what: &'static str, resource: Resource, value: Option<u64>| {
+        let Some(v) = value else { return Ok(()) };
+        // Never above the inherited hard limit (only a privileged process could raise it).
+        let hard = getrlimit(resource).maximum;
+        let v = hard.map_or(v, |h| v.min(h));
+        setrlimit(
+            resource,
+            Rlimit {
+                current: Some(v),
+                maximum: Some(v),
+            },
+        )
+        .map_err(|e| SandboxError::Os {
+            what,
+            source: e.into(),
+        })
+    };
+    set("the process limit", Resource::Nproc, limits.processes)?;
+    set("the open-file limit", Resource::Nofile, limits.open_files)?;
+    set("the file-size limit", Resource::Fsize, limits.file_size)?;
+    set("the CPU-time limit", Resource::Cpu, limits.cpu_secs)?;
+    set(
+        "the address-space limit",
+        Resource::As,
+        limits.address_space,
+    )?;
+    Ok(())
+}
