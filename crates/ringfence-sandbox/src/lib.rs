@@ -15,6 +15,8 @@
 //! What was applied is reported ([`Applied`]), so a result can say which level held; a policy
 //! that requires Landlock fails when the kernel cannot enforce it.
 
+mod spawn;
+
 use std::path::PathBuf;
 
 use landlock::{
@@ -22,6 +24,8 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+
+pub use spawn::{PATH, clean_env, command, kill_group};
 
 /// The newest Landlock ABI this crate asks for.
 const NEWEST: ABI = ABI::V7;
