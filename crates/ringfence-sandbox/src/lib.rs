@@ -15,36 +15,46 @@
 //! What was applied is reported ([`Applied`]), so a result can say which level held; a policy
 //! that requires Landlock fails when the kernel cannot enforce it.
 
+mod cgroup;
+mod run;
+mod seccomp;
 mod spawn;
+mod supervise;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, LandlockStatus, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+use serde::{Deserialize, Serialize};
 
-pub use spawn::{PATH, clean_env, command, kill_group};
+pub use run::{Ended, Exit, Helper, Outcome, Stream, run};
+pub use seccomp::Network;
+pub use spawn::{PATH, clean_env};
+pub use supervise::{HELPER_ARG, Spec, helper_main};
 
 /// The newest Landlock ABI this crate asks for.
 const NEWEST: ABI = ABI::V7;
 
 /// What a sandboxed process may reach.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
     /// Read and execute beneath these (system directories, read-only roots).
     pub read: Vec<PathBuf>,
     /// Everything beneath these (writable roots, the call's temporary directory, `/dev/null`).
     pub write: Vec<PathBuf>,
     pub limits: Limits,
+    /// Whether sockets may be opened (see the system-call filter).
+    pub network: Network,
     /// Fail unless Landlock is enforced in full (the default; an operator's explicit
     /// `sandbox = "off"` is the only way around it).
     pub require_landlock: bool,
 }
 
 /// Resource limits (soft and hard alike); `None` leaves a limit as inherited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     /// Processes of the user (not enforced for root, which the kernel exempts).
     pub processes: Option<u64>,
@@ -70,9 +80,12 @@ impl Default for Limits {
 }
 
 /// The system paths programs need to run, read-only (a path missing on this machine is
-/// skipped when the policy is applied).
+/// skipped when the policy is applied). `/etc` is given entry by entry, leaving out
+/// [`ETC_SECRETS`] (and `/etc/ssl/private`); `/proc` is readable, but another process's
+/// private files there (its environment, memory, open files, working directory) need the
+/// ptrace access Landlock refuses outside the sandbox.
 pub fn system_read_paths() -> Vec<PathBuf> {
-    [
+    let mut paths: Vec<PathBuf> = [
         "/usr",
         "/bin",
         "/sbin",
@@ -80,14 +93,57 @@ pub fn system_read_paths() -> Vec<PathBuf> {
         "/lib32",
         "/lib64",
         "/libx32",
-        "/etc",
         "/opt",
-        "/proc/self",
+        "/proc",
         "/sys/devices/system/cpu",
     ]
     .iter()
     .map(PathBuf::from)
-    .collect()
+    .collect();
+    for entry in list_dir(Path::new("/etc")) {
+        let name = entry.file_name().map(|n| n.to_string_lossy().into_owned());
+        match name.as_deref() {
+            Some(n) if ETC_SECRETS.contains(&n) => {}
+            Some("ssl") => paths.extend(
+                list_dir(&entry)
+                    .into_iter()
+                    .filter(|p| !p.ends_with("private")),
+            ),
+            _ => paths.push(entry),
+        }
+    }
+    paths
+}
+
+/// Entries of `/etc` a command never reads: password hashes, sudo's rules, host keys and
+/// stored credentials, ringfence's own configuration.
+pub const ETC_SECRETS: &[&str] = &[
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "sudoers",
+    "sudoers.d",
+    "ssh",
+    "security",
+    "ringfence",
+    "credstore",
+    "credstore.encrypted",
+    "NetworkManager",
+    "wireguard",
+    "ipsec.secrets",
+    "ppp",
+    "libvirt",
+    "krb5.keytab",
+];
+
+/// The entries of a system directory (none when it cannot be read). Not workspace access:
+/// it names system paths for the sandbox's rules.
+#[allow(clippy::disallowed_methods)]
+fn list_dir(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|it| it.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default()
 }
 
 /// The device files every program may write to (missing ones are skipped likewise).
@@ -106,7 +162,7 @@ pub fn device_write_paths() -> Vec<PathBuf> {
 }
 
 /// What [`restrict_self`] applied.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applied {
     /// The Landlock ABI in force (0: none).
     pub landlock_abi: u8,
@@ -114,10 +170,29 @@ pub struct Applied {
     /// Signals and abstract Unix sockets are scoped to the sandbox (ABI 6 and later).
     pub scoped: bool,
     pub no_new_privs: bool,
+    /// The system-call filter is installed (see [`Network`] for what it refuses).
+    pub seccomp: bool,
+    /// What bounds the number of processes (set by the helper; `None` when not asked).
+    #[serde(default)]
+    pub process_limit: Option<ProcessLimit>,
+}
+
+/// What bounds a command's processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessLimit {
+    /// A `pids` cgroup of its own: forks beyond the limit fail.
+    Cgroup,
+    /// The kernel's per-user limit (processes already running as the user, plus the limit).
+    UserLimit,
+    /// Only the helper's count every 20 ms (root without a cgroup): a fork bomb is killed
+    /// when seen, but may first fill the machine's process table.
+    Watch,
 }
 
 /// How much of the Landlock policy the kernel enforces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Enforcement {
     Full,
     /// An older kernel: some access rights could not be restricted.
@@ -134,6 +209,14 @@ pub enum SandboxError {
     NoLandlock(String),
     #[error("cannot apply the Landlock policy: {0}")]
     Landlock(#[from] landlock::RulesetError),
+    /// The helper could not set up the command (nothing ran).
+    #[error("{0}")]
+    Setup(String),
+    /// The helper failed or broke the protocol.
+    #[error("{0}")]
+    Helper(String),
+    #[error("cannot install the system-call filter: {0}")]
+    Seccomp(String),
     #[error("cannot set {what}: {source}")]
     Os {
         what: &'static str,
@@ -177,12 +260,34 @@ pub fn restrict_self(policy: &Policy) -> Result<Applied, SandboxError> {
     if policy.require_landlock && enforcement == Enforcement::None {
         return Err(SandboxError::NoLandlock(format!("{:?}", status.landlock)));
     }
+    drop_capabilities();
+    let seccomp = seccomp::apply(policy.network)?;
     Ok(Applied {
         landlock_abi: abi,
         enforcement,
         scoped: abi >= 6 && enforcement != Enforcement::None,
         no_new_privs: status.no_new_privs || rustix::thread::no_new_privs().unwrap_or(false),
+        seccomp,
+        process_limit: None,
     })
+}
+
+/// Gives up every capability (a server run as root hands its commands none): the bounding
+/// set first, so that no program executed later gets them back, then the process's own.
+/// Failures are ignored: an unprivileged process has nothing to give up.
+fn drop_capabilities() {
+    use rustix::thread::{CapabilitySet, CapabilitySets, remove_capability_from_bounding_set};
+    for bit in 0..64 {
+        if let Some(cap) = CapabilitySet::from_bits(1u64 << bit) {
+            let _ = remove_capability_from_bounding_set(cap);
+        }
+    }
+    let none = CapabilitySets {
+        effective: CapabilitySet::empty(),
+        permitted: CapabilitySet::empty(),
+        inheritable: CapabilitySet::empty(),
+    };
+    let _ = rustix::thread::set_capabilities(None, none);
 }
 
 fn set_limits(limits: &Limits) -> Result<(), SandboxError> {

@@ -11,5 +11,13 @@ mod sessions;
 mod supervisor;
 
 fn main() -> std::process::ExitCode {
+    // The sandbox helper of a shell command: before anything else (no thread, no runtime,
+    // no logging), because it restricts the process it runs in.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == ringfence_sandbox::HELPER_ARG)
+    {
+        return std::process::ExitCode::from(ringfence_sandbox::helper_main() as u8);
+    }
     cli::run_main()
 }

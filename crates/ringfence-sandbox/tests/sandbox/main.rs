@@ -5,11 +5,15 @@
 //! later test.
 #![allow(clippy::disallowed_methods)] // fixtures and probes use std::fs on purpose
 #![allow(clippy::print_stdout)] // the child reports to its parent on stdout
+#![allow(clippy::print_stderr)] // a test says why it skipped
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ringfence_sandbox::{Enforcement, Limits, Policy, restrict_self, system_read_paths};
+
+mod escape;
+mod helper;
 
 const CASE: &str = "RINGFENCE_SANDBOX_TEST_CASE";
 const DIR: &str = "RINGFENCE_SANDBOX_TEST_DIR";
@@ -67,6 +71,7 @@ fn policy(dir: &Path, system: bool) -> Policy {
             open_files: Some(200),
             ..Limits::default()
         },
+        network: ringfence_sandbox::Network::None,
         require_landlock: true,
     }
 }
@@ -206,99 +211,4 @@ fn a_program_started_inside_inherits_the_restriction() {
         std::fs::read_to_string(dir.path().join("ws/out.txt")).unwrap(),
         "made\n"
     );
-}
-
-#[test]
-fn a_command_gets_the_clean_environment_and_no_stdin() {
-    let dir = layout();
-    let ws = dir.path().join("ws");
-    let env = ringfence_sandbox::clean_env(
-        &ws,
-        &dir.path().join("ws"),
-        &[
-            ("FOO".to_owned(), "bar".to_owned()),
-            ("HOME".to_owned(), "/root".to_owned()),
-        ],
-    );
-    let out = ringfence_sandbox::command(Path::new("/usr/bin/env"), &[], &ws, &env)
-        .output()
-        .unwrap();
-    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| l.split('=').next().unwrap().to_owned())
-        .collect();
-    names.sort();
-    // Nothing of the test process's own environment (cargo's variables, for one) is there,
-    // and the operator's HOME could not replace the workspace.
-    assert_eq!(
-        names,
-        ["FOO", "HOME", "LANG", "PATH", "TERM", "TMPDIR"],
-        "{out:?}"
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains(&format!("HOME={}\n", ws.display())),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("TERM=dumb\n") && stdout.contains("FOO=bar\n"),
-        "{stdout}"
-    );
-    // stdin is /dev/null: `cat` ends at once with nothing.
-    let out = ringfence_sandbox::command(Path::new("/bin/cat"), &[], &ws, &env)
-        .output()
-        .unwrap();
-    assert!(out.status.success() && out.stdout.is_empty());
-}
-
-/// The processes of group `pgid` that are still running (not zombies).
-fn running_in_group(pgid: u32) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid pgrp ...
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z" {
-            found.push(stat);
-        }
-    }
-    found
-}
-
-#[test]
-fn killing_the_group_ends_every_process_in_it() {
-    use std::io::BufRead;
-    let dir = layout();
-    let ws = dir.path().join("ws");
-    let env = ringfence_sandbox::clean_env(&ws, &ws, &[]);
-    let script = "sleep 300 & sleep 300 & (sleep 300 &) ; echo started; wait".to_owned();
-    let mut child =
-        ringfence_sandbox::command(Path::new("/bin/sh"), &["-c".to_owned(), script], &ws, &env)
-            .spawn()
-            .unwrap();
-    let pgid = child.id();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "started\n");
-    assert!(
-        running_in_group(pgid).len() >= 4,
-        "{:?}",
-        running_in_group(pgid)
-    );
-    ringfence_sandbox::kill_group(&child).unwrap();
-    child.wait().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while !running_in_group(pgid).is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert_eq!(running_in_group(pgid), Vec::<String>::new());
-    // Killing a group that is gone is not an error.
-    ringfence_sandbox::kill_group(&child).unwrap();
 }

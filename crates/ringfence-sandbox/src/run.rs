@@ -1,0 +1,320 @@
+//! The server side: start the helper, hand it the [`Spec`], pass the command's output on as
+//! it comes, and stop it on a timeout or a cancellation. Output travels through a bounded
+//! channel, so a command that prints without end waits for the caller instead of filling
+//! memory.
+//!
+//! Whatever happens to the caller, nothing outlives the call: dropping the future closes the
+//! helper's stdin, which makes it kill the command's whole tree; a helper that does not
+//! report within [`GRACE`] of being asked to stop is killed with its process group.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, kill_process_group};
+use serde::Serialize;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::mpsc;
+
+use crate::supervise::{
+    CGROUP, FAILED, FINISHED, GROUP, KillCause, MAGIC, Report, STARTED, STDERR, STDOUT,
+};
+use crate::{Applied, HELPER_ARG, SandboxError, Spec};
+
+/// How long a helper asked to stop may take to report.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// How the helper is started: a program (ringfence's own binary) and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Helper {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// The helper's environment (nothing else of the server's reaches it; the command's own
+    /// is in the [`Spec`]).
+    pub env: Vec<(String, String)>,
+}
+
+impl Helper {
+    /// The running binary as the helper (it must dispatch [`HELPER_ARG`] to
+    /// [`crate::helper_main`]).
+    pub fn current_exe() -> std::io::Result<Helper> {
+        Ok(Helper::binary(std::env::current_exe()?))
+    }
+
+    /// `program` (a ringfence binary) as the helper.
+    pub fn binary(program: PathBuf) -> Helper {
+        Helper {
+            program,
+            args: vec![HELPER_ARG.to_owned()],
+            env: Vec::new(),
+        }
+    }
+}
+
+/// Which stream a piece of output came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// How the command's shell ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+/// Why the command was stopped before it ended by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ended {
+    Timeout,
+    Cancelled,
+    /// It had more processes at once than allowed.
+    ProcessLimit,
+}
+
+/// What a finished run reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// What the sandbox applied.
+    pub applied: Applied,
+    pub exit: Exit,
+    pub ended: Option<Ended>,
+    /// Processes still running when the shell ended (background jobs, daemons), killed.
+    pub leftovers: usize,
+    pub duration: Duration,
+}
+
+/// The command's cgroup, removed once the helper has exited: at the end of the run, or
+/// (on an early return) by a task after a short wait for the helper to go.
+struct CgroupCleanup(Option<PathBuf>);
+
+impl CgroupCleanup {
+    async fn remove(&mut self) {
+        if let Some(dir) = self.0.take() {
+            crate::cgroup::remove(&dir).await;
+        }
+    }
+}
+
+impl Drop for CgroupCleanup {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.take()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            rt.spawn(async move {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                crate::cgroup::remove(&dir).await;
+            });
+        }
+    }
+}
+
+/// Closes the helper's stdin when the run is dropped: the helper then kills the command.
+struct StopOnDrop(Option<ChildStdin>);
+
+impl StopOnDrop {
+    async fn stop(&mut self) {
+        if let Some(mut stdin) = self.0.take() {
+            let _ = stdin.write_all(b"k").await;
+            let _ = stdin.flush().await;
+        }
+    }
+}
+
+/// Runs `spec` through `helper`, calling `output` with each piece of output as it arrives;
+/// stops the command after `timeout` or when `cancel` completes.
+pub async fn run<C, F>(
+    helper: &Helper,
+    spec: &Spec,
+    timeout: Duration,
+    cancel: C,
+    mut output: F,
+) -> Result<Outcome, SandboxError>
+where
+    C: Future<Output = ()>,
+    F: FnMut(Stream, &[u8]),
+{
+    let started = Instant::now();
+    if spec.max_processes.is_some() {
+        crate::cgroup::sweep();
+    }
+    let mut child = tokio::process::Command::new(&helper.program)
+        .args(&helper.args)
+        .env_clear()
+        .envs(helper.env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            SandboxError::Helper(format!(
+                "cannot start the sandbox helper {}: {e}",
+                helper.program.display()
+            ))
+        })?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let mut line = serde_json::to_vec(spec).map_err(|e| SandboxError::Helper(e.to_string()))?;
+    line.push(b'\n');
+    // A helper that cannot take it ends at once; its missing report says so below.
+    let _ = stdin.write_all(&line).await;
+    let mut guard = StopOnDrop(Some(stdin));
+    let stderr = child.stderr.take().expect("piped");
+    let diagnostics = tokio::spawn(read_capped(stderr, 4096));
+    let (tx, mut frames) = mpsc::channel::<(u8, Vec<u8>)>(16);
+    tokio::spawn(read_frames(child.stdout.take().expect("piped"), tx));
+
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline, cancel);
+    let mut ended = None;
+    let mut grace_end = None;
+    let mut applied = None;
+    let mut group = None;
+    let mut cgroup = CgroupCleanup(None);
+    let report: Report = loop {
+        let grace = async {
+            match grace_end {
+                Some(t) => tokio::time::sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            frame = frames.recv() => match frame {
+                Some((STDOUT, bytes)) => output(Stream::Stdout, &bytes),
+                Some((STDERR, bytes)) => output(Stream::Stderr, &bytes),
+                Some((STARTED, json)) => applied = serde_json::from_slice::<Applied>(&json).ok(),
+                Some((CGROUP, raw)) => {
+                    cgroup.0 = String::from_utf8(raw).ok().map(PathBuf::from);
+                }
+                Some((GROUP, raw)) => {
+                    group = <[u8; 4]>::try_from(raw.as_slice())
+                        .ok()
+                        .and_then(|b| Pid::from_raw(u32::from_le_bytes(b) as i32));
+                }
+                Some((FINISHED, json)) => match serde_json::from_slice(&json) {
+                    Ok(report) => break report,
+                    Err(e) => return Err(SandboxError::Helper(format!("unreadable report: {e}"))),
+                },
+                Some((FAILED, message)) => {
+                    let _ = child.wait().await;
+                    return Err(SandboxError::Setup(String::from_utf8_lossy(&message).into_owned()));
+                }
+                Some((kind, _)) => return Err(SandboxError::Helper(format!("unknown frame {kind}"))),
+                None => {
+                    force_kill(&mut child, group).await;
+                    let said = diagnostics.await.unwrap_or_default();
+                    return Err(SandboxError::Helper(format!(
+                        "the sandbox helper ended without a report{}",
+                        said_suffix(&said)
+                    )));
+                }
+            },
+            () = &mut deadline, if ended.is_none() => {
+                ended = Some(Ended::Timeout);
+                grace_end = Some(tokio::time::Instant::now() + GRACE);
+                guard.stop().await;
+            }
+            () = &mut cancel, if ended.is_none() => {
+                ended = Some(Ended::Cancelled);
+                grace_end = Some(tokio::time::Instant::now() + GRACE);
+                guard.stop().await;
+            }
+            () = grace => {
+                force_kill(&mut child, group).await;
+                let said = diagnostics.await.unwrap_or_default();
+                return Err(SandboxError::Helper(format!(
+                    "the sandbox helper did not stop the command in time; its process group was killed{}",
+                    said_suffix(&said)
+                )));
+            }
+        }
+    };
+    let _ = child.wait().await;
+    drop(guard);
+    let applied = applied.ok_or_else(|| SandboxError::Helper("no sandbox report".into()))?;
+    cgroup.remove().await;
+    let ended = match report.killed {
+        Some(KillCause::ProcessLimit) => Some(Ended::ProcessLimit),
+        _ => ended,
+    };
+    let exit = match (report.exit_code, report.signal) {
+        (Some(code), _) => Exit::Code(code),
+        (None, Some(sig)) => Exit::Signal(sig),
+        (None, None) => Exit::Signal(9),
+    };
+    Ok(Outcome {
+        applied,
+        exit,
+        ended,
+        leftovers: report.leftovers,
+        duration: started.elapsed(),
+    })
+}
+
+/// The last resort: the command's process group, the helper's, then the helper.
+async fn force_kill(child: &mut Child, group: Option<Pid>) {
+    if let Some(group) = group {
+        let _ = kill_process_group(group, Signal::KILL);
+    }
+    if let Some(pid) = child.id().and_then(|id| Pid::from_raw(id as i32)) {
+        let _ = kill_process_group(pid, Signal::KILL);
+    }
+    let _ = child.kill().await;
+}
+
+/// The helper's own words, as the end of a message.
+fn said_suffix(said: &str) -> String {
+    if said.trim().is_empty() {
+        String::new()
+    } else {
+        format!(" (the helper said: {})", said.trim())
+    }
+}
+
+/// Reads frames until the helper's stdout ends (or the receiver is gone).
+async fn read_frames(mut out: impl AsyncRead + Unpin, tx: mpsc::Sender<(u8, Vec<u8>)>) {
+    // Skip to the end of the magic line (at most 64 KiB of anything before it).
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !seen.ends_with(MAGIC) {
+        if seen.len() > 64 << 10 || out.read_exact(&mut byte).await.is_err() {
+            return;
+        }
+        seen.push(byte[0]);
+    }
+    let mut header = [0u8; 5];
+    loop {
+        if out.read_exact(&mut header).await.is_err() {
+            return;
+        }
+        let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as usize;
+        if len > 16 << 20 {
+            return;
+        }
+        let mut payload = vec![0u8; len];
+        if out.read_exact(&mut payload).await.is_err() {
+            return;
+        }
+        if tx.send((header[0], payload)).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Up to `cap` bytes of a stream (the helper's own messages), the rest drained.
+async fn read_capped(mut stream: impl AsyncRead + Unpin, cap: usize) -> String {
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 1024];
+    while let Ok(n) = stream.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let room = cap.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}

@@ -1,0 +1,241 @@
+//! The system-call filter: what no command needs and a sandbox escape would. Applied after
+//! Landlock, as the last step before the command runs; inherited by everything it starts
+//! and impossible to remove (`no_new_privs` is already set).
+//!
+//! Refused with `EPERM` (the program sees "Operation not permitted"):
+//! - tracing and reading other processes' memory (`ptrace`, `process_vm_readv/writev`);
+//! - mounts, namespaces and root changes (`mount`, the new mount API, `unshare`, `setns`,
+//!   `clone` with a `CLONE_NEW*` flag, `pivot_root`, `chroot`);
+//! - the kernel's big attack surfaces a shell command has no use for: `bpf`,
+//!   `perf_event_open`, `userfaultfd`, `io_uring` (which could also open sockets past this
+//!   filter), the key rings, module loading, `kexec`, `open_by_handle_at`, `reboot`,
+//!   `swapon`, `acct`, `quotactl`, `syslog`, port I/O;
+//! - injecting keystrokes into a terminal (`ioctl` `TIOCSTI`, `TIOCLINUX`);
+//! - with the network off, `socket()` of every family. A connected `socketpair()` (the
+//!   plumbing between a command's own processes) still works; nothing can connect out,
+//!   listen, or reach a Unix socket on the machine (a container runtime's, a desktop bus).
+//!
+//! `clone3` answers `ENOSYS` (its flags sit behind a pointer a filter cannot read), which
+//! makes the C library fall back to `clone`, whose flags are checked. On x86-64 each rule is
+//! repeated for the x32 numbering; other 32-bit entry points are refused outright by the
+//! architecture check (the process is killed).
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::SandboxError;
+
+/// Whether commands may use the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// No sockets at all (the default).
+    #[default]
+    None,
+    /// Sockets as the machine allows them.
+    Full,
+}
+
+impl Network {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::None => "none",
+            Network::Full => "full",
+        }
+    }
+}
+
+/// The x32 system-call numbering bit (x86-64 only).
+#[cfg(target_arch = "x86_64")]
+const X32: i64 = 0x4000_0000;
+
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
+
+/// `CLONE_NEW*` flags: any one of them in `clone`'s flags is refused.
+const NAMESPACE_FLAGS: [u64; 8] = [
+    0x0000_0080, // CLONE_NEWTIME
+    0x0002_0000, // CLONE_NEWNS
+    0x0200_0000, // CLONE_NEWCGROUP
+    0x0400_0000, // CLONE_NEWUTS
+    0x0800_0000, // CLONE_NEWIPC
+    0x1000_0000, // CLONE_NEWUSER
+    0x2000_0000, // CLONE_NEWPID
+    0x4000_0000, // CLONE_NEWNET
+];
+
+/// The system calls refused whatever their arguments.
+fn always_refused() -> Vec<i64> {
+    let mut calls = vec![
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_chroot,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_mount_setattr,
+        libc::SYS_move_mount,
+        libc::SYS_open_tree,
+        libc::SYS_fsopen,
+        libc::SYS_fsconfig,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
+        libc::SYS_kexec_load,
+        libc::SYS_kexec_file_load,
+        libc::SYS_bpf,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_open_by_handle_at,
+        libc::SYS_name_to_handle_at,
+        libc::SYS_swapon,
+        libc::SYS_swapoff,
+        libc::SYS_reboot,
+        libc::SYS_acct,
+        libc::SYS_quotactl,
+        libc::SYS_syslog,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([libc::SYS_iopl, libc::SYS_ioperm, libc::SYS_lookup_dcookie]);
+    calls
+}
+
+fn target_arch() -> Option<TargetArch> {
+    if cfg!(target_arch = "x86_64") {
+        Some(TargetArch::x86_64)
+    } else if cfg!(target_arch = "aarch64") {
+        Some(TargetArch::aarch64)
+    } else {
+        None
+    }
+}
+
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> SeccompCondition {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).expect("argument index below 6")
+}
+
+fn rule(conditions: Vec<SeccompCondition>) -> SeccompRule {
+    SeccompRule::new(conditions).expect("a rule with conditions")
+}
+
+/// Compiles one filter: `calls` (each with its argument rules, empty = always) answer
+/// `action`, everything else is allowed.
+fn compile(
+    calls: BTreeMap<i64, Vec<SeccompRule>>,
+    action: SeccompAction,
+    arch: TargetArch,
+) -> Result<BpfProgram, SandboxError> {
+    let filter = SeccompFilter::new(calls, SeccompAction::Allow, action, arch)
+        .map_err(|e| SandboxError::Seccomp(e.to_string()))?;
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| SandboxError::Seccomp(e.to_string()))
+}
+
+/// Adds each call again under its x32 number (x86-64), where the same kernel code is
+/// reachable by another number.
+fn with_x32(calls: BTreeMap<i64, Vec<SeccompRule>>) -> BTreeMap<i64, Vec<SeccompRule>> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut all = calls.clone();
+        for (nr, rules) in calls {
+            all.insert(nr | X32, rules);
+        }
+        // x32's own numbers for calls it re-implements.
+        all.insert(X32 | 521, Vec::new()); // ptrace
+        all.insert(X32 | 539, Vec::new()); // process_vm_readv
+        all.insert(X32 | 540, Vec::new()); // process_vm_writev
+        all.insert(
+            X32 | 514, // ioctl
+            vec![
+                rule(vec![cond(1, SeccompCmpOp::Eq, TIOCSTI)]),
+                rule(vec![cond(1, SeccompCmpOp::Eq, TIOCLINUX)]),
+            ],
+        );
+        all
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    calls
+}
+
+/// The filters for `network`, in the order they are installed (the kernel runs every
+/// installed filter and the strictest answer wins).
+fn programs(network: Network, arch: TargetArch) -> Result<Vec<BpfProgram>, SandboxError> {
+    let mut refused: BTreeMap<i64, Vec<SeccompRule>> = always_refused()
+        .into_iter()
+        .map(|nr| (nr, Vec::new()))
+        .collect();
+    refused.insert(
+        libc::SYS_clone,
+        NAMESPACE_FLAGS
+            .iter()
+            .map(|&f| rule(vec![cond(0, SeccompCmpOp::MaskedEq(f), f)]))
+            .collect(),
+    );
+    refused.insert(
+        libc::SYS_ioctl,
+        vec![
+            rule(vec![cond(1, SeccompCmpOp::Eq, TIOCSTI)]),
+            rule(vec![cond(1, SeccompCmpOp::Eq, TIOCLINUX)]),
+        ],
+    );
+    if network == Network::None {
+        refused.insert(libc::SYS_socket, Vec::new());
+    }
+    let eperm = compile(
+        with_x32(refused),
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )?;
+    let clone3: BTreeMap<i64, Vec<SeccompRule>> =
+        with_x32([(libc::SYS_clone3, Vec::new())].into_iter().collect());
+    let enosys = compile(clone3, SeccompAction::Errno(libc::ENOSYS as u32), arch)?;
+    Ok(vec![eperm, enosys])
+}
+
+/// Installs the filter on the calling thread (and so on everything it starts). Returns
+/// false where this architecture has no filter (neither x86-64 nor AArch64).
+pub fn apply(network: Network) -> Result<bool, SandboxError> {
+    let Some(arch) = target_arch() else {
+        return Ok(false);
+    };
+    for program in programs(network, arch)? {
+        seccompiler::apply_filter(&program).map_err(|e| SandboxError::Seccomp(e.to_string()))?;
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_filters_compile_for_this_machine() {
+        let arch = target_arch().expect("tests run on x86-64 or AArch64");
+        for network in [Network::None, Network::Full] {
+            let programs = programs(network, arch).unwrap();
+            assert_eq!(programs.len(), 2);
+            assert!(programs.iter().all(|p| !p.is_empty()));
+        }
+        // Refusing sockets makes the filter longer.
+        let none = programs(Network::None, arch).unwrap()[0].len();
+        let full = programs(Network::Full, arch).unwrap()[0].len();
+        assert!(none > full, "{none} vs {full}");
+    }
+}

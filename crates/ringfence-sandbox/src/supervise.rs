@@ -1,0 +1,429 @@
+//! The helper: the process between the server and a command. The server starts its own
+//! binary with [`HELPER_ARG`] (the binary calls [`helper_main`] before anything else); the
+//! helper reads a [`Spec`] from its stdin, then
+//!
+//! 1. starts a session of its own (no controlling terminal; its process group is the
+//!    command's) and becomes a **child subreaper**, so every process the command starts —
+//!    a background job, a double-forked daemon that called `setsid` — stays its descendant;
+//! 2. restricts itself ([`restrict_self`]: resource limits, `no_new_privs`, Landlock,
+//!    capabilities dropped, the system-call filter), which the command inherits;
+//! 3. runs `sh -c <command>` in the working directory with exactly the given environment
+//!    and stdin from `/dev/null`, relaying its stdout and stderr to the server as frames;
+//! 4. when the shell ends — or the server asks (a timeout, a cancellation), or the server
+//!    goes away (its end of stdin closes), or the command has more processes than allowed —
+//!    kills every descendant left, reaps them, and reports how the command ended.
+//!
+//! Frames on the helper's stdout: a kind byte, a little-endian `u32` length, the payload.
+//! Kinds: [`STDOUT`], [`STDERR`] (raw bytes), [`STARTED`] (JSON [`Applied`]), [`FINISHED`]
+//! (JSON [`Report`], the last frame), [`FAILED`] (a message: nothing was run).
+
+use std::collections::HashMap;
+use std::io::{BufRead, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process};
+use serde::{Deserialize, Serialize};
+
+use crate::{Applied, Policy, ProcessLimit, restrict_self};
+
+/// The argument that starts the binary as the helper.
+pub const HELPER_ARG: &str = "__sandbox-helper";
+
+/// Written first on the helper's stdout; the server skips anything before it (a test
+/// harness's banner when a test binary stands in for the helper).
+pub(crate) const MAGIC: &[u8] = b"\0ringfence-sandbox-1\n";
+
+pub(crate) const STDOUT: u8 = 1;
+pub(crate) const STDERR: u8 = 2;
+pub(crate) const STARTED: u8 = 3;
+pub(crate) const FINISHED: u8 = 4;
+pub(crate) const FAILED: u8 = 5;
+/// The command's process group (a little-endian `u32`), for the server's last resort.
+pub(crate) const GROUP: u8 = 6;
+/// The command's cgroup directory, which the server removes once the helper is gone.
+pub(crate) const CGROUP: u8 = 7;
+
+/// The helper's own tasks in its cgroup (main, two relays, two watchers), with room.
+const HELPER_THREADS: u64 = 8;
+
+/// How often the process count of a command is checked.
+const WATCH_INTERVAL: Duration = Duration::from_millis(20);
+
+/// What the helper runs, and how.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Spec {
+    /// The shell that runs `command` (`/bin/sh`).
+    pub shell: PathBuf,
+    pub command: String,
+    pub cwd: PathBuf,
+    /// The whole environment of the command.
+    pub env: Vec<(String, String)>,
+    pub policy: Policy,
+    /// The most processes the command may have at once (its whole tree, counted by the
+    /// helper, so that the limit holds for root, whom the kernel's process limit exempts);
+    /// more, and everything is killed.
+    pub max_processes: Option<u64>,
+}
+
+/// Why the helper killed the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum KillCause {
+    /// The server asked (a timeout or a cancellation) or went away.
+    Requested,
+    ProcessLimit,
+}
+
+/// How the command ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Report {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub killed: Option<KillCause>,
+    /// Processes still running when the shell ended (background jobs, daemons), killed.
+    pub leftovers: usize,
+}
+
+/// The helper's whole life; returns its exit code. Call it first thing in `main` when the
+/// first argument is [`HELPER_ARG`], before any thread exists (the restrictions apply to the
+/// calling thread and what it starts).
+pub fn helper_main() -> i32 {
+    let out = Arc::new(Mutex::new(std::io::stdout()));
+    {
+        let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+        if o.write_all(MAGIC).and_then(|()| o.flush()).is_err() {
+            return 2;
+        }
+    }
+    let mut line = String::new();
+    if let Err(e) = std::io::stdin().lock().read_line(&mut line) {
+        return failed(&out, &format!("cannot read the command specification: {e}"));
+    }
+    let spec: Spec = match serde_json::from_str(&line) {
+        Ok(spec) => spec,
+        Err(e) => return failed(&out, &format!("bad command specification: {e}")),
+    };
+    match run(spec, &out) {
+        Ok(report) => {
+            let _ = frame(
+                &out,
+                FINISHED,
+                &serde_json::to_vec(&report).unwrap_or_default(),
+            );
+            0
+        }
+        Err(message) => failed(&out, &message),
+    }
+}
+
+fn failed(out: &Mutex<std::io::Stdout>, message: &str) -> i32 {
+    let _ = frame(out, FAILED, message.as_bytes());
+    2
+}
+
+pub(crate) fn frame(out: &Mutex<std::io::Stdout>, kind: u8, payload: &[u8]) -> std::io::Result<()> {
+    let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+    out.write_all(&[kind])?;
+    out.write_all(&len.to_le_bytes())?;
+    out.write_all(&payload[..len as usize])?;
+    out.flush()
+}
+
+/// What the helper's threads share.
+struct Shared {
+    me: Pid,
+    /// The command's process group (the shell's pid).
+    group: Pid,
+    killed: Mutex<Option<KillCause>>,
+    /// The shell has been reaped: the watchers stop.
+    done: AtomicBool,
+}
+
+impl Shared {
+    /// Records why (the first cause wins) and kills every descendant.
+    fn kill_all(&self, cause: KillCause) {
+        self.killed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(cause);
+        kill_tree(self.me, self.group);
+    }
+}
+
+fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> {
+    // A new session: no controlling terminal to inject keystrokes into, and a process
+    // group of its own that the server can kill as a last resort.
+    let _ = rustix::process::setsid();
+    rustix::process::set_child_subreaper(Some(getpid()))
+        .map_err(|e| format!("cannot become the command's subreaper: {e}"))?;
+    let mut policy = spec.policy.clone();
+    // The process limit: a cgroup where one can be made (it must be entered before Landlock
+    // closes /sys; the helper's own threads count, hence the margin), else the kernel's
+    // per-user limit, which counts every process of the user, not the command's: the ones
+    // already running beside it are allowed for. The helper's count below comes on top.
+    let mut process_limit = None;
+    if let Some(n) = spec.max_processes {
+        let cgroup = crate::cgroup::enter(n + HELPER_THREADS);
+        if let Some(dir) = &cgroup {
+            let _ = frame(out, CGROUP, dir.as_os_str().as_encoded_bytes());
+        }
+        process_limit = Some(if cgroup.is_some() {
+            ProcessLimit::Cgroup
+        } else if rustix::process::getuid().is_root() {
+            ProcessLimit::Watch
+        } else {
+            ProcessLimit::UserLimit
+        });
+    }
+    if let Some(n) = policy.limits.processes {
+        policy.limits.processes = Some(n + processes_of_user());
+    }
+    let mut applied: Applied = restrict_self(&policy).map_err(|e| e.to_string())?;
+    applied.process_limit = process_limit;
+    frame(
+        out,
+        STARTED,
+        &serde_json::to_vec(&applied).unwrap_or_default(),
+    )
+    .map_err(|e| format!("cannot answer the server: {e}"))?;
+
+    let mut child = Command::new(&spec.shell)
+        .arg("-c")
+        .arg(&spec.command)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "cannot start {} in {}: {e}",
+                spec.shell.display(),
+                spec.cwd.display()
+            )
+        })?;
+    let shell = Pid::from_child(&child);
+    let _ = frame(
+        out,
+        GROUP,
+        &(shell.as_raw_nonzero().get() as u32).to_le_bytes(),
+    );
+    let shared = Arc::new(Shared {
+        me: getpid(),
+        group: shell,
+        killed: Mutex::new(None),
+        done: AtomicBool::new(false),
+    });
+
+    let (relayed_tx, relayed_rx) = std::sync::mpsc::channel::<()>();
+    let relays: Vec<Box<dyn Read + Send>> = vec![
+        Box::new(child.stdout.take().expect("piped")),
+        Box::new(child.stderr.take().expect("piped")),
+    ];
+    for (kind, pipe) in [STDOUT, STDERR].into_iter().zip(relays) {
+        let (out, shared, tx) = (out.clone(), shared.clone(), relayed_tx.clone());
+        std::thread::spawn(move || {
+            relay(pipe, kind, &out, &shared);
+            let _ = tx.send(());
+        });
+    }
+    drop(relayed_tx);
+    {
+        // The server's end of stdin: a byte or its closing means "stop now".
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            let mut byte = [0u8; 1];
+            let _ = std::io::stdin().lock().read(&mut byte);
+            shared.kill_all(KillCause::Requested);
+        });
+    }
+    if let Some(max) = spec.max_processes {
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            while !shared.done.load(Ordering::Relaxed) {
+                std::thread::sleep(WATCH_INTERVAL);
+                let live = descendants(shared.me).iter().filter(|p| p.1 != 'Z').count();
+                if live as u64 > max {
+                    shared.kill_all(KillCause::ProcessLimit);
+                }
+            }
+        });
+    }
+
+    // Reap until the shell itself ends (orphans adopted meanwhile are reaped on the way).
+    let status = loop {
+        match rustix::process::wait(WaitOptions::empty()) {
+            Ok(Some((pid, status))) if pid == shell => break Some(status),
+            Ok(_) => continue,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => break None,
+        }
+    };
+    shared.done.store(true, Ordering::Relaxed);
+    let leftovers = kill_tree(shared.me, shared.group);
+    reap_all(Duration::from_secs(2));
+    // The relays end when the last writer is gone, which the kills just ensured.
+    let until = Instant::now() + Duration::from_secs(2);
+    for _ in 0..2 {
+        let left = until.saturating_duration_since(Instant::now());
+        if relayed_rx.recv_timeout(left).is_err() {
+            break;
+        }
+    }
+    let killed = *shared.killed.lock().unwrap_or_else(|e| e.into_inner());
+    Ok(Report {
+        exit_code: status.and_then(|s| s.exit_status()),
+        signal: status.and_then(|s| s.terminating_signal()),
+        killed,
+        leftovers,
+    })
+}
+
+/// Copies a pipe of the command to the server as frames. If the server cannot take them
+/// (it went away), the command is stopped.
+fn relay(mut pipe: Box<dyn Read + Send>, kind: u8, out: &Mutex<std::io::Stdout>, shared: &Shared) {
+    let mut buf = vec![0u8; 32 * 1024];
+    loop {
+        match pipe.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                if frame(out, kind, &buf[..n]).is_err() {
+                    shared.kill_all(KillCause::Requested);
+                    return;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        }
+    }
+}
+
+/// Kills every descendant of `me` until none is left alive; returns how many distinct
+/// processes were killed.
+///
+/// The command's process group goes first, in one signal: the kernel delivers it to every
+/// member and aborts a fork racing with it, so a fork bomb that stays in its group ends at
+/// once. What left the group (`setsid`, a daemon) is then found in `/proc` and killed; a
+/// process forked between a scan and the kills is caught by the next scan, and a killed
+/// process cannot fork, so the rounds end.
+fn kill_tree(me: Pid, group: Pid) -> usize {
+    let mut killed: std::collections::HashSet<i32> = descendants(me)
+        .into_iter()
+        .filter(|p| p.1 != 'Z')
+        .map(|p| p.0)
+        .collect();
+    let _ = rustix::process::kill_process_group(group, Signal::KILL);
+    for _ in 0..1000 {
+        let live: Vec<i32> = descendants(me)
+            .into_iter()
+            .filter(|p| p.1 != 'Z')
+            .map(|p| p.0)
+            .collect();
+        if live.is_empty() {
+            break;
+        }
+        for pid in live {
+            if let Some(p) = Pid::from_raw(pid) {
+                let _ = kill_process(p, Signal::KILL);
+                killed.insert(pid);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    killed.len()
+}
+
+/// Reaps every child (the killed processes were re-parented here), waiting at most `limit`
+/// for one stuck in the kernel.
+fn reap_all(limit: Duration) {
+    let until = Instant::now() + limit;
+    loop {
+        match rustix::process::wait(WaitOptions::NOHANG) {
+            Ok(Some(_)) => continue,
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(1)),
+            _ => return,
+        }
+    }
+}
+
+/// The processes below `me`: (pid, state letter) for each, from `/proc`.
+#[allow(clippy::disallowed_methods)] // /proc, not a workspace
+fn descendants(me: Pid) -> Vec<(i32, char)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut children: HashMap<i32, Vec<(i32, char)>> = HashMap::new();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if let Some((state, ppid)) = parse_stat(&stat) {
+            children.entry(ppid).or_default().push((pid, state));
+        }
+    }
+    let mut found = Vec::new();
+    let mut queue = vec![me.as_raw_nonzero().get()];
+    while let Some(parent) = queue.pop() {
+        for &(pid, state) in children.get(&parent).map(Vec::as_slice).unwrap_or(&[]) {
+            found.push((pid, state));
+            queue.push(pid);
+        }
+    }
+    found
+}
+
+/// The state letter and parent of a `/proc/<pid>/stat` line (the name in parentheses may
+/// hold spaces and parentheses itself, so fields are counted after its last `)`).
+fn parse_stat(stat: &str) -> Option<(char, i32)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+/// How many processes run as this process's user (counted where `/proc` lets us see).
+#[allow(clippy::disallowed_methods)] // /proc, not a workspace
+fn processes_of_user() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let uid = rustix::process::getuid().as_raw();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    dir.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .filter(|e| e.metadata().is_ok_and(|m| m.uid() == uid))
+        .count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_with_odd_names_parse() {
+        assert_eq!(parse_stat("42 (sh) S 7 42 42 0"), Some(('S', 7)));
+        assert_eq!(parse_stat("43 (a) b (c) Z 1 43"), Some(('Z', 1)));
+        assert_eq!(parse_stat("44 (x"), None);
+    }
+}

@@ -1,0 +1,375 @@
+//! The helper end to end: this test binary stands in for ringfence's (started again with
+//! `helper_entry`), the server side is [`ringfence_sandbox::run`]. A command is run the way
+//! `run_shell_command` runs it, and the tests look at what it printed, how it ended, and
+//! what is left running afterwards.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ringfence_sandbox::{
+    Ended, Exit, Helper, Limits, Network, Outcome, Policy, ProcessLimit, Spec, Stream, clean_env,
+    device_write_paths, system_read_paths,
+};
+
+const HELPER_ENV: &str = "RINGFENCE_SANDBOX_TEST_HELPER";
+
+/// The helper's side: only when started as the helper (an ordinary run passes at once).
+#[test]
+fn helper_entry() {
+    if std::env::var_os(HELPER_ENV).is_none() {
+        return;
+    }
+    std::process::exit(ringfence_sandbox::helper_main());
+}
+
+pub fn helper() -> Helper {
+    Helper {
+        program: std::env::current_exe().unwrap(),
+        args: [
+            "--exact",
+            "helper::helper_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ]
+        .map(String::from)
+        .to_vec(),
+        env: vec![(HELPER_ENV.to_owned(), "1".to_owned())],
+    }
+}
+
+/// A sandbox layout: `ws` (the writable root and working directory), `ro` (a read-only
+/// root), `tmp` (the call's private temporary directory) inside; `secret`, `data` (a data
+/// directory with its database) and `other` (another user's workspace) beside, outside
+/// every root.
+pub struct Layout {
+    pub dir: tempfile::TempDir,
+}
+
+impl Layout {
+    pub fn new() -> Layout {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            ("ws/a.txt", "ws content\n"),
+            ("ro/b.txt", "ro content\n"),
+            ("secret/c.txt", "SECRET-BESIDE\n"),
+            ("data/memory.db", "SECRET-DATA\n"),
+            ("other/notes.txt", "SECRET-OTHER\n"),
+        ];
+        for (path, text) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        std::fs::create_dir(dir.path().join("tmp")).unwrap();
+        Layout { dir }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn spec(&self, command: &str) -> Spec {
+        let ws = self.path("ws");
+        let tmp = self.path("tmp");
+        let mut read = system_read_paths();
+        read.push(self.path("ro"));
+        let mut write = vec![ws.clone(), tmp.clone()];
+        write.extend(device_write_paths());
+        let extra = [
+            ("RF_DIR".to_owned(), self.dir.path().display().to_string()),
+            ("RF_SERVER".to_owned(), std::process::id().to_string()),
+        ];
+        Spec {
+            shell: PathBuf::from("/bin/sh"),
+            command: command.to_owned(),
+            cwd: ws.clone(),
+            env: clean_env(&ws, &tmp, &extra),
+            policy: Policy {
+                read,
+                write,
+                limits: Limits::default(),
+                network: Network::None,
+                require_landlock: true,
+            },
+            max_processes: Some(64),
+        }
+    }
+}
+
+/// What a run gave: the outcome, stdout and stderr.
+pub struct Ran {
+    pub outcome: Outcome,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub async fn run_spec(spec: &Spec, timeout: Duration) -> Ran {
+    run_cancellable(spec, timeout, std::future::pending()).await
+}
+
+pub async fn run_cancellable(
+    spec: &Spec,
+    timeout: Duration,
+    cancel: impl std::future::Future<Output = ()>,
+) -> Ran {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let outcome = ringfence_sandbox::run(&helper(), spec, timeout, cancel, |s, b| match s {
+        Stream::Stdout => out.extend_from_slice(b),
+        Stream::Stderr => err.extend_from_slice(b),
+    })
+    .await
+    .unwrap_or_else(|e| panic!("the run failed: {e}"));
+    Ran {
+        outcome,
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: String::from_utf8_lossy(&err).into_owned(),
+    }
+}
+
+pub async fn sh(layout: &Layout, command: &str) -> Ran {
+    run_spec(&layout.spec(command), Duration::from_secs(30)).await
+}
+
+/// Running processes (not zombies) whose command line contains `marker`.
+#[allow(clippy::disallowed_methods)]
+pub fn running_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let state = std::fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim().to_owned()))
+            .unwrap_or_default();
+        if cmdline.contains(marker) && !state.starts_with('Z') && !cmdline.contains("--exact") {
+            found.push(cmdline);
+        }
+    }
+    found
+}
+
+/// Waits up to 2 s for no process to carry `marker` (a kill is asynchronous by a hair).
+pub async fn none_left(marker: &str) -> Vec<String> {
+    for _ in 0..100 {
+        if running_with(marker).is_empty() {
+            return Vec::new();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    running_with(marker)
+}
+
+fn unique(tag: &str) -> String {
+    format!("{tag}-{}-{}", std::process::id(), rand_suffix())
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+#[tokio::test]
+async fn output_exit_code_and_the_level_applied() {
+    let l = Layout::new();
+    let r = sh(&l, "echo out; echo err >&2; cat a.txt; exit 3").await;
+    assert_eq!(r.stdout, "out\nws content\n");
+    assert_eq!(r.stderr, "err\n");
+    assert_eq!(r.outcome.exit, Exit::Code(3));
+    assert_eq!(r.outcome.ended, None);
+    assert!(
+        r.outcome.applied.landlock_abi >= 1,
+        "{:?}",
+        r.outcome.applied
+    );
+    assert!(r.outcome.applied.seccomp && r.outcome.applied.no_new_privs);
+    assert_eq!(r.outcome.leftovers, 0);
+}
+
+#[tokio::test]
+async fn the_environment_is_exactly_the_clean_one_and_stdin_is_empty() {
+    let l = Layout::new();
+    let r = sh(&l, "env | cut -d= -f1 | sort | tr '\\n' ' '; cat; echo end").await;
+    // Nothing of the test process's environment (cargo's variables) is there.
+    assert_eq!(
+        r.stdout, "HOME LANG PATH PWD RF_DIR RF_SERVER TERM TMPDIR end\n",
+        "{}",
+        r.stderr
+    );
+    let r = sh(&l, "echo $HOME; echo $TMPDIR; echo $TERM").await;
+    assert_eq!(
+        r.stdout,
+        format!(
+            "{}\n{}\ndumb\n",
+            l.path("ws").display(),
+            l.path("tmp").display()
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_whole_tree_and_says_so() {
+    let l = Layout::new();
+    let m = unique("rf-timeout");
+    let cmd = format!(
+        "sleep 300 & (sleep 301 &) ; setsid sh -c 'sleep 302' & \
+         sh -c 'exec >&- 2>&-; sleep 303' & echo started; sleep 304 # {m}"
+    );
+    let started = std::time::Instant::now();
+    let r = run_spec(&l.spec(&cmd), Duration::from_secs(1)).await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(r.stdout, "started\n");
+    assert_eq!(r.outcome.ended, Some(Ended::Timeout));
+    assert_eq!(r.outcome.exit, Exit::Signal(9));
+    assert_eq!(none_left(&m).await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn background_jobs_and_daemons_do_not_outlive_the_command() {
+    let l = Layout::new();
+    let m = unique("rf-daemon");
+    let cmd = format!(
+        "sleep 310 & (sleep 311 &) & setsid sleep 312 & nohup sleep 313 >/dev/null 2>&1 & \
+         sh -c 'sh -c \"sleep 314 &\" &' ; sleep 0.2; echo done # {m}"
+    );
+    let r = sh(&l, &cmd).await;
+    assert_eq!(r.stdout, "done\n", "{}", r.stderr);
+    assert_eq!(r.outcome.exit, Exit::Code(0));
+    assert_eq!(r.outcome.ended, None);
+    assert!(r.outcome.leftovers >= 5, "{}", r.outcome.leftovers);
+    assert_eq!(none_left(&m).await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn cancelling_stops_the_command_at_once() {
+    let l = Layout::new();
+    let m = unique("rf-cancel");
+    let spec = l.spec(&format!("setsid sleep 320 & sleep 321 # {m}"));
+    let started = std::time::Instant::now();
+    let r = run_cancellable(
+        &spec,
+        Duration::from_secs(60),
+        tokio::time::sleep(Duration::from_millis(300)),
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(r.outcome.ended, Some(Ended::Cancelled));
+    assert_eq!(none_left(&m).await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn dropping_the_run_still_kills_the_command() {
+    let l = Layout::new();
+    let m = unique("rf-drop");
+    let spec = l.spec(&format!("setsid sleep 330 & sleep 331 # {m}"));
+    let run = run_spec(&spec, Duration::from_secs(60));
+    // The caller gives up (its task is aborted): the future is dropped mid-run.
+    let _ = tokio::time::timeout(Duration::from_millis(500), run).await;
+    assert_eq!(none_left(&m).await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_fork_bomb_meets_the_process_limit() {
+    let l = Layout::new();
+    let probe = sh(&l, "true").await;
+    let limit = probe.outcome.applied.process_limit;
+    if limit == Some(ProcessLimit::Watch) {
+        // Root without a cgroup: only the helper's count stands between a bomb and the
+        // machine's process table, which it would fill before being seen. Not run here.
+        eprintln!("skipped: no kernel process limit applies on this machine");
+        return;
+    }
+    let m = unique("rf-bomb");
+    let cmd = format!("b() {{ b | b & }}; b; sleep 3; echo survived # {m}");
+    let started = std::time::Instant::now();
+    let r = run_spec(&l.spec(&cmd), Duration::from_secs(20)).await;
+    // The kernel refused the forks beyond the limit (the shells say "Cannot fork"), or the
+    // helper saw too many processes and killed them all; either way the machine's process
+    // table stayed far from full and nothing is left.
+    let refused = r.stderr.contains("Cannot fork");
+    assert!(
+        refused || r.outcome.ended == Some(Ended::ProcessLimit),
+        "{:?} {}",
+        r.outcome,
+        &r.stderr[..r.stderr.len().min(500)]
+    );
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert_eq!(none_left(&m).await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_disk_filler_stops_at_the_file_size_limit() {
+    let l = Layout::new();
+    let mut spec = l.spec("dd if=/dev/zero of=big bs=1M count=100; echo dd=$?");
+    spec.policy.limits.file_size = Some(5 << 20);
+    let r = run_spec(&spec, Duration::from_secs(30)).await;
+    let size = std::fs::metadata(l.path("ws/big")).unwrap().len();
+    assert!(size <= 5 << 20, "{size}: {}", r.stdout);
+    // dd was stopped by SIGXFSZ (25): the shell reports 128 + 25.
+    assert_eq!(r.stdout, "dd=153\n", "{}", r.stderr);
+}
+
+#[tokio::test]
+async fn endless_output_is_passed_on_as_it_comes() {
+    let l = Layout::new();
+    // `yes` for a second: the caller gets it in pieces and memory does not grow with it
+    // (the channel is bounded; here the test just counts).
+    let mut total = 0usize;
+    let mut pieces = 0usize;
+    let outcome = ringfence_sandbox::run(
+        &helper(),
+        &l.spec("yes"),
+        Duration::from_secs(1),
+        std::future::pending(),
+        |_, b| {
+            total += b.len();
+            pieces += 1;
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome.ended, Some(Ended::Timeout));
+    assert!(total > 1 << 20, "{total}");
+    assert!(pieces > 10, "{pieces}");
+}
+
+#[tokio::test]
+async fn a_missing_working_directory_is_a_setup_error() {
+    let l = Layout::new();
+    let mut spec = l.spec("true");
+    spec.cwd = l.path("ws/missing");
+    let err = ringfence_sandbox::run(
+        &helper(),
+        &spec,
+        Duration::from_secs(10),
+        std::future::pending(),
+        |_, _| {},
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("cannot start /bin/sh in"), "{err}");
+}
+
+#[tokio::test]
+async fn a_helper_that_is_not_one_is_a_clear_error() {
+    let l = Layout::new();
+    let helper = Helper {
+        program: PathBuf::from("/bin/true"),
+        args: Vec::new(),
+        env: Vec::new(),
+    };
+    let err = ringfence_sandbox::run(
+        &helper,
+        &l.spec("true"),
+        Duration::from_secs(10),
+        std::future::pending(),
+        |_, _| {},
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("without a report"), "{err}");
+}
