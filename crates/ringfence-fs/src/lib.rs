@@ -30,7 +30,8 @@ pub use private::{
     PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, Reach, create_private_dir_all, make_private,
 };
 pub use root::{
-    Access, Root, RootOrigin, RootSpec, USER_PLACEHOLDER, normalize_lexically, user_dir_name,
+    Access, Root, RootOrigin, RootSpec, USER_PLACEHOLDER, normalize_lexically, paths_overlap,
+    user_dir_name,
 };
 pub use target::{EntryKind, Target, TargetState, WriteOptions};
 pub use walk::{WalkEntry, WalkOptions, WalkState, walk, walk_sorted};

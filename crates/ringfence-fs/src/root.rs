@@ -406,7 +406,7 @@ fn components_of(rest: &Path) -> Vec<String> {
 /// spellings (normalised lexically) and by their real locations: the longest existing part
 /// of each resolved on disk (symlinks followed), the rest appended. Used to keep client roots
 /// away from ringfence's data directory however either is spelled.
-pub(crate) fn paths_overlap(a: &Path, b: &Path) -> bool {
+pub fn paths_overlap(a: &Path, b: &Path) -> bool {
     let nested = |x: &Path, y: &Path| x.starts_with(y) || y.starts_with(x);
     let (a, b) = (normalize_lexically(a), normalize_lexically(b));
     if nested(&a, &b) {

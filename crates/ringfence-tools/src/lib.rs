@@ -20,6 +20,7 @@ pub mod memory;
 pub mod resources;
 pub mod runner;
 pub mod session;
+pub mod shell;
 pub mod spill;
 pub mod time;
 pub mod tool;

@@ -37,6 +37,8 @@ pub struct App {
     audit: Option<Arc<crate::audit::AuditFile>>,
     supervisor: Arc<Supervisor>,
     data_dir: std::path::PathBuf,
+    /// Families whose tools are not offered under this configuration, and why.
+    pub withheld: Vec<(&'static str, String)>,
 }
 
 impl App {
@@ -45,9 +47,15 @@ impl App {
     /// loading the model) starts now.
     pub fn build(config: &Config, background: bool) -> Result<App, String> {
         let sessions = Sessions::new(config)?;
-        let names = families::catalogue()
+        let mut names = families::catalogue()
             .select(&config.tools)
             .map_err(|e| e.to_string())?;
+        let withheld = families::withheld(config);
+        names.retain(|n| !withheld.iter().any(|(_, tools, _)| tools.contains(n)));
+        let withheld = withheld
+            .into_iter()
+            .map(|(family, _, why)| (family, why))
+            .collect();
         let supervisor = Supervisor::new();
         let env = FamilyEnv {
             config,
@@ -78,6 +86,7 @@ impl App {
             audit: None,
             supervisor,
             data_dir: config.data_dir.clone(),
+            withheld,
         })
     }
 

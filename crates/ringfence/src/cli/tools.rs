@@ -2,6 +2,8 @@
 
 use std::process::ExitCode;
 
+use std::io::Write;
+
 use clap::ValueEnum;
 
 use ringfence_tools::DefinitionFormat;
@@ -24,5 +26,12 @@ pub(super) fn run(app: &App, format: Format) -> ExitCode {
     };
     let defs = app.toolbox.definitions(f);
     print_out(&serde_json::to_string_pretty(&defs).unwrap_or_default());
+    // Beside the definitions (stdout stays pure JSON): what is off and how to turn it on.
+    for (family, why) in &app.withheld {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: the {family} tools are not offered: {why}"
+        );
+    }
     ExitCode::SUCCESS
 }

@@ -18,6 +18,7 @@ use crate::supervisor::Supervisor;
 pub mod files;
 pub mod images;
 pub mod memory;
+pub mod shell;
 pub mod web;
 
 /// What a plug may use to build its family.
@@ -45,6 +46,13 @@ pub trait FamilyPlug: Sync {
     /// when the configuration loads, for every family whether offered or not, so that any
     /// mistake stops the start; errors name the key or variable at fault.
     fn settings(&self, input: &SectionInput<'_>) -> Result<Self::Settings, ConfigError>;
+    /// Why the family's tools are not offered under these settings (a family that is off
+    /// until an operator turns it on), with how to turn them on; `None` offers them as the
+    /// tool selection says. Withheld tools are left out of every listing and call, and
+    /// `ringfence tools` prints the reason.
+    fn withheld(&self, _settings: &Self::Settings) -> Option<String> {
+        None
+    }
     /// Builds the family. Called only when at least one of its tools is offered.
     fn build(&self, settings: &Self::Settings, env: &FamilyEnv<'_>) -> Result<Family, String>;
 }
@@ -55,6 +63,7 @@ pub trait Plug: Sync {
     fn section(&self) -> Option<&'static str>;
     fn env_vars(&self) -> &'static [&'static str];
     fn resolve(&self, input: &SectionInput<'_>) -> Result<Arc<dyn Any + Send + Sync>, ConfigError>;
+    fn withheld(&self, config: &Config) -> Option<String>;
     fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, String>;
 }
 
@@ -71,6 +80,10 @@ impl<P: FamilyPlug> Plug for P {
     fn resolve(&self, input: &SectionInput<'_>) -> Result<Arc<dyn Any + Send + Sync>, ConfigError> {
         Ok(Arc::new(self.settings(input)?))
     }
+    fn withheld(&self, config: &Config) -> Option<String> {
+        let name = FamilyPlug::info(self).name;
+        FamilyPlug::withheld(self, config.families.get::<P::Settings>(name))
+    }
     fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, String> {
         let name = FamilyPlug::info(self).name;
         FamilyPlug::build(self, env.config.families.get::<P::Settings>(name), env)
@@ -83,6 +96,7 @@ pub const FAMILIES: &[&dyn Plug] = &[
     &memory::MemoryPlug,
     &web::WebPlug,
     &images::ImagesPlug,
+    &shell::ShellPlug,
 ];
 
 /// Whether `name` is a `RINGFENCE_*` variable the core or a family reads.
@@ -93,6 +107,17 @@ pub fn known_env_var(name: &str) -> bool {
 /// The catalogue of every family's tools, known before anything is built.
 pub fn catalogue() -> Catalogue {
     Catalogue::new(FAMILIES.iter().map(|p| p.info()))
+}
+
+/// The families withheld under `config`: (family name, its tool names, why).
+pub fn withheld(config: &Config) -> Vec<(&'static str, &'static [&'static str], String)> {
+    FAMILIES
+        .iter()
+        .filter_map(|p| {
+            p.withheld(config)
+                .map(|why| (p.info().name, p.info().tools, why))
+        })
+        .collect()
 }
 
 /// Builds the families that offer at least one of `selected`.

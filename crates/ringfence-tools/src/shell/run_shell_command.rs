@@ -1,0 +1,499 @@
+//! `run_shell_command` (seed 003): a command, run with `/bin/sh -c` in the sandbox.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ringfence_fs::Access;
+use ringfence_sandbox::{
+    Applied, Ended, Enforcement, Exit, Network, Policy, ProcessLimit, Spec, Stream, clean_env,
+    device_write_paths, system_read_paths,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::output::{Capture, Captured};
+use super::{ALWAYS_REFUSED, Running, ShellConfig};
+use crate::error::{ToolError, ToolErrorKind, ToolResult};
+use crate::tool::{Annotations, AsyncTool, BoxFuture, ToolContext, ToolOutput};
+
+/// Seconds a command may run unless the call says otherwise, and at most.
+pub const DEFAULT_TIMEOUT_SECS: f64 = 30.0;
+pub const MAX_TIMEOUT_SECS: f64 = 300.0;
+/// How often progress notifications may go out.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunShellCommandArgs {
+    /// The shell command to execute
+    pub command: String,
+    /// Directory for command execution (default: the current workspace)
+    #[serde(rename = "workingDirectory")]
+    pub working_directory: Option<String>,
+    /// Timeout in seconds (default: 30, max: 300)
+    pub timeout: Option<f64>,
+}
+
+pub struct RunShellCommand {
+    pub(crate) config: Arc<ShellConfig>,
+    pub(crate) running: Arc<Running>,
+}
+
+const DESCRIPTION: &str = "Execute a shell command (/bin/sh -c) and return its exit code, stdout and stderr. It runs in a kernel sandbox: it can write only inside the writable roots and its own temporary directory ($TMPDIR), read the roots and the system directories, and has no network unless the operator allowed it; privilege escalation (sudo, su) is refused. workingDirectory defaults to the current workspace and must lie inside a root. timeout: seconds, default 30, max 300; on timeout the command and every process it started are killed. Each stream shows up to 30,000 characters (beginning and end); the whole output is saved to a file whose path the result gives. stdin is empty; the environment is clean (PATH, HOME, LANG, TERM=dumb, TMPDIR).";
+
+impl AsyncTool for RunShellCommand {
+    type Args = RunShellCommandArgs;
+    const NAME: &'static str = "run_shell_command";
+    const FAMILY: &'static str = super::FAMILY;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const ANNOTATIONS: Annotations = Annotations {
+        title: "Run shell command",
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        open_world: true,
+    };
+
+    fn run(
+        self: Arc<Self>,
+        ctx: ToolContext,
+        args: RunShellCommandArgs,
+    ) -> BoxFuture<'static, ToolResult<ToolOutput>> {
+        Box::pin(async move { self.execute(ctx, args).await })
+    }
+}
+
+/// The first refused command word in `command`, if any: a word in command position
+/// (after `;`, `&`, `|`, `(`, `` ` ``, `$(`, a newline, or at the start), compared by its
+/// last path component. A courtesy only: spellings that dodge it meet the sandbox.
+pub fn refused_word(command: &str, extra: &[String]) -> Option<String> {
+    // Words with whether each stands in command position.
+    let mut words: Vec<(String, bool)> = Vec::new();
+    let mut word = String::new();
+    let mut command_position = true;
+    let mut word_in_position = true;
+    let flush = |word: &mut String, pos: bool, words: &mut Vec<(String, bool)>| {
+        if !word.is_empty() {
+            words.push((std::mem::take(word), pos));
+        }
+    };
+    for c in command.chars() {
+        if c.is_whitespace() && c != '\n' {
+            if !word.is_empty() {
+                flush(&mut word, word_in_position, &mut words);
+                command_position = false;
+            }
+        } else if ";&|()`\n".contains(c) {
+            flush(&mut word, word_in_position, &mut words);
+            command_position = true;
+        } else {
+            if word.is_empty() {
+                word_in_position = command_position;
+            }
+            word.push(c);
+        }
+    }
+    flush(&mut word, word_in_position, &mut words);
+    let mut keep_position = false;
+    for (word, pos) in words {
+        let pos = pos || keep_position;
+        let bare = word.trim_start_matches('$').trim_start_matches('\\');
+        let base = bare.rsplit('/').next().unwrap_or(bare);
+        if pos && (ALWAYS_REFUSED.contains(&base) || extra.iter().any(|e| e == base)) {
+            return Some(base.to_owned());
+        }
+        // Words that keep the next word in command position.
+        keep_position =
+            pos && matches!(base, "exec" | "env" | "nohup" | "command" | "time" | "nice");
+    }
+    None
+}
+
+impl RunShellCommand {
+    async fn execute(&self, ctx: ToolContext, args: RunShellCommandArgs) -> ToolResult<ToolOutput> {
+        let cfg = &self.config;
+        if args.command.trim().is_empty() {
+            return Err(ToolError::invalid(
+                "run_shell_command: command is empty; give the shell command to run",
+            ));
+        }
+        if args.command.contains('\0') {
+            return Err(ToolError::invalid(
+                "run_shell_command: command contains a NUL character, which no shell accepts",
+            ));
+        }
+        let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
+        if !timeout.is_finite() || timeout <= 0.0 || timeout > MAX_TIMEOUT_SECS {
+            return Err(ToolError::invalid(format!(
+                "run_shell_command: timeout must be more than 0 and at most {MAX_TIMEOUT_SECS} seconds (got {timeout})"
+            )));
+        }
+        if let Some(word) = refused_word(&args.command, &cfg.refused) {
+            return Err(ToolError::new(
+                ToolErrorKind::Refused,
+                format!(
+                    "run_shell_command: `{word}` is refused: commands run with the user's own rights and no way to gain others (the sandbox would refuse it too). Run the command without it"
+                ),
+            ));
+        }
+        let workspace = &ctx.session.workspace;
+        // Opening the current root makes it where it is made on first use (the default
+        // workspace, a user's own); a configured root that is missing fails here, by name.
+        workspace.current_root().dir()?;
+        let cwd = match args.working_directory.as_deref() {
+            Some(dir) if !dir.trim().is_empty() => {
+                let target = workspace.resolve(dir)?;
+                if !target.exists() {
+                    return Err(ToolError::new(
+                        ToolErrorKind::NotFound,
+                        format!(
+                            "run_shell_command: workingDirectory {} does not exist",
+                            target.display()
+                        ),
+                    ));
+                }
+                if !target.is_dir() {
+                    return Err(ToolError::new(
+                        ToolErrorKind::WrongType,
+                        format!(
+                            "run_shell_command: workingDirectory {} is not a directory",
+                            target.display()
+                        ),
+                    ));
+                }
+                target.absolute()
+            }
+            _ => workspace.current().absolute(),
+        };
+        let mut read = Vec::new();
+        let mut write = Vec::new();
+        for root in workspace.roots().iter() {
+            let path = root.absolute_path().to_path_buf();
+            if let Some(p) = cfg.protected.iter().find(|p| contains_protected(&path, p)) {
+                return Err(ToolError::new(
+                    ToolErrorKind::Refused,
+                    format!(
+                        "run_shell_command: the root {} overlaps ringfence's data directory ({}), which commands must not reach; the kernel sandbox cannot exclude a directory inside a root. An operator must move the data directory (RINGFENCE_DATA_DIR) out of the roots or narrow the root",
+                        root.label(),
+                        p.display()
+                    ),
+                ));
+            }
+            match root.access() {
+                Access::ReadOnly => read.push(path),
+                Access::ReadWrite => write.push(path),
+            }
+        }
+        let _slot = self
+            .running
+            .take(ctx.session.user(), cfg.concurrent_per_user)
+            .map_err(|n| {
+                ToolError::new(
+                    ToolErrorKind::Refused,
+                    format!(
+                        "run_shell_command: {n} of your commands are running already (at most {} at once); wait for one to finish",
+                        cfg.concurrent_per_user
+                    ),
+                )
+            })?;
+        let tmp = PrivateTmp::create()?;
+        let home = workspace.current().absolute();
+        let (read, write, network) = if cfg.sandbox {
+            let mut r = system_read_paths();
+            r.extend(read);
+            let mut w = write;
+            w.push(tmp.path.clone());
+            w.extend(device_write_paths());
+            (r, w, cfg.network)
+        } else {
+            (Vec::new(), vec![PathBuf::from("/")], Network::Full)
+        };
+        let spec = Spec {
+            shell: PathBuf::from("/bin/sh"),
+            command: args.command.clone(),
+            cwd: cwd.clone(),
+            env: clean_env(&home, &tmp.path, &cfg.env),
+            policy: Policy {
+                read,
+                write,
+                limits: cfg.limits,
+                network,
+                require_landlock: cfg.sandbox,
+            },
+            max_processes: Some(cfg.max_processes),
+        };
+
+        let mut out = Capture::new(cfg.shown_chars);
+        let mut err = Capture::new(cfg.shown_chars);
+        let started = Instant::now();
+        let mut last_progress = Instant::now();
+        let progress = ctx.progress.clone();
+        let spill = ctx.spill.clone();
+        let cancel = ctx.cancel.clone();
+        let result = ringfence_sandbox::run(
+            &cfg.helper,
+            &spec,
+            Duration::from_secs_f64(timeout),
+            async move { cancel.cancelled().await },
+            |stream, bytes| {
+                match stream {
+                    Stream::Stdout => out.push(bytes, &spill),
+                    Stream::Stderr => err.push(bytes, &spill),
+                }
+                if progress.is_enabled() && last_progress.elapsed() >= PROGRESS_EVERY {
+                    last_progress = Instant::now();
+                    let mut lines = out.take_lines();
+                    lines.extend(err.take_lines());
+                    if !lines.is_empty() {
+                        progress.report(
+                            started.elapsed().as_secs_f64(),
+                            Some(timeout),
+                            lines.join("\n"),
+                        );
+                    }
+                }
+            },
+        )
+        .await;
+        drop(tmp);
+        let outcome = result.map_err(|e| {
+            ToolError::new(
+                ToolErrorKind::Unavailable,
+                format!("run_shell_command: the command could not be run: {e}"),
+            )
+        })?;
+        if outcome.ended == Some(Ended::Cancelled) {
+            return Err(ToolError::cancelled());
+        }
+        let out = out.finish();
+        let err = err.finish();
+        Ok(render(
+            &args.command,
+            &cwd,
+            timeout,
+            cfg.sandbox,
+            network,
+            &outcome,
+            out,
+            err,
+        ))
+    }
+}
+
+/// Whether granting `root` would grant `protected` (the root is it or holds it). A root
+/// inside the protected directory (the default workspace under the data directory) grants
+/// only itself.
+fn contains_protected(root: &Path, protected: &Path) -> bool {
+    let root_n = ringfence_fs::normalize_lexically(root);
+    let prot_n = ringfence_fs::normalize_lexically(protected);
+    let strictly_inside = root_n != prot_n && root_n.starts_with(&prot_n);
+    ringfence_fs::paths_overlap(root, protected) && !strictly_inside
+}
+
+/// The command's private temporary directory (0700, removed with everything in it).
+struct PrivateTmp {
+    path: PathBuf,
+}
+
+impl PrivateTmp {
+    fn create() -> ToolResult<PrivateTmp> {
+        let path = std::env::temp_dir().join(format!("ringfence-cmd-{}", uuid::Uuid::new_v4()));
+        ringfence_fs::create_private_dir_all(&path).map_err(|e| {
+            ToolError::new(
+                ToolErrorKind::Io,
+                format!("run_shell_command: cannot make the command's temporary directory: {e}"),
+            )
+        })?;
+        Ok(PrivateTmp { path })
+    }
+}
+
+impl Drop for PrivateTmp {
+    #[allow(clippy::disallowed_methods)] // ringfence's own temporary directory, not a root
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        31 => "SIGSYS",
+        _ => "signal",
+    }
+}
+
+/// One line on the sandbox that held.
+fn sandbox_line(enabled: bool, network: Network, applied: &Applied) -> String {
+    if !enabled {
+        return "OFF (the operator set [shell] sandbox = \"off\": the command could reach everything ringfence can)".to_owned();
+    }
+    let landlock = match applied.enforcement {
+        Enforcement::Full => format!("Landlock ABI {} (full)", applied.landlock_abi),
+        Enforcement::Partial => format!(
+            "Landlock ABI {} (partial: an older kernel)",
+            applied.landlock_abi
+        ),
+        Enforcement::None => "no Landlock".to_owned(),
+    };
+    let mut parts = vec![landlock];
+    if applied.scoped {
+        parts.push("signals and abstract sockets scoped".into());
+    }
+    parts.push(if applied.seccomp {
+        format!("seccomp filter (network {})", network.as_str())
+    } else {
+        "no seccomp filter on this architecture".into()
+    });
+    if applied.no_new_privs {
+        parts.push("no_new_privs".into());
+    }
+    parts.push(match applied.process_limit {
+        Some(ProcessLimit::Cgroup) => "process limit: cgroup".into(),
+        Some(ProcessLimit::UserLimit) => "process limit: per-user rlimit".into(),
+        Some(ProcessLimit::Watch) => "process limit: watched only".into(),
+        None => "no process limit".into(),
+    });
+    parts.join(", ")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn render(
+    command: &str,
+    cwd: &Path,
+    timeout: f64,
+    sandbox: bool,
+    network: Network,
+    outcome: &ringfence_sandbox::Outcome,
+    out: Captured,
+    err: Captured,
+) -> ToolOutput {
+    let (exit_code, signal) = match outcome.exit {
+        Exit::Code(c) => (Some(c), None),
+        Exit::Signal(s) => (None, Some(s)),
+    };
+    let status = match (outcome.ended, outcome.exit) {
+        (Some(Ended::Timeout), _) => format!(
+            "Timed out after {timeout} s: the command and every process it started were killed"
+        ),
+        (Some(Ended::ProcessLimit), _) => {
+            "Stopped: the command had more processes at once than allowed; all of them were killed"
+                .to_owned()
+        }
+        (_, Exit::Code(c)) => format!("Exit code: {c}"),
+        (_, Exit::Signal(s)) => format!("Killed by signal {s} ({})", signal_name(s)),
+    };
+    let secs = outcome.duration.as_secs_f64();
+    let mut text = format!(
+        "{status}\nDuration: {secs:.2} s\nWorking directory: {}\nSandbox: {}\n",
+        cwd.display(),
+        sandbox_line(sandbox, network, &outcome.applied)
+    );
+    if outcome.leftovers > 0 {
+        text.push_str(&format!(
+            "Background processes still running when the command ended were killed: {}\n",
+            outcome.leftovers
+        ));
+    }
+    for (name, c) in [("stdout", &out), ("stderr", &err)] {
+        if c.bytes == 0 {
+            text.push_str(&format!("\n{name}: (empty)\n"));
+            continue;
+        }
+        text.push_str(&format!("\n{name}:\n{}", c.text));
+        if !c.text.ends_with('\n') {
+            text.push('\n');
+        }
+        if c.truncated {
+            match &c.file {
+                Some(path) => text.push_str(&format!(
+                    "[{name} cut to {} characters; {}{}]\n",
+                    c.text.chars().count(),
+                    crate::spill::saved_notice(path),
+                    c.spill_note
+                        .as_ref()
+                        .map(|n| format!(" ({n})"))
+                        .unwrap_or_default()
+                )),
+                None => text.push_str(&format!(
+                    "[{name} cut; the whole output could not be saved: {}]\n",
+                    c.spill_note.as_deref().unwrap_or("unknown reason")
+                )),
+            }
+        }
+    }
+    let structured = json!({
+        "command": command,
+        "exitCode": exit_code,
+        "signal": signal,
+        "timedOut": outcome.ended == Some(Ended::Timeout),
+        "processLimitExceeded": outcome.ended == Some(Ended::ProcessLimit),
+        "stdout": out.text,
+        "stderr": err.text,
+        "stdoutTruncated": out.truncated,
+        "stderrTruncated": err.truncated,
+        "stdoutFile": out.file,
+        "stderrFile": err.file,
+        "stdoutBytes": out.bytes,
+        "stderrBytes": err.bytes,
+        "durationMs": outcome.duration.as_millis() as u64,
+        "workingDirectory": cwd,
+        "backgroundProcessesKilled": outcome.leftovers,
+        "sandbox": {
+            "enabled": sandbox,
+            "landlockAbi": outcome.applied.landlock_abi,
+            "enforcement": outcome.applied.enforcement,
+            "scoped": outcome.applied.scoped,
+            "seccomp": outcome.applied.seccomp,
+            "noNewPrivs": outcome.applied.no_new_privs,
+            "network": network.as_str(),
+            "processLimit": outcome.applied.process_limit,
+        },
+    });
+    ToolOutput::text(text).with_structured(structured)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_words_in_command_position() {
+        let none: Vec<String> = Vec::new();
+        assert_eq!(refused_word("sudo ls", &none).as_deref(), Some("sudo"));
+        assert_eq!(refused_word("ls; su -c id", &none).as_deref(), Some("su"));
+        assert_eq!(
+            refused_word("ls && /usr/bin/sudo x", &none).as_deref(),
+            Some("sudo")
+        );
+        assert_eq!(
+            refused_word("echo $(sudo id)", &none).as_deref(),
+            Some("sudo")
+        );
+        assert_eq!(refused_word("env sudo id", &none).as_deref(), Some("sudo"));
+        assert_eq!(refused_word("\\su", &none).as_deref(), Some("su"));
+        // Not in command position: an argument.
+        assert_eq!(refused_word("echo sudo", &none), None);
+        assert_eq!(refused_word("grep -r su .", &none), None);
+        assert_eq!(refused_word("ls", &none), None);
+        let extra = vec!["shutdown".to_owned()];
+        assert_eq!(
+            refused_word("shutdown -h now", &extra).as_deref(),
+            Some("shutdown")
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! `[shell]`: whether `run_shell_command` is offered and how commands run — the table as
+//! written, then resolved. `RINGFENCE_SHELL_ENABLED` overrides `enabled`.
+
+use ringfence_sandbox::{Limits, Network};
+use serde::Deserialize;
+
+use crate::config::{ConfigError, SectionInput};
+
+/// The family's table in the configuration file.
+pub const SECTION: &str = "shell";
+/// `true` turns the shell on (over `[shell] enabled`).
+pub const RINGFENCE_SHELL_ENABLED: &str = "RINGFENCE_SHELL_ENABLED";
+/// The variables this family reads.
+pub const ENV_VARS: &[&str] = &[RINGFENCE_SHELL_ENABLED];
+
+/// `[shell]`, as written.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShellTable {
+    /// Offer run_shell_command (default false).
+    enabled: Option<bool>,
+    /// "none" (default) or "full".
+    network: Option<String>,
+    /// "on" (default) or "off" (commands run unconfined; logged as a warning).
+    sandbox: Option<String>,
+    /// Names of ringfence's own environment variables passed on to commands.
+    env: Option<Vec<String>>,
+    /// Command words refused besides sudo, su, doas, pkexec and runuser.
+    blocked: Option<Vec<String>>,
+    /// Processes one command may have at once (default 256).
+    max_processes: Option<u64>,
+    /// Open files per process (default 1024).
+    max_open_files: Option<u64>,
+    /// The largest file a command may write, in megabytes (default 1024).
+    max_file_size_mb: Option<u64>,
+    /// CPU seconds per process (default 300).
+    max_cpu_secs: Option<u64>,
+    /// Address space per process, in megabytes (default 4096).
+    max_memory_mb: Option<u64>,
+    /// Commands one user may run at once (default 4).
+    concurrent_per_user: Option<usize>,
+}
+
+/// The resolved `[shell]` settings.
+#[derive(Debug, Clone)]
+pub struct ShellSettings {
+    pub enabled: bool,
+    pub network: Network,
+    pub sandbox: bool,
+    /// Passed-on variables with their values (read when the configuration loads).
+    pub env: Vec<(String, String)>,
+    pub blocked: Vec<String>,
+    pub limits: Limits,
+    pub max_processes: u64,
+    pub concurrent_per_user: usize,
+}
+
+impl ShellSettings {
+    pub fn resolve(input: &SectionInput<'_>) -> Result<ShellSettings, ConfigError> {
+        let t: ShellTable = input.table(SECTION)?;
+        let key = |k: &str| format!("{SECTION}.{k}");
+        let mut enabled = t.enabled.unwrap_or(false);
+        if let Some(v) = input
+            .env
+            .get(RINGFENCE_SHELL_ENABLED)
+            .filter(|v| !v.trim().is_empty())
+        {
+            enabled = match v.trim() {
+                "true" | "1" | "yes" => true,
+                "false" | "0" | "no" => false,
+                other => {
+                    return Err(ConfigError::invalid(
+                        RINGFENCE_SHELL_ENABLED,
+                        format!("`{other}` is not true or false"),
+                    ));
+                }
+            };
+        }
+        let network = match t.network.as_deref().map(str::trim) {
+            None | Some("none") => Network::None,
+            Some("full") => Network::Full,
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    key("network"),
+                    format!("`{other}` is not \"none\" or \"full\""),
+                ));
+            }
+        };
+        let sandbox = match t.sandbox.as_deref().map(str::trim) {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    key("sandbox"),
+                    format!("`{other}` is not \"on\" or \"off\""),
+                ));
+            }
+        };
+        let mut env = Vec::new();
+        for name in t.env.unwrap_or_default() {
+            let valid = !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit());
+            if !valid {
+                return Err(ConfigError::invalid(
+                    key("env"),
+                    format!("`{name}` is not a variable name"),
+                ));
+            }
+            if matches!(name.as_str(), "HOME" | "TMPDIR" | "TERM") {
+                return Err(ConfigError::invalid(
+                    key("env"),
+                    format!(
+                        "`{name}` is set by ringfence for every command and cannot be passed on"
+                    ),
+                ));
+            }
+            if let Some(value) = input.env.get(&name) {
+                env.push((name, value));
+            }
+        }
+        let positive = |name: &str, v: Option<u64>, default: u64, max: u64| match v {
+            None => Ok(default),
+            Some(n) if (1..=max).contains(&n) => Ok(n),
+            Some(n) => Err(ConfigError::invalid(
+                key(name),
+                format!("{n} is out of range: 1 to {max}"),
+            )),
+        };
+        let max_processes = positive("max_processes", t.max_processes, 256, 100_000)?;
+        let limits = Limits {
+            processes: Some(max_processes),
+            open_files: Some(positive("max_open_files", t.max_open_files, 1024, 1 << 20)?),
+            file_size: Some(positive("max_file_size_mb", t.max_file_size_mb, 1024, 1 << 30)? << 20),
+            cpu_secs: Some(positive("max_cpu_secs", t.max_cpu_secs, 300, 86_400)?),
+            address_space: Some(positive("max_memory_mb", t.max_memory_mb, 4096, 1 << 30)? << 20),
+        };
+        let concurrent_per_user = positive(
+            "concurrent_per_user",
+            t.concurrent_per_user.map(|n| n as u64),
+            4,
+            1000,
+        )? as usize;
+        Ok(ShellSettings {
+            enabled,
+            network,
+            sandbox,
+            env,
+            blocked: t.blocked.unwrap_or_default(),
+            limits,
+            max_processes,
+            concurrent_per_user,
+        })
+    }
+}

@@ -1,0 +1,58 @@
+//! The shell family: `run_shell_command` in the kernel sandbox, withheld unless an operator
+//! turned it on (`[shell] enabled = true` or `RINGFENCE_SHELL_ENABLED=true`).
+
+use ringfence_sandbox::Helper;
+use ringfence_tools::shell::{self as family, ShellConfig};
+use ringfence_tools::{Family, FamilyInfo};
+
+use super::{FamilyEnv, FamilyPlug};
+use crate::config::{ConfigError, SectionInput};
+
+mod config;
+
+pub use config::ShellSettings;
+
+pub struct ShellPlug;
+
+impl FamilyPlug for ShellPlug {
+    type Settings = ShellSettings;
+    const SECTION: Option<&'static str> = Some(config::SECTION);
+    const ENV_VARS: &'static [&'static str] = config::ENV_VARS;
+
+    fn info(&self) -> &'static FamilyInfo {
+        &family::INFO
+    }
+
+    fn settings(&self, input: &SectionInput<'_>) -> Result<ShellSettings, ConfigError> {
+        ShellSettings::resolve(input)
+    }
+
+    fn withheld(&self, settings: &ShellSettings) -> Option<String> {
+        (!settings.enabled).then(|| {
+            format!(
+                "shell commands are off: set [shell] enabled = true in the configuration file or {}=true to offer run_shell_command",
+                config::RINGFENCE_SHELL_ENABLED
+            )
+        })
+    }
+
+    fn build(&self, settings: &ShellSettings, env: &FamilyEnv<'_>) -> Result<Family, String> {
+        let helper = Helper::current_exe()
+            .map_err(|e| format!("cannot find ringfence's own binary for the sandbox: {e}"))?;
+        if !settings.sandbox && settings.enabled && env.background {
+            tracing::warn!(
+                "[shell] sandbox = \"off\": commands run WITHOUT the kernel sandbox and can reach everything ringfence can"
+            );
+        }
+        let mut cfg = ShellConfig::new(helper);
+        cfg.network = settings.network;
+        cfg.sandbox = settings.sandbox;
+        cfg.env = settings.env.clone();
+        cfg.refused = settings.blocked.clone();
+        cfg.limits = settings.limits;
+        cfg.max_processes = settings.max_processes;
+        cfg.concurrent_per_user = settings.concurrent_per_user;
+        cfg.protected = vec![env.config.data_dir.clone()];
+        Ok(family::family(cfg))
+    }
+}
