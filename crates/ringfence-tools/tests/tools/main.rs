@@ -14,5 +14,6 @@ mod own_tools;
 mod privileges;
 mod read_file;
 mod runner;
+mod shell;
 mod web;
 mod write_edit;

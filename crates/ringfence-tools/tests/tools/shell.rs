@@ -1,0 +1,293 @@
+//! run_shell_command through the tool: results, argument errors, the working directory and
+//! roots, timeouts and cancellation, capped output with its spill file, progress, the
+//! courtesy refusal, per-user concurrency, the data-directory guard and the environment.
+//! This test binary stands in for ringfence's as the sandbox helper (`helper_entry`).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ringfence_fs::Access;
+use ringfence_sandbox::Helper;
+use ringfence_tools::shell::{self, ShellConfig};
+use ringfence_tools::{Limits, Progress, ToolErrorKind, Toolbox};
+use serde_json::{Value, json};
+
+use crate::common::Fx;
+
+const HELPER_ENV: &str = "RINGFENCE_TOOLS_TEST_HELPER";
+
+/// The sandbox helper's side, when this binary is started as one.
+#[test]
+fn helper_entry() {
+    if std::env::var_os(HELPER_ENV).is_none() {
+        return;
+    }
+    std::process::exit(ringfence_sandbox::helper_main());
+}
+
+fn config() -> ShellConfig {
+    let mut cfg = ShellConfig::new(Helper {
+        program: std::env::current_exe().unwrap(),
+        args: ["--exact", "shell::helper_entry", "--nocapture", "--test-threads", "1"]
+            .map(String::from)
+            .to_vec(),
+        env: vec![(HELPER_ENV.to_owned(), "1".to_owned())],
+    });
+    cfg.max_processes = 64;
+    cfg
+}
+
+fn fx_with(cfg: ShellConfig, roots: &[(&str, Access)]) -> Fx {
+    let mut fx = Fx::with_roots(Limits::default(), &[], roots);
+    fx.toolbox = Toolbox::of(&[shell::family(cfg)]);
+    fx
+}
+
+fn fx() -> Fx {
+    fx_with(config(), &[("ws", Access::ReadWrite)])
+}
+
+async fn run(fx: &Fx, args: Value) -> (String, Value) {
+    let out = fx
+        .call_full("run_shell_command", args.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{args}: {:?} {}", e.kind, e.message));
+    (out.all_text(), out.structured.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_reports_exit_code_streams_and_the_sandbox() {
+    let fx = fx();
+    fx.write("a.txt", "hello\n");
+    let (text, s) = run(&fx, json!({"command": "cat a.txt; echo oops >&2; exit 7"})).await;
+    assert!(text.starts_with("Exit code: 7\n"), "{text}");
+    assert!(text.contains("\nstdout:\nhello\n"), "{text}");
+    assert!(text.contains("\nstderr:\noops\n"), "{text}");
+    assert!(text.contains("Sandbox: Landlock ABI"), "{text}");
+    assert_eq!(s["exitCode"], 7);
+    assert_eq!(s["stdout"], "hello\n");
+    assert_eq!(s["stderr"], "oops\n");
+    assert_eq!(s["timedOut"], false);
+    assert_eq!(s["sandbox"]["enabled"], true);
+    assert_eq!(s["sandbox"]["seccomp"], true);
+    assert_eq!(s["sandbox"]["network"], "none");
+    assert_eq!(s["workingDirectory"], fx.root.display().to_string());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_arguments_name_the_problem() {
+    let fx = fx();
+    for (args, needle) in [
+        (json!({"command": "  "}), "command is empty"),
+        (json!({"command": "true", "timeout": 0}), "at most 300"),
+        (json!({"command": "true", "timeout": 301}), "at most 300"),
+        (json!({"command": "true", "timeout": -5}), "more than 0"),
+        (json!({"command": "true", "cwd": "x"}), "unknown field"),
+        (json!({}), "missing field `command`"),
+    ] {
+        let e = fx.err("run_shell_command", args.clone()).await;
+        assert_eq!(e.kind, ToolErrorKind::InvalidArgument, "{args}");
+        assert!(e.message.contains(needle), "{args}: {}", e.message);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_working_directory_follows_the_containment_rules() {
+    let fx = fx();
+    std::fs::create_dir_all(fx.path("sub/dir")).unwrap();
+    fx.write("file.txt", "x");
+    let (_, s) = run(&fx, json!({"command": "pwd", "workingDirectory": "sub/dir"})).await;
+    assert_eq!(s["stdout"], format!("{}\n", fx.path("sub/dir").display()));
+    let outside = fx.tmp.path().join("outside").display().to_string();
+    let e = fx
+        .err("run_shell_command", json!({"command": "pwd", "workingDirectory": outside}))
+        .await;
+    assert_eq!(e.kind, ToolErrorKind::OutsideWorkspace, "{}", e.message);
+    let e = fx
+        .err("run_shell_command", json!({"command": "pwd", "workingDirectory": "../outside"}))
+        .await;
+    assert_eq!(e.kind, ToolErrorKind::OutsideWorkspace, "{}", e.message);
+    let e = fx
+        .err("run_shell_command", json!({"command": "pwd", "workingDirectory": "missing"}))
+        .await;
+    assert_eq!(e.kind, ToolErrorKind::NotFound, "{}", e.message);
+    let e = fx
+        .err("run_shell_command", json!({"command": "pwd", "workingDirectory": "file.txt"}))
+        .await;
+    assert_eq!(e.kind, ToolErrorKind::WrongType, "{}", e.message);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_only_root_is_read_only_to_commands_and_outside_is_out_of_reach() {
+    let fx = fx_with(
+        config(),
+        &[("ws", Access::ReadWrite), ("ro", Access::ReadOnly)],
+    );
+    std::fs::write(fx.tmp.path().join("ro/r.txt"), "ro text\n").unwrap();
+    std::fs::write(fx.tmp.path().join("outside/secret.txt"), "SECRET\n").unwrap();
+    let ro = fx.tmp.path().join("ro");
+    let outside = fx.tmp.path().join("outside");
+    let cmd = format!(
+        "cat {ro}/r.txt; echo x > {ro}/new.txt; cat {out}/secret.txt; echo y > {out}/y.txt; echo made > here.txt",
+        ro = ro.display(),
+        out = outside.display()
+    );
+    let (_, s) = run(&fx, json!({ "command": cmd })).await;
+    assert_eq!(s["stdout"], "ro text\n");
+    let stderr = s["stderr"].as_str().unwrap();
+    assert_eq!(stderr.matches("Permission denied").count(), 3, "{stderr}");
+    assert!(!ro.join("new.txt").exists());
+    assert!(!outside.join("y.txt").exists());
+    assert_eq!(fx.read_str("here.txt"), "made\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timeout_kills_the_command_and_says_so() {
+    let fx = fx();
+    let started = std::time::Instant::now();
+    let (text, s) = run(
+        &fx,
+        json!({"command": "echo before; sleep 30; echo after", "timeout": 0.5}),
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(text.starts_with("Timed out after 0.5 s"), "{text}");
+    assert_eq!(s["timedOut"], true);
+    assert_eq!(s["stdout"], "before\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelling_the_call_stops_the_command() {
+    let fx = fx();
+    let cancel = fx.ctx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel.cancel();
+    });
+    let started = std::time::Instant::now();
+    let e = fx
+        .err("run_shell_command", json!({"command": "sleep 30"}))
+        .await;
+    assert_eq!(e.kind, ToolErrorKind::Cancelled);
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn long_output_is_cut_and_saved_whole() {
+    let mut cfg = config();
+    cfg.shown_chars = 1000;
+    let fx = fx_with(cfg, &[("ws", Access::ReadWrite)]);
+    let (text, s) = run(&fx, json!({"command": "seq 1 100000; echo small >&2"})).await;
+    assert_eq!(s["stdoutTruncated"], true);
+    assert_eq!(s["stderrTruncated"], false);
+    assert_eq!(s["stderr"], "small\n");
+    let shown = s["stdout"].as_str().unwrap();
+    assert!(shown.starts_with("1\n2\n3\n"), "{shown}");
+    assert!(shown.ends_with("99999\n100000\n"), "{shown}");
+    assert!(shown.chars().count() < 1200, "{}", shown.len());
+    let file = s["stdoutFile"].as_str().unwrap();
+    let expected: String = (1..=100000).map(|n| format!("{n}\n")).collect();
+    assert_eq!(std::fs::read_to_string(file).unwrap(), expected);
+    assert!(text.contains(file), "{text}");
+    assert_eq!(s["stdoutBytes"], expected.len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_carries_new_lines_while_it_runs() {
+    let mut fx = fx();
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = seen.clone();
+    fx.ctx.progress = Progress::new(move |u| {
+        sink.lock().unwrap().push(u.message.unwrap_or_default());
+    });
+    run(
+        &fx,
+        json!({"command": "for i in 1 2 3 4; do echo line$i; sleep 0.4; done"}),
+    )
+    .await;
+    let seen = seen.lock().unwrap().join("\n");
+    assert!(seen.contains("line2") && seen.contains("line3"), "{seen}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn privilege_words_are_refused_at_once_and_bypasses_meet_the_sandbox() {
+    let fx = fx();
+    for cmd in ["sudo id", "ls; su -c id", "echo $(sudo id)"] {
+        let e = fx.err("run_shell_command", json!({ "command": cmd })).await;
+        assert_eq!(e.kind, ToolErrorKind::Refused, "{cmd}");
+        assert!(e.message.contains("is refused"), "{}", e.message);
+    }
+    // Spelled past the list: it runs, and gains nothing (no capability, whoever we are).
+    let (_, s) = run(
+        &fx,
+        json!({"command": "s''u -c 'grep CapEff /proc/self/status' 2>&1; grep CapEff /proc/self/status"}),
+    )
+    .await;
+    let stdout = s["stdout"].as_str().unwrap();
+    assert!(
+        stdout.contains("CapEff:\t0000000000000000"),
+        "{stdout} / {}",
+        s["stderr"]
+    );
+    assert!(!stdout.contains("CapEff:\t000001"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_user_may_run_only_so_many_commands_at_once() {
+    let mut cfg = config();
+    cfg.concurrent_per_user = 1;
+    let fx = Arc::new(fx_with(cfg, &[("ws", Access::ReadWrite)]));
+    let first = {
+        let fx = fx.clone();
+        tokio::spawn(async move {
+            fx.call("run_shell_command", json!({"command": "sleep 1.5"}))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let e = fx
+        .err("run_shell_command", json!({"command": "true"}))
+        .await;
+    assert_eq!(e.kind, ToolErrorKind::Refused);
+    assert!(e.message.contains("at most 1 at once"), "{}", e.message);
+    first.await.unwrap().unwrap();
+    // The slot is free again.
+    fx.ok("run_shell_command", json!({"command": "true"})).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_root_holding_the_data_directory_is_refused() {
+    let mut cfg = config();
+    let fx0 = Fx::new();
+    cfg.protected = vec![fx0.root.join("data")];
+    let mut fx = fx0;
+    fx.toolbox = Toolbox::of(&[shell::family(cfg)]);
+    let e = fx
+        .err("run_shell_command", json!({"command": "true"}))
+        .await;
+    assert_eq!(e.kind, ToolErrorKind::Refused);
+    assert!(e.message.contains("data directory"), "{}", e.message);
+    // A root inside the protected directory (the default workspace) is fine.
+    let mut cfg = config();
+    cfg.protected = vec![fx.tmp.path().to_path_buf()];
+    fx.toolbox = Toolbox::of(&[shell::family(cfg)]);
+    fx.ok("run_shell_command", json!({"command": "true"})).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_environment_is_clean_plus_the_operators_variables() {
+    let mut cfg = config();
+    cfg.env = vec![("PROJECT_MODE".to_owned(), "test".to_owned())];
+    let fx = fx_with(cfg, &[("ws", Access::ReadWrite)]);
+    let (_, s) = run(
+        &fx,
+        json!({"command": "env | cut -d= -f1 | sort | tr '\\n' ' '; echo; echo $PROJECT_MODE; test -d \"$TMPDIR\" && touch \"$TMPDIR/t\" && echo tmp-ok"}),
+    )
+    .await;
+    assert_eq!(
+        s["stdout"],
+        "HOME LANG PATH PROJECT_MODE PWD TERM TMPDIR \ntest\ntmp-ok\n",
+        "{}",
+        s["stderr"]
+    );
+}
