@@ -182,7 +182,13 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
         });
     }
     if let Some(n) = policy.limits.processes {
-        policy.limits.processes = Some(n + processes_of_user());
+        // (Root is exempt from this limit: no need to count.)
+        let others = if rustix::process::getuid().is_root() {
+            0
+        } else {
+            processes_of_user()
+        };
+        policy.limits.processes = Some(n + others);
     }
     let mut applied: Applied = restrict_self(&policy).map_err(|e| e.to_string())?;
     applied.process_limit = process_limit;

@@ -28,9 +28,15 @@ fn helper_entry() {
 fn config() -> ShellConfig {
     let mut cfg = ShellConfig::new(Helper {
         program: std::env::current_exe().unwrap(),
-        args: ["--exact", "shell::helper_entry", "--nocapture", "--test-threads", "1"]
-            .map(String::from)
-            .to_vec(),
+        args: [
+            "--exact",
+            "shell::helper_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ]
+        .map(String::from)
+        .to_vec(),
         env: vec![(HELPER_ENV.to_owned(), "1".to_owned())],
     });
     cfg.max_processes = 64;
@@ -96,23 +102,39 @@ async fn the_working_directory_follows_the_containment_rules() {
     let fx = fx();
     std::fs::create_dir_all(fx.path("sub/dir")).unwrap();
     fx.write("file.txt", "x");
-    let (_, s) = run(&fx, json!({"command": "pwd", "workingDirectory": "sub/dir"})).await;
+    let (_, s) = run(
+        &fx,
+        json!({"command": "pwd", "workingDirectory": "sub/dir"}),
+    )
+    .await;
     assert_eq!(s["stdout"], format!("{}\n", fx.path("sub/dir").display()));
     let outside = fx.tmp.path().join("outside").display().to_string();
     let e = fx
-        .err("run_shell_command", json!({"command": "pwd", "workingDirectory": outside}))
+        .err(
+            "run_shell_command",
+            json!({"command": "pwd", "workingDirectory": outside}),
+        )
         .await;
     assert_eq!(e.kind, ToolErrorKind::OutsideWorkspace, "{}", e.message);
     let e = fx
-        .err("run_shell_command", json!({"command": "pwd", "workingDirectory": "../outside"}))
+        .err(
+            "run_shell_command",
+            json!({"command": "pwd", "workingDirectory": "../outside"}),
+        )
         .await;
     assert_eq!(e.kind, ToolErrorKind::OutsideWorkspace, "{}", e.message);
     let e = fx
-        .err("run_shell_command", json!({"command": "pwd", "workingDirectory": "missing"}))
+        .err(
+            "run_shell_command",
+            json!({"command": "pwd", "workingDirectory": "missing"}),
+        )
         .await;
     assert_eq!(e.kind, ToolErrorKind::NotFound, "{}", e.message);
     let e = fx
-        .err("run_shell_command", json!({"command": "pwd", "workingDirectory": "file.txt"}))
+        .err(
+            "run_shell_command",
+            json!({"command": "pwd", "workingDirectory": "file.txt"}),
+        )
         .await;
     assert_eq!(e.kind, ToolErrorKind::WrongType, "{}", e.message);
 }
@@ -285,8 +307,7 @@ async fn the_environment_is_clean_plus_the_operators_variables() {
     )
     .await;
     assert_eq!(
-        s["stdout"],
-        "HOME LANG PATH PROJECT_MODE PWD TERM TMPDIR \ntest\ntmp-ok\n",
+        s["stdout"], "HOME LANG PATH PROJECT_MODE PWD TERM TMPDIR \ntest\ntmp-ok\n",
         "{}",
         s["stderr"]
     );

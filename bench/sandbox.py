@@ -1,0 +1,114 @@
+"""Per-command overhead of the shell sandbox: `true` and `echo hi` spawned plain
+(`/bin/sh -c`), under ringfence's sandbox (its helper, started the way run_shell_command
+starts it: spec on stdin, framed output back, Landlock + seccomp + limits + cgroup applied,
+then `sh -c`), and under bwrap (bubblewrap: read-only bind of /, a writable workspace, no
+network namespace) — interleaved in one run, p50/p95 of each, and ringfence's added time.
+
+    python3 bench/sandbox.py <ringfence binary> <results.json> [rounds]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MAGIC = b"\0ringfence-sandbox-1\n"
+
+
+def plain(cmd: str, ws: Path) -> None:
+    subprocess.run(["/bin/sh", "-c", cmd], cwd=ws, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+
+
+def bwrap(cmd: str, ws: Path) -> None:
+    subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                    "--bind", str(ws), str(ws), "--chdir", str(ws), "--unshare-net",
+                    "--die-with-parent", "/bin/sh", "-c", cmd],
+                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                   check=True)
+
+
+def spec(cmd: str, ws: Path, tmp: Path) -> bytes:
+    read = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc"]
+    write = [str(ws), str(tmp), "/dev/null", "/dev/zero", "/dev/urandom"]
+    return (json.dumps({
+        "shell": "/bin/sh", "command": cmd, "cwd": str(ws),
+        "env": [["PATH", "/usr/bin:/bin"], ["HOME", str(ws)], ["TMPDIR", str(tmp)],
+                ["TERM", "dumb"], ["LANG", "C.UTF-8"]],
+        "policy": {"read": read, "write": write,
+                   "limits": {"processes": 256, "open_files": 1024, "file_size": 1 << 30,
+                              "cpu_secs": 300, "address_space": 4 << 30},
+                   "network": "none", "require_landlock": True},
+        "max_processes": 256,
+    }) + "\n").encode()
+
+
+def sandboxed(binary: str, cmd: str, ws: Path, tmp: Path) -> None:
+    p = subprocess.Popen([binary, "__sandbox-helper"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={})
+    out, err = p.communicate(spec(cmd, ws, tmp))
+    assert out.startswith(MAGIC), (out[:200], err)
+    pos, kinds = len(MAGIC), []
+    while pos < len(out):
+        kind, size = out[pos], struct.unpack("<I", out[pos + 1:pos + 5])[0]
+        kinds.append(kind)
+        if kind == 5:
+            raise RuntimeError(out[pos + 5:pos + 5 + size].decode())
+        pos += 5 + size
+    assert kinds[-1] == 4, kinds
+    # The helper leaves its cgroup behind for the server to remove; do what the server does.
+    for d in Path("/sys/fs/cgroup/pids").glob(f"ringfence-{p.pid}"):
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def main() -> None:
+    binary, out_path = sys.argv[1], Path(sys.argv[2])
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 300
+    ws = Path(tempfile.mkdtemp(prefix="rf-bench-ws-"))
+    tmp = Path(tempfile.mkdtemp(prefix="rf-bench-tmp-"))
+    have_bwrap = shutil.which("bwrap") is not None
+    runners = {"plain": lambda c: plain(c, ws),
+               "ringfence": lambda c: sandboxed(binary, c, ws, tmp)}
+    if have_bwrap:
+        runners["bwrap"] = lambda c: bwrap(c, ws)
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for cmd in ["true", "echo hi"]:
+        times: dict[str, list[float]] = {k: [] for k in runners}
+        for name, run in runners.items():  # warm-up
+            for _ in range(5):
+                run(cmd)
+        for _ in range(rounds):
+            for name, run in runners.items():  # interleaved: the same machine state
+                t = time.perf_counter()
+                run(cmd)
+                times[name].append((time.perf_counter() - t) * 1000)
+        results[cmd] = {
+            k: {"p50_ms": statistics.median(v), "p95_ms": pct(v, 0.95)} for k, v in times.items()
+        }
+        r = results[cmd]
+        r["added_by_ringfence_p50_ms"] = {"value": r["ringfence"]["p50_ms"] - r["plain"]["p50_ms"]}
+        if have_bwrap:
+            r["added_by_bwrap_p50_ms"] = {"value": r["bwrap"]["p50_ms"] - r["plain"]["p50_ms"]}
+    report = {"rounds": rounds, "machine": os.uname().release, "results": results}
+    out_path.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
