@@ -52,6 +52,13 @@ impl App {
             .map_err(|e| e.to_string())?;
         let withheld = families::withheld(config);
         names.retain(|n| !withheld.iter().any(|(_, tools, _)| tools.contains(n)));
+        if names.is_empty() {
+            let why: Vec<&str> = withheld.iter().map(|(_, _, why)| why.as_str()).collect();
+            return Err(format!(
+                "tools: every tool is disabled; enable at least one ({})",
+                why.join("; ")
+            ));
+        }
         let withheld = withheld
             .into_iter()
             .map(|(family, _, why)| (family, why))

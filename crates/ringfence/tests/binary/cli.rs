@@ -207,8 +207,8 @@ fn tools_prints_definitions_in_three_formats() {
         "every tool is disabled",
     );
     fails_closed(
-        ringfence(tmp.path()).args(["--tools", "shell", "tools"]),
-        "unknown tool or family `shell`",
+        ringfence(tmp.path()).args(["--tools", "telepathy", "tools"]),
+        "unknown tool or family `telepathy`",
     );
 }
 
