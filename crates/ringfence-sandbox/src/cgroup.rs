@@ -97,3 +97,26 @@ pub(crate) fn sweep() {
         }
     }
 }
+
+/// Kills every process in a helper's cgroup, until it is empty or a second has passed.
+pub(crate) fn kill_all(dir: &Path) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    while std::time::Instant::now() < until {
+        let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) else {
+            return;
+        };
+        let pids: Vec<i32> = procs
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if pids.is_empty() {
+            return;
+        }
+        for pid in pids {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}

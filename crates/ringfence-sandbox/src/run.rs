@@ -94,6 +94,13 @@ pub struct Outcome {
 struct CgroupCleanup(Option<PathBuf>);
 
 impl CgroupCleanup {
+    /// Kills every process still in the cgroup (a helper that died cannot have killed them).
+    fn kill_all(&self) {
+        if let Some(dir) = &self.0 {
+            crate::cgroup::kill_all(dir);
+        }
+    }
+
     async fn remove(&mut self) {
         if let Some(dir) = self.0.take() {
             crate::cgroup::remove(&dir).await;
@@ -206,6 +213,7 @@ where
                 Some((kind, _)) => return Err(SandboxError::Helper(format!("unknown frame {kind}"))),
                 None => {
                     force_kill(&mut child, group).await;
+                    cgroup.kill_all();
                     let said = diagnostics.await.unwrap_or_default();
                     return Err(SandboxError::Helper(format!(
                         "the sandbox helper ended without a report{}",
@@ -225,6 +233,7 @@ where
             }
             () = grace => {
                 force_kill(&mut child, group).await;
+                cgroup.kill_all();
                 let said = diagnostics.await.unwrap_or_default();
                 return Err(SandboxError::Helper(format!(
                     "the sandbox helper did not stop the command in time; its process group was killed{}",
@@ -233,7 +242,12 @@ where
             }
         }
     };
-    let _ = child.wait().await;
+    // The report is in; the helper exits right after it. One that does not (it never should)
+    // is killed with everything left in its groups and cgroup.
+    if tokio::time::timeout(GRACE, child.wait()).await.is_err() {
+        force_kill(&mut child, group).await;
+        cgroup.kill_all();
+    }
     drop(guard);
     let applied = applied.ok_or_else(|| SandboxError::Helper("no sandbox report".into()))?;
     cgroup.remove().await;

@@ -11,6 +11,7 @@
 //!   filter), the key rings, module loading, `kexec`, `open_by_handle_at`, `reboot`,
 //!   `swapon`, `acct`, `quotactl`, `syslog`, port I/O;
 //! - injecting keystrokes into a terminal (`ioctl` `TIOCSTI`, `TIOCLINUX`);
+//! - setting the set-user-ID or set-group-ID bit on any file (`chmod` and its variants);
 //! - with the network off, `socket()` of every family. A connected `socketpair()` (the
 //!   plumbing between a command's own processes) still works; nothing can connect out,
 //!   listen, or reach a Unix socket on the machine (a container runtime's, a desktop bus).
@@ -55,6 +56,10 @@ impl Network {
 const X32: i64 = 0x4000_0000;
 
 const TIOCSTI: u64 = 0x5412;
+const SETUID: u64 = 0o4000;
+const SETGID: u64 = 0o2000;
+/// `fchmodat2` (Linux 6.6), the same number on x86-64 and AArch64.
+const FCHMODAT2: i64 = 452;
 const TIOCLINUX: u64 = 0x541C;
 
 /// `CLONE_NEW*` flags: any one of them in `clone`'s flags is refused.
@@ -195,6 +200,19 @@ fn programs(network: Network, arch: TargetArch) -> Result<Vec<BpfProgram>, Sandb
             rule(vec![cond(1, SeccompCmpOp::Eq, TIOCLINUX)]),
         ],
     );
+    // No set-user-ID or set-group-ID bit, on any file: a mode change outside the roots
+    // cannot be refused by Landlock, so at least it cannot make a privileged program.
+    let special = |arg: u8| {
+        [SETUID, SETGID]
+            .iter()
+            .map(|&bit| rule(vec![cond(arg, SeccompCmpOp::MaskedEq(bit), bit)]))
+            .collect::<Vec<_>>()
+    };
+    #[cfg(target_arch = "x86_64")]
+    refused.insert(libc::SYS_chmod, special(1));
+    refused.insert(libc::SYS_fchmod, special(1));
+    refused.insert(libc::SYS_fchmodat, special(2));
+    refused.insert(FCHMODAT2, special(2));
     if network == Network::None {
         refused.insert(libc::SYS_socket, Vec::new());
     }

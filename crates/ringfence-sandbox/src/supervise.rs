@@ -5,10 +5,14 @@
 //! 1. starts a session of its own (no controlling terminal; its process group is the
 //!    command's) and becomes a **child subreaper**, so every process the command starts —
 //!    a background job, a double-forked daemon that called `setsid` — stays its descendant;
-//! 2. restricts itself ([`restrict_self`]: resource limits, `no_new_privs`, Landlock,
-//!    capabilities dropped, the system-call filter), which the command inherits;
-//! 3. runs `sh -c <command>` in the working directory with exactly the given environment
-//!    and stdin from `/dev/null`, relaying its stdout and stderr to the server as frames;
+//! 2. starts a second stage — this binary again, in the command's new process group, with
+//!    stdin from `/dev/null` — which restricts itself ([`restrict_self`]: resource limits,
+//!    `no_new_privs`, Landlock, capabilities dropped, the system-call filter), says so on
+//!    its stdout, and executes `sh -c <command>` in the working directory with exactly the
+//!    given environment. The helper itself is never restricted: it stays outside the
+//!    command's Landlock domain, where the command cannot signal or trace it or reach its
+//!    pipes through `/proc`;
+//! 3. relays the command's stdout and stderr to the server as frames;
 //! 4. when the shell ends — or the server asks (a timeout, a cancellation), or the server
 //!    goes away (its end of stdin closes), or the command has more processes than allowed —
 //!    kills every descendant left, reaps them, and reports how the command ended.
@@ -93,6 +97,9 @@ pub(crate) struct Report {
 /// first argument is [`HELPER_ARG`], before any thread exists (the restrictions apply to the
 /// calling thread and what it starts).
 pub fn helper_main() -> i32 {
+    if let Some(json) = std::env::var_os(STAGE2_ENV) {
+        return stage2_main(&json.to_string_lossy());
+    }
     let out = Arc::new(Mutex::new(std::io::stdout()));
     {
         let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
@@ -135,12 +142,128 @@ pub(crate) fn frame(out: &Mutex<std::io::Stdout>, kind: u8, payload: &[u8]) -> s
     out.flush()
 }
 
+/// The variable that makes the binary the second stage, holding its [`Stage2`].
+const STAGE2_ENV: &str = "RINGFENCE_SANDBOX_STAGE2";
+/// How the second stage's word to the helper starts (one line, first on its stdout; a
+/// test harness may print before it).
+const STAGE2_WORD: &[u8] = b"\0ringfence-sandbox-stage2 ";
+
+/// What the second stage needs.
+#[derive(Serialize, Deserialize)]
+struct Stage2 {
+    shell: PathBuf,
+    command: String,
+    cwd: PathBuf,
+    env: Vec<(String, String)>,
+    policy: Policy,
+    process_limit: Option<ProcessLimit>,
+}
+
+/// The second stage: restrict this process, say what was applied (or why not) on stdout,
+/// then become the shell. Its stdin is `/dev/null` and its process group the command's.
+fn stage2_main(json: &str) -> i32 {
+    let say = |word: &str, text: &str| {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(STAGE2_WORD);
+        let _ = out.write_all(format!("{word} {}\n", text.replace('\n', " ")).as_bytes());
+        let _ = out.flush();
+    };
+    let stage: Stage2 = match serde_json::from_str(json) {
+        Ok(s) => s,
+        Err(e) => {
+            say("failed", &format!("bad second-stage specification: {e}"));
+            return 127;
+        }
+    };
+    let mut applied: Applied = match restrict_self(&stage.policy) {
+        Ok(a) => a,
+        Err(e) => {
+            say("failed", &e.to_string());
+            return 127;
+        }
+    };
+    applied.process_limit = stage.process_limit;
+    if let Err(e) = std::env::set_current_dir(&stage.cwd) {
+        say(
+            "failed",
+            &format!(
+                "cannot start {} in {}: {e}",
+                stage.shell.display(),
+                stage.cwd.display()
+            ),
+        );
+        return 127;
+    }
+    say(
+        "applied",
+        &serde_json::to_string(&applied).unwrap_or_default(),
+    );
+    let err = Command::new(&stage.shell)
+        .arg("-c")
+        .arg(&stage.command)
+        .env_clear()
+        .envs(stage.env.iter().map(|(k, v)| (k, v)))
+        .exec();
+    let _ = writeln!(
+        std::io::stderr(),
+        "ringfence: cannot run {}: {err}",
+        stage.shell.display()
+    );
+    127
+}
+
+/// Reads the second stage's word from the start of its stdout: what it applied (sent on to
+/// the server), or why it could not start the command. Whatever preceded the word is
+/// dropped; what follows it on the same read is relayed as output.
+fn stage2_word(
+    pipe: &mut Box<dyn Read + Send>,
+    out: &Mutex<std::io::Stdout>,
+) -> Result<(), String> {
+    let mut seen: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(at) = seen
+            .windows(STAGE2_WORD.len())
+            .position(|w| w == STAGE2_WORD)
+            && let Some(end) = seen[at..].iter().position(|&b| b == b'\n')
+        {
+            let line =
+                String::from_utf8_lossy(&seen[at + STAGE2_WORD.len()..at + end]).into_owned();
+            let rest = seen[at + end + 1..].to_vec();
+            return match line.split_once(' ') {
+                Some(("applied", json)) => {
+                    frame(out, STARTED, json.as_bytes()).map_err(|e| e.to_string())?;
+                    if !rest.is_empty() {
+                        frame(out, STDOUT, &rest).map_err(|e| e.to_string())?;
+                    }
+                    Ok(())
+                }
+                Some(("failed", why)) => Err(why.to_owned()),
+                _ => Err(format!(
+                    "the sandbox's second stage said something unreadable: {line}"
+                )),
+            };
+        }
+        if seen.len() > 64 << 10 {
+            return Err("the sandbox's second stage did not report".into());
+        }
+        match pipe.read(&mut buf) {
+            Ok(0) => return Err("the sandbox's second stage ended without a report".into()),
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("cannot read the sandbox's second stage: {e}")),
+        }
+    }
+}
+
 /// What the helper's threads share.
 struct Shared {
     me: Pid,
     /// The command's process group (the shell's pid).
     group: Pid,
     killed: Mutex<Option<KillCause>>,
+    /// Why the second stage could not start the command, when it could not.
+    setup: Mutex<Option<String>>,
     /// The shell has been reaped: the watchers stop.
     done: AtomicBool,
 }
@@ -190,33 +313,31 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
         };
         policy.limits.processes = Some(n + others);
     }
-    let mut applied: Applied = restrict_self(&policy).map_err(|e| e.to_string())?;
-    applied.process_limit = process_limit;
-    frame(
-        out,
-        STARTED,
-        &serde_json::to_vec(&applied).unwrap_or_default(),
-    )
-    .map_err(|e| format!("cannot answer the server: {e}"))?;
-
-    let mut child = Command::new(&spec.shell)
-        .arg("-c")
-        .arg(&spec.command)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+    // The command restricts itself in a second stage (this binary again, which then
+    // executes the shell): the helper stays outside the command's Landlock domain, so the
+    // command can neither signal it, nor trace it, nor reach its pipes through /proc.
+    let stage2 = Stage2 {
+        shell: spec.shell.clone(),
+        command: spec.command.clone(),
+        cwd: spec.cwd.clone(),
+        env: spec.env.clone(),
+        policy,
+        process_limit,
+    };
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find the helper's own binary for the second stage: {e}"))?;
+    let mut child = Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env(
+            STAGE2_ENV,
+            serde_json::to_string(&stage2).map_err(|e| e.to_string())?,
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
-        .map_err(|e| {
-            format!(
-                "cannot start {} in {}: {e}",
-                spec.shell.display(),
-                spec.cwd.display()
-            )
-        })?;
+        .map_err(|e| format!("cannot start the sandbox's second stage: {e}"))?;
     let shell = Pid::from_child(&child);
     let _ = frame(
         out,
@@ -227,6 +348,7 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
         me: getpid(),
         group: shell,
         killed: Mutex::new(None),
+        setup: Mutex::new(None),
         done: AtomicBool::new(false),
     });
 
@@ -238,6 +360,13 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
     for (kind, pipe) in [STDOUT, STDERR].into_iter().zip(relays) {
         let (out, shared, tx) = (out.clone(), shared.clone(), relayed_tx.clone());
         std::thread::spawn(move || {
+            let mut pipe = pipe;
+            if kind == STDOUT
+                && let Err(message) = stage2_word(&mut pipe, &out)
+            {
+                *shared.setup.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+                shared.kill_all(KillCause::Requested);
+            }
             relay(pipe, kind, &out, &shared);
             let _ = tx.send(());
         });
@@ -284,6 +413,14 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
         if relayed_rx.recv_timeout(left).is_err() {
             break;
         }
+    }
+    if let Some(message) = shared
+        .setup
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+    {
+        return Err(message);
     }
     let killed = *shared.killed.lock().unwrap_or_else(|e| e.into_inner());
     Ok(Report {
