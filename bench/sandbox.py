@@ -1,7 +1,8 @@
 """Per-command overhead of the shell sandbox: `true` and `echo hi` spawned plain
 (`/bin/sh -c`), under ringfence's sandbox (its helper, started the way run_shell_command
-starts it: spec on stdin, framed output back, Landlock + seccomp + limits + cgroup applied,
-then `sh -c`), and under bwrap (bubblewrap: read-only bind of /, a writable workspace, no
+starts it: the small `ringfence-sandbox` helper beside the binary, spec on stdin, framed
+output back, a cgroup, then the second stage applying Landlock + seccomp + limits and
+executing `sh -c`), and under bwrap (bubblewrap: read-only bind of /, a writable workspace, no
 network namespace) — interleaved in one run, p50/p95 of each, and ringfence's added time.
 
     python3 bench/sandbox.py <ringfence binary> <results.json> [rounds]
@@ -52,22 +53,32 @@ def spec(cmd: str, ws: Path, tmp: Path) -> bytes:
 
 
 def sandboxed(binary: str, cmd: str, ws: Path, tmp: Path) -> None:
-    p = subprocess.Popen([binary, "__sandbox-helper"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={})
-    out, err = p.communicate(spec(cmd, ws, tmp))
-    assert out.startswith(MAGIC), (out[:200], err)
-    pos, kinds = len(MAGIC), []
-    while pos < len(out):
-        kind, size = out[pos], struct.unpack("<I", out[pos + 1:pos + 5])[0]
-        kinds.append(kind)
+    """As the server runs a command: the spec on stdin, which stays open until the report
+    (its closing means "stop now"), frames read as they come."""
+    small = Path(binary).with_name("ringfence-sandbox")
+    argv = [str(small)] if small.exists() else [binary, "__sandbox-helper"]
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={})
+    assert p.stdin and p.stdout
+    p.stdin.write(spec(cmd, ws, tmp))
+    p.stdin.flush()
+    assert p.stdout.read(len(MAGIC)) == MAGIC
+    cgroup = None
+    while True:
+        kind, size = struct.unpack("<BI", p.stdout.read(5))
+        payload = p.stdout.read(size)
         if kind == 5:
-            raise RuntimeError(out[pos + 5:pos + 5 + size].decode())
-        pos += 5 + size
-    assert kinds[-1] == 4, kinds
-    # The helper leaves its cgroup behind for the server to remove; do what the server does.
-    for d in Path("/sys/fs/cgroup/pids").glob(f"ringfence-{p.pid}"):
+            raise RuntimeError(payload.decode())
+        if kind == 7:
+            cgroup = Path(payload.decode())
+        if kind == 4:
+            break
+    p.stdin.close()
+    p.wait()
+    # The helper leaves its cgroup for the server to remove: do what the server does.
+    if cgroup is not None:
         try:
-            d.rmdir()
+            cgroup.rmdir()
         except OSError:
             pass
 

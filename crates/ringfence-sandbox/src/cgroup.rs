@@ -120,3 +120,20 @@ pub(crate) fn kill_all(dir: &Path) {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
+
+/// The processes in a cgroup (`None` when it cannot be read).
+pub(crate) fn procs(dir: &Path) -> Option<Vec<i32>> {
+    let text = std::fs::read_to_string(dir.join("cgroup.procs")).ok()?;
+    Some(text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+}
+
+/// How many forks the cgroup's limit refused (`max` in `pids.events`).
+pub(crate) fn refused_forks(dir: &Path) -> u64 {
+    std::fs::read_to_string(dir.join("pids.events"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("max ").and_then(|n| n.trim().parse().ok()))
+        })
+        .unwrap_or(0)
+}

@@ -259,6 +259,9 @@ fn stage2_word(
 /// What the helper's threads share.
 struct Shared {
     me: Pid,
+    /// The command's own cgroup, when there is one: it lists every process of the command,
+    /// whatever it did to leave the tree, at the cost of one read.
+    cgroup: Option<PathBuf>,
     /// The command's process group (the shell's pid).
     group: Pid,
     killed: Mutex<Option<KillCause>>,
@@ -275,7 +278,22 @@ impl Shared {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get_or_insert(cause);
-        kill_tree(self.me, self.group);
+        kill_tree(self);
+    }
+
+    /// The command's processes still alive: from its cgroup, else from `/proc`.
+    fn live(&self) -> Vec<i32> {
+        let me = self.me.as_raw_nonzero().get();
+        if let Some(dir) = &self.cgroup
+            && let Some(pids) = crate::cgroup::procs(dir)
+        {
+            return pids.into_iter().filter(|&p| p != me).collect();
+        }
+        descendants(self.me)
+            .into_iter()
+            .filter(|p| p.1 != 'Z')
+            .map(|p| p.0)
+            .collect()
     }
 }
 
@@ -291,8 +309,9 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
     // per-user limit, which counts every process of the user, not the command's: the ones
     // already running beside it are allowed for. The helper's count below comes on top.
     let mut process_limit = None;
+    let mut cgroup = None;
     if let Some(n) = spec.max_processes {
-        let cgroup = crate::cgroup::enter(n + HELPER_THREADS);
+        cgroup = crate::cgroup::enter(n + HELPER_THREADS);
         if let Some(dir) = &cgroup {
             let _ = frame(out, CGROUP, dir.as_os_str().as_encoded_bytes());
         }
@@ -347,6 +366,7 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
     let shared = Arc::new(Shared {
         me: getpid(),
         group: shell,
+        cgroup,
         killed: Mutex::new(None),
         setup: Mutex::new(None),
         done: AtomicBool::new(false),
@@ -364,7 +384,16 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
             if kind == STDOUT
                 && let Err(message) = stage2_word(&mut pipe, &out)
             {
-                *shared.setup.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+                // Unless the stage was stopped on purpose before it spoke (a cancellation
+                // at once), its silence is a failure to start the command.
+                let stopped = shared
+                    .killed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .is_some();
+                if !stopped {
+                    *shared.setup.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+                }
                 shared.kill_all(KillCause::Requested);
             }
             relay(pipe, kind, &out, &shared);
@@ -386,8 +415,13 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
         std::thread::spawn(move || {
             while !shared.done.load(Ordering::Relaxed) {
                 std::thread::sleep(WATCH_INTERVAL);
-                let live = descendants(shared.me).iter().filter(|p| p.1 != 'Z').count();
-                if live as u64 > max {
+                // With a cgroup the kernel refuses the forks beyond the limit and counts the
+                // refusals; without one, the helper counts.
+                let over = match &shared.cgroup {
+                    Some(dir) => crate::cgroup::refused_forks(dir) > 0,
+                    None => shared.live().len() as u64 > max,
+                };
+                if over {
                     shared.kill_all(KillCause::ProcessLimit);
                 }
             }
@@ -404,7 +438,7 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
         }
     };
     shared.done.store(true, Ordering::Relaxed);
-    let leftovers = kill_tree(shared.me, shared.group);
+    let leftovers = kill_tree(&shared);
     reap_all(Duration::from_secs(2));
     // The relays end when the last writer is gone, which the kills just ensured.
     let until = Instant::now() + Duration::from_secs(2);
@@ -450,27 +484,23 @@ fn relay(mut pipe: Box<dyn Read + Send>, kind: u8, out: &Mutex<std::io::Stdout>,
     }
 }
 
-/// Kills every descendant of `me` until none is left alive; returns how many distinct
-/// processes were killed.
+/// Kills every process of the command until none is left alive; returns how many distinct
+/// processes were killed (nothing is scanned twice when none was left).
 ///
 /// The command's process group goes first, in one signal: the kernel delivers it to every
 /// member and aborts a fork racing with it, so a fork bomb that stays in its group ends at
-/// once. What left the group (`setsid`, a daemon) is then found in `/proc` and killed; a
+/// once. What left the group (`setsid`, a daemon) is then found in the cgroup or `/proc`
+/// and killed; a
 /// process forked between a scan and the kills is caught by the next scan, and a killed
 /// process cannot fork, so the rounds end.
-fn kill_tree(me: Pid, group: Pid) -> usize {
-    let mut killed: std::collections::HashSet<i32> = descendants(me)
-        .into_iter()
-        .filter(|p| p.1 != 'Z')
-        .map(|p| p.0)
-        .collect();
-    let _ = rustix::process::kill_process_group(group, Signal::KILL);
+fn kill_tree(shared: &Shared) -> usize {
+    let mut killed: std::collections::HashSet<i32> = shared.live().into_iter().collect();
+    if killed.is_empty() {
+        return 0;
+    }
+    let _ = rustix::process::kill_process_group(shared.group, Signal::KILL);
     for _ in 0..1000 {
-        let live: Vec<i32> = descendants(me)
-            .into_iter()
-            .filter(|p| p.1 != 'Z')
-            .map(|p| p.0)
-            .collect();
+        let live = shared.live();
         if live.is_empty() {
             break;
         }

@@ -258,6 +258,10 @@ impl RunShellCommand {
         )
         .await;
         drop(tmp);
+        if ctx.cancel.is_cancelled() && result.is_err() {
+            // Cancelled before the sandbox had even reported: the call was cancelled.
+            return Err(ToolError::cancelled());
+        }
         let outcome = result.map_err(|e| {
             ToolError::new(
                 ToolErrorKind::Unavailable,
