@@ -13,6 +13,7 @@ mod http;
 mod metrics;
 mod oauth;
 mod roots;
+mod sampling;
 mod server;
 mod session;
 

@@ -10,6 +10,7 @@
 //! tools through one [`ToolRunner`]. Failures the model can fix are [`ToolError`]s,
 //! returned as tool results. Nothing here knows MCP.
 
+pub mod delegate;
 pub mod error;
 pub mod family;
 pub mod files;
@@ -39,7 +40,10 @@ pub use runner::{
     AuditEvent, AuditSink, CallMetrics, CallRequest, CallScope, ToolRunner, UnknownTool,
     redact_args,
 };
-pub use session::{LOCAL_USER, ReadRecord, ReadTracker, Session};
+pub use session::{
+    ClientSampler, LOCAL_USER, ReadRecord, ReadTracker, SamplingContent, SamplingMessage,
+    SamplingReply, SamplingRequest, SamplingRole, SamplingTool, Session,
+};
 pub use spill::SpillStore;
 pub use tool::{
     Annotations, Async, AsyncTool, Blocking, BlockingTool, BoxFuture, Content, Progress,

@@ -63,6 +63,8 @@ pub struct Session {
     /// Who this session works for: the authenticated user over HTTP, `local` over stdio.
     /// Tools that keep per-user data (memories, follow-ups, calendars) key it by this.
     user: std::sync::Arc<str>,
+    /// The connected client's model, when it declared the `sampling` capability.
+    sampler: Mutex<Option<Arc<dyn ClientSampler>>>,
 }
 
 impl Session {
@@ -72,7 +74,22 @@ impl Session {
             reads: Mutex::new(ReadTracker::default()),
             client_roots: ClientRoots::default(),
             user: LOCAL_USER.into(),
+            sampler: Mutex::new(None),
         }
+    }
+
+    /// The connected client's model (`sampling/createMessage`), set by the transport when
+    /// the client declared the capability; `None` clears it.
+    pub fn set_sampler(&self, sampler: Option<Arc<dyn ClientSampler>>) {
+        *self.sampler.lock().unwrap_or_else(|e| e.into_inner()) = sampler;
+    }
+
+    /// The client's model, if the connected client offers sampling.
+    pub fn sampler(&self) -> Option<Arc<dyn ClientSampler>> {
+        self.sampler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// This session works for `user`.
@@ -119,6 +136,79 @@ impl Session {
     pub fn reads(&self) -> std::sync::MutexGuard<'_, ReadTracker> {
         self.reads.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Who said a sampled message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SamplingRole {
+    User,
+    Assistant,
+}
+
+/// One piece of a sampled message (provider- and transport-neutral).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SamplingContent {
+    Text(String),
+    /// The model asks for a tool (only where the client supports tools in sampling).
+    ToolUse {
+        id: String,
+        name: String,
+        input: serde_json::Value,
+    },
+    /// A tool's outcome, sent back in a user message.
+    ToolResult {
+        id: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+/// One message of a sampling conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingMessage {
+    pub role: SamplingRole,
+    pub content: Vec<SamplingContent>,
+}
+
+/// A tool offered to the client's model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What the server asks the client's model (`sampling/createMessage`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingRequest {
+    pub system: String,
+    pub messages: Vec<SamplingMessage>,
+    /// Empty unless [`ClientSampler::supports_tools`].
+    pub tools: Vec<SamplingTool>,
+    pub max_tokens: u32,
+    /// A model name the operator prefers (a hint the client may ignore).
+    pub model_hint: Option<String>,
+}
+
+/// The client's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingReply {
+    pub content: Vec<SamplingContent>,
+    /// The model the client used.
+    pub model: String,
+    /// `endTurn`, `toolUse`, `maxTokens`, or what the client said.
+    pub stop_reason: Option<String>,
+}
+
+/// The connected MCP client's model, reached with `sampling/createMessage`. Implemented by
+/// the transport (tools know nothing of MCP); set on the [`Session`].
+pub trait ClientSampler: Send + Sync + std::fmt::Debug {
+    /// Whether the client takes `tools` in a sampling request.
+    fn supports_tools(&self) -> bool;
+    fn create_message(
+        &self,
+        request: SamplingRequest,
+    ) -> crate::tool::BoxFuture<'static, Result<SamplingReply, crate::error::BackendError>>;
 }
 
 /// The path of a `file://` URI (`file:///x`, `file://localhost/x`), percent-decoded; `None`

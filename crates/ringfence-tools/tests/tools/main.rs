@@ -5,6 +5,7 @@
 mod common;
 
 mod containment;
+mod delegate;
 mod encodings;
 mod grep_glob;
 mod images;

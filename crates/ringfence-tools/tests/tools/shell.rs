@@ -25,7 +25,7 @@ fn helper_entry() {
     std::process::exit(ringfence_sandbox::helper_main());
 }
 
-fn config() -> ShellConfig {
+pub(crate) fn config() -> ShellConfig {
     let mut cfg = ShellConfig::new(Helper {
         program: std::env::current_exe().unwrap(),
         args: [

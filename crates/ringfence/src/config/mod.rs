@@ -8,6 +8,7 @@
 mod error;
 mod http;
 mod limits;
+mod llm;
 mod raw;
 mod roots;
 mod sections;
@@ -23,6 +24,7 @@ use crate::env_vars;
 
 pub use error::ConfigError;
 pub use http::HttpPlan;
+pub use llm::{LlmSettings, LlmSource};
 pub use raw::HttpConfig;
 pub use roots::check_client_roots_for_http;
 pub use sections::{FamilySettings, SectionInput};
@@ -57,6 +59,8 @@ pub struct Config {
     pub http: HttpConfig,
     /// Every family's resolved section (`[memory]`, ...), read through its plug.
     pub families: FamilySettings,
+    /// `[llm]`: the language model ringfence's own features use; `None` without the table.
+    pub llm: Option<LlmSettings>,
     pub client_roots: ClientRoots,
     /// The preset or tool list, additions and removals.
     pub tools: Selection,
@@ -155,11 +159,15 @@ impl Config {
         // 7. Tools.
         let tools = tools::resolve(over, env, file.tools)?;
 
+        // 7b. The language model.
+        let llm = llm::resolve(file.llm.as_ref())?;
+
         // 8. The families' sections, each resolved by its plug.
         let families = family_sections(&file.sections, text.as_ref(), env, &data_dir)?;
 
         Ok(Config {
             families,
+            llm,
             data_dir,
             roots,
             denylist,

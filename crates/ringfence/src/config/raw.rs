@@ -30,6 +30,8 @@ pub struct FileConfig {
     pub limits: Option<Limits>,
     pub tools: Option<ToolsConfig>,
     pub http: Option<HttpConfig>,
+    /// `[llm]`: the language model that features such as `delegate_task` talk to.
+    pub llm: Option<LlmTable>,
     /// Every other top-level key: the families' tables, parsed by their plugs. (serde cannot
     /// combine this with `deny_unknown_fields`; `Config::load` refuses names no family takes.)
     #[serde(flatten)]
@@ -47,6 +49,7 @@ pub const CORE_KEYS: &[&str] = &[
     "limits",
     "tools",
     "http",
+    "llm",
 ];
 
 impl FileConfig {
@@ -106,6 +109,24 @@ pub struct ToolsConfig {
     pub add: Option<Vec<String>>,
     /// Tools or families to remove.
     pub disable: Option<Vec<String>>,
+}
+
+/// `[llm]`: which language model ringfence's own features use (shared by delegate_task
+/// and later ones).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmTable {
+    /// `openai` (any OpenAI-compatible endpoint), `anthropic` or `sampling` (the connected
+    /// MCP client's model).
+    pub provider: Option<String>,
+    /// The API's base URL (default: the provider's public one).
+    pub base_url: Option<String>,
+    /// The model's name (required for openai and anthropic).
+    pub model: Option<String>,
+    /// The environment variable holding the key (default OPENAI_API_KEY / ANTHROPIC_API_KEY).
+    pub api_key_env: Option<String>,
+    /// Seconds one request to the model may take (default 120).
+    pub timeout_secs: Option<u64>,
 }
 
 /// `[http]`: the streamable HTTP transport.

@@ -15,6 +15,7 @@ use ringfence_tools::{Catalogue, Family, FamilyInfo};
 use crate::config::{Config, ConfigError, SectionInput};
 use crate::supervisor::Supervisor;
 
+pub mod delegate;
 pub mod files;
 pub mod images;
 pub mod memory;
@@ -49,8 +50,9 @@ pub trait FamilyPlug: Sync {
     /// Why the family's tools are not offered under these settings (a family that is off
     /// until an operator turns it on), with how to turn them on; `None` offers them as the
     /// tool selection says. Withheld tools are left out of every listing and call, and
-    /// `ringfence tools` prints the reason.
-    fn withheld(&self, _settings: &Self::Settings) -> Option<String> {
+    /// `ringfence tools` prints the reason. `config` is the whole configuration, for a
+    /// family that depends on another's settings or on `[llm]`.
+    fn withheld(&self, _settings: &Self::Settings, _config: &Config) -> Option<String> {
         None
     }
     /// Builds the family. Called only when at least one of its tools is offered.
@@ -82,7 +84,7 @@ impl<P: FamilyPlug> Plug for P {
     }
     fn withheld(&self, config: &Config) -> Option<String> {
         let name = FamilyPlug::info(self).name;
-        FamilyPlug::withheld(self, config.families.get::<P::Settings>(name))
+        FamilyPlug::withheld(self, config.families.get::<P::Settings>(name), config)
     }
     fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, String> {
         let name = FamilyPlug::info(self).name;
@@ -97,6 +99,7 @@ pub const FAMILIES: &[&dyn Plug] = &[
     &web::WebPlug,
     &images::ImagesPlug,
     &shell::ShellPlug,
+    &delegate::DelegatePlug,
 ];
 
 /// Whether `name` is a `RINGFENCE_*` variable the core or a family reads.

@@ -27,7 +27,7 @@ impl FamilyPlug for ShellPlug {
         ShellSettings::resolve(input)
     }
 
-    fn withheld(&self, settings: &ShellSettings) -> Option<String> {
+    fn withheld(&self, settings: &ShellSettings, _: &crate::config::Config) -> Option<String> {
         (!settings.enabled).then(|| {
             format!(
                 "shell commands are off: set [shell] enabled = true in the configuration file or {}=true to offer run_shell_command",

@@ -1,0 +1,84 @@
+//! `[delegate]`: whether `delegate_task` is offered and how far a task may go — the table as
+//! written, then resolved. `RINGFENCE_DELEGATE_ENABLED` overrides `enabled`.
+
+use ringfence_tools::delegate::DelegateLimits;
+use serde::Deserialize;
+
+use crate::config::{ConfigError, SectionInput};
+
+/// The family's table in the configuration file.
+pub const SECTION: &str = "delegate";
+/// `true` turns delegation on (over `[delegate] enabled`).
+pub const RINGFENCE_DELEGATE_ENABLED: &str = "RINGFENCE_DELEGATE_ENABLED";
+/// The variables this family reads.
+pub const ENV_VARS: &[&str] = &[RINGFENCE_DELEGATE_ENABLED];
+
+/// `[delegate]`, as written.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DelegateTable {
+    /// Offer delegate_task (default false; needs the shell on and [llm]).
+    enabled: Option<bool>,
+    /// Model turns per task (default 30).
+    max_turns: Option<u32>,
+    /// Tokens the model may write per response (default 4096).
+    max_tokens: Option<u32>,
+    /// Tokens read and written per task (default 200000).
+    token_budget: Option<u64>,
+}
+
+/// The resolved `[delegate]` settings.
+#[derive(Debug, Clone)]
+pub struct DelegateSettings {
+    pub enabled: bool,
+    pub limits: DelegateLimits,
+}
+
+impl DelegateSettings {
+    pub fn resolve(input: &SectionInput<'_>) -> Result<DelegateSettings, ConfigError> {
+        let t: DelegateTable = input.table(SECTION)?;
+        let key = |k: &str| format!("{SECTION}.{k}");
+        let mut enabled = t.enabled.unwrap_or(false);
+        if let Some(v) = input
+            .env
+            .get(RINGFENCE_DELEGATE_ENABLED)
+            .filter(|v| !v.trim().is_empty())
+        {
+            enabled = match v.trim() {
+                "true" | "1" | "yes" => true,
+                "false" | "0" | "no" => false,
+                other => {
+                    return Err(ConfigError::invalid(
+                        RINGFENCE_DELEGATE_ENABLED,
+                        format!("`{other}` is not true or false"),
+                    ));
+                }
+            };
+        }
+        let d = DelegateLimits::default();
+        let in_range = |name: &str, v: Option<u64>, default: u64, max: u64| match v {
+            None => Ok(default),
+            Some(n) if (1..=max).contains(&n) => Ok(n),
+            Some(n) => Err(ConfigError::invalid(
+                key(name),
+                format!("{n} is out of range: 1 to {max}"),
+            )),
+        };
+        let limits = DelegateLimits {
+            max_turns: in_range(
+                "max_turns",
+                t.max_turns.map(u64::from),
+                d.max_turns.into(),
+                1000,
+            )? as u32,
+            max_tokens: in_range(
+                "max_tokens",
+                t.max_tokens.map(u64::from),
+                d.max_tokens.into(),
+                1_000_000,
+            )? as u32,
+            token_budget: in_range("token_budget", t.token_budget, d.token_budget, 1 << 40)?,
+        };
+        Ok(DelegateSettings { enabled, limits })
+    }
+}

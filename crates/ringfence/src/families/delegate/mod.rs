@@ -1,0 +1,218 @@
+//! The delegate family: `delegate_task`, withheld unless an operator turned it on
+//! (`[delegate] enabled = true` or `RINGFENCE_DELEGATE_ENABLED=true`), turned the shell on,
+//! and configured `[llm]`. The sub-agent's tools are the files and shell families built
+//! from the same settings; the model is made on first use.
+
+use std::sync::Arc;
+
+use ringfence_llm::{Anthropic, ChatModel, OpenAiCompatible, Provider, ProviderConfig};
+use ringfence_tools::delegate::{
+    self as family, DelegateServices, LazyModel, ModelSource, SamplingSource,
+};
+use ringfence_tools::{Family, FamilyInfo, Tool, ToolContext, ToolError, ToolErrorKind};
+
+use super::files::FilesPlug;
+use super::shell::{ShellPlug, ShellSettings};
+use super::{FamilyEnv, FamilyPlug};
+use crate::config::{Config, ConfigError, LlmSettings, LlmSource, SectionInput};
+
+mod config;
+
+pub use config::DelegateSettings;
+
+pub struct DelegatePlug;
+
+impl FamilyPlug for DelegatePlug {
+    type Settings = DelegateSettings;
+    const SECTION: Option<&'static str> = Some(config::SECTION);
+    const ENV_VARS: &'static [&'static str] = config::ENV_VARS;
+
+    fn info(&self) -> &'static FamilyInfo {
+        &family::INFO
+    }
+
+    fn settings(&self, input: &SectionInput<'_>) -> Result<DelegateSettings, ConfigError> {
+        DelegateSettings::resolve(input)
+    }
+
+    fn withheld(&self, settings: &DelegateSettings, config: &Config) -> Option<String> {
+        let mut missing = Vec::new();
+        if !settings.enabled {
+            missing.push(format!(
+                "[delegate] enabled = true (or {}=true)",
+                config::RINGFENCE_DELEGATE_ENABLED
+            ));
+        }
+        if !shell_settings(config).enabled {
+            missing.push(
+                "the shell: [shell] enabled = true (or RINGFENCE_SHELL_ENABLED=true)".to_owned(),
+            );
+        }
+        if config.llm.is_none() {
+            missing.push(
+                "a model: an [llm] table with provider = \"openai\", \"anthropic\" or \"sampling\" (and model for the first two)"
+                    .to_owned(),
+            );
+        }
+        (!missing.is_empty()).then(|| {
+            format!(
+                "task delegation is off: delegate_task needs {}",
+                missing.join("; and ")
+            )
+        })
+    }
+
+    fn build(&self, settings: &DelegateSettings, env: &FamilyEnv<'_>) -> Result<Family, String> {
+        // The sub-agent's tools: the same families, built from the same settings.
+        let mut tools: Vec<Arc<dyn Tool>> =
+            FamilyPlug::build(&FilesPlug, &(), env)?.tools().to_vec();
+        let shell = FamilyPlug::build(&ShellPlug, shell_settings(env.config), env)?;
+        tools.extend(shell.tools().iter().cloned());
+        if let Some(llm) = &env.config.llm
+            && env.background
+            && settings.enabled
+        {
+            tracing::info!(
+                provider = llm.provider_name(),
+                "delegate_task: the sub-agent's model comes from [llm]"
+            );
+        }
+        let model: Arc<dyn ModelSource> = match env.config.llm.clone() {
+            None => Arc::new(NoModel),
+            Some(LlmSettings {
+                source: LlmSource::Sampling { model },
+                ..
+            }) => Arc::new(SamplingSource { model_hint: model }),
+            Some(LlmSettings {
+                source: LlmSource::Api(cfg),
+                timeout,
+            }) => Arc::new(LazyModel::new(move || {
+                api_model(&cfg, timeout).map_err(|e| e.to_string())
+            })),
+        };
+        Ok(family::family(DelegateServices {
+            model,
+            tools,
+            limits: settings.limits,
+        }))
+    }
+}
+
+fn shell_settings(config: &Config) -> &ShellSettings {
+    config
+        .families
+        .get::<ShellSettings>(ringfence_tools::shell::FAMILY)
+}
+
+/// The model of an HTTP API, its key read from the process environment.
+fn api_model(
+    cfg: &ProviderConfig,
+    timeout: Option<std::time::Duration>,
+) -> Result<Arc<dyn ChatModel>, ringfence_llm::LlmError> {
+    let lookup = |var: &str| std::env::var(var).ok();
+    Ok(match (cfg.provider, timeout) {
+        (Provider::OpenAi, Some(t)) => {
+            Arc::new(OpenAiCompatible::new(cfg, lookup)?.with_timeout(t))
+        }
+        (Provider::Anthropic, Some(t)) => Arc::new(Anthropic::new(cfg, lookup)?.with_timeout(t)),
+        (_, None) => ringfence_llm::build(cfg, lookup)?,
+    })
+}
+
+/// No `[llm]` table: the family is withheld, so this answers only if called anyway.
+struct NoModel;
+
+impl ModelSource for NoModel {
+    fn model(&self, _: &ToolContext) -> Result<Arc<dyn ChatModel>, ToolError> {
+        Err(ToolError::new(
+            ToolErrorKind::Unavailable,
+            "delegate_task: no language model is configured: add an [llm] table (provider, model) to the configuration file",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::load_file;
+
+    #[test]
+    fn withheld_until_delegation_the_shell_and_a_model_are_all_configured() {
+        let why = |toml: &str, env: &[(&str, &str)]| {
+            let c = load_file(toml, env).unwrap();
+            let s = c.families.get::<DelegateSettings>("delegate").clone();
+            DelegatePlug.withheld(&s, &c)
+        };
+        let all = why("log = \"info\"\n", &[]).unwrap();
+        assert!(all.contains("[delegate] enabled = true"), "{all}");
+        assert!(all.contains("[shell] enabled = true"), "{all}");
+        assert!(all.contains("[llm]"), "{all}");
+        let no_llm = why("[delegate]\nenabled = true\n[shell]\nenabled = true\n", &[]).unwrap();
+        assert!(!no_llm.contains("[delegate] enabled"), "{no_llm}");
+        assert!(!no_llm.contains("[shell]"), "{no_llm}");
+        assert!(no_llm.contains("[llm]"), "{no_llm}");
+        let no_shell = why(
+            "[delegate]\nenabled = true\n[llm]\nprovider = \"sampling\"\n",
+            &[],
+        )
+        .unwrap();
+        assert!(no_shell.contains("RINGFENCE_SHELL_ENABLED"), "{no_shell}");
+        assert!(!no_shell.contains("[llm]"), "{no_shell}");
+        assert_eq!(
+            why(
+                "[llm]\nprovider = \"openai\"\nmodel = \"m\"\n",
+                &[
+                    ("RINGFENCE_DELEGATE_ENABLED", "true"),
+                    ("RINGFENCE_SHELL_ENABLED", "1")
+                ]
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn the_section_is_resolved_and_checked() {
+        let c = load_file(
+            "[delegate]\nenabled = true\nmax_turns = 5\nmax_tokens = 1000\ntoken_budget = 9000\n",
+            &[],
+        )
+        .unwrap();
+        let s = c.families.get::<DelegateSettings>("delegate");
+        assert!(s.enabled);
+        assert_eq!(s.limits.max_turns, 5);
+        assert_eq!(s.limits.max_tokens, 1000);
+        assert_eq!(s.limits.token_budget, 9000);
+        let e = load_file("[delegate]\nmax_turns = 0\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("delegate.max_turns: 0 is out of range"), "{e}");
+        let e = load_file("[delegate]\nenabled = true\nturns = 3\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `turns`"), "{e}");
+        let e = load_file("", &[("RINGFENCE_DELEGATE_ENABLED", "maybe")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("RINGFENCE_DELEGATE_ENABLED"), "{e}");
+    }
+
+    #[test]
+    fn the_sub_agent_gets_the_file_tools_and_the_shell() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::for_tests(dir.path());
+        let supervisor = crate::supervisor::Supervisor::new();
+        let env = FamilyEnv {
+            config: &config,
+            supervisor: &supervisor,
+            background: false,
+        };
+        let family = FamilyPlug::build(
+            &DelegatePlug,
+            config.families.get::<DelegateSettings>("delegate"),
+            &env,
+        )
+        .unwrap();
+        assert_eq!(family.tools().len(), 1);
+        supervisor.shutdown(std::time::Duration::from_secs(1));
+    }
+}
