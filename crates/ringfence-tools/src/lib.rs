@@ -37,7 +37,7 @@ pub use limits::{Limits, LimitsError};
 pub use memory::MemoryBackend;
 pub use resources::{PromptContent, PromptInfo, ResourceInfo, ResourceProvider, ResourceSet};
 pub use runner::{
-    AuditEvent, AuditSink, CallMetrics, CallRequest, CallScope, ToolRunner, UnknownTool,
+    AuditEvent, AuditSink, CallMetrics, CallRequest, CallScope, StepAudit, ToolRunner, UnknownTool,
     redact_args,
 };
 pub use session::{

@@ -39,6 +39,64 @@ pub trait AuditSink: Send + Sync + std::fmt::Debug {
     fn record(&self, event: AuditEvent);
 }
 
+/// Records the calls a tool makes to other tools (the sub-agent's steps of `delegate_task`)
+/// in the audit trail of the call that made them, as `<outer tool>/<inner tool>`, with the
+/// inner tool's sensitive arguments redacted like any call's.
+#[derive(Clone)]
+pub struct StepAudit {
+    sink: Arc<dyn AuditSink>,
+    user: String,
+    session: String,
+    parent: &'static str,
+}
+
+impl std::fmt::Debug for StepAudit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StepAudit")
+            .field("user", &self.user)
+            .field("parent", &self.parent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StepAudit {
+    pub fn new(sink: Arc<dyn AuditSink>, user: &str, session: &str, parent: &'static str) -> Self {
+        StepAudit {
+            sink,
+            user: user.to_owned(),
+            session: session.to_owned(),
+            parent,
+        }
+    }
+
+    /// One inner call of `tool` with `args`, its outcome (the error kind when it failed)
+    /// and how long it took.
+    pub fn record(
+        &self,
+        tool: &dyn Tool,
+        args: &Value,
+        error: Option<ToolErrorKind>,
+        elapsed: Duration,
+    ) {
+        let known: Vec<String> = tool
+            .input_schema()
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        self.sink.record(AuditEvent {
+            time: crate::time::format_iso(std::time::SystemTime::now()),
+            user: self.user.clone(),
+            session: self.session.clone(),
+            tool: format!("{}/{}", self.parent, tool.name()),
+            args: redact_args(args, tool.sensitive_args(), &known),
+            outcome: if error.is_none() { "ok" } else { "error" },
+            error: error.map(|k| k.as_str()),
+            duration_ms: (elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0,
+        });
+    }
+}
+
 /// Where call counts and latencies go (the HTTP server's `/metrics`).
 pub trait CallMetrics: Send + Sync + std::fmt::Debug {
     fn record_call(&self, tool: &str, ok: bool, seconds: f64);
@@ -204,6 +262,10 @@ impl ToolRunner {
                 .map_or(&[][..], Vec::as_slice);
             redact_args(&req.args, tool.sensitive_args(), known)
         });
+        let steps = self
+            .audit
+            .clone()
+            .map(|sink| StepAudit::new(sink, req.user, req.session_id, tool.name()));
         let result = match req.scope {
             Ok(scope) => {
                 self.run(
@@ -213,6 +275,7 @@ impl ToolRunner {
                     req.cancel,
                     req.progress,
                     req.ready,
+                    steps,
                 )
                 .await
             }
@@ -259,6 +322,7 @@ impl ToolRunner {
         caller_cancel: CancellationToken,
         progress: Progress,
         ready: Option<BoxFuture<'_, ToolResult<()>>>,
+        steps: Option<StepAudit>,
     ) -> ToolResult<ToolOutput> {
         // The tool sees a child token: cancelled by the caller, or by the time limit.
         let cancel = caller_cancel.child_token();
@@ -285,6 +349,7 @@ impl ToolRunner {
             spill: scope.spill,
             cancel,
             progress,
+            steps,
         };
         let result = match waited {
             Ok(()) => tool.call(ctx, args).await,

@@ -149,6 +149,9 @@ pub struct ToolContext {
     pub spill: Arc<SpillStore>,
     pub cancel: CancellationToken,
     pub progress: Progress,
+    /// Where a tool that calls other tools records those calls (the audit trail of this
+    /// call); `None` when calls are not audited.
+    pub steps: Option<crate::runner::StepAudit>,
 }
 
 impl ToolContext {

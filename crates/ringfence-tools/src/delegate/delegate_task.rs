@@ -532,7 +532,14 @@ impl DelegateTask {
                 Value::String(workdir.display().to_string()),
             );
         }
-        match tool.call(sub.clone(), input).await {
+        let started = std::time::Instant::now();
+        let result = tool.call(sub.clone(), input.clone()).await;
+        // Every step in the audit trail, as `delegate_task/<tool>`.
+        if let Some(steps) = &sub.steps {
+            let kind = result.as_ref().err().map(|e| e.kind);
+            steps.record(tool.as_ref(), &input, kind, started.elapsed());
+        }
+        match result {
             Ok(out) => (cap_result(out.all_text()), false),
             Err(e) => (
                 cap_result(format!("error ({}): {}", e.kind.as_str(), e.message)),

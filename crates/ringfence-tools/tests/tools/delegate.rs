@@ -13,10 +13,23 @@ use ringfence_llm::{
 };
 use ringfence_tools::delegate::{self, DelegateLimits, DelegateServices, FixedModel};
 use ringfence_tools::files::{self, FileServices};
-use ringfence_tools::{Journaling, MemoryJournal, Tool, ToolErrorKind, ToolOutput, Toolbox, shell};
+use ringfence_tools::{
+    AuditEvent, AuditSink, Journaling, MemoryJournal, StepAudit, Tool, ToolErrorKind, ToolOutput,
+    Toolbox, shell,
+};
 use serde_json::{Value, json};
 
 use crate::common::Fx;
+
+/// An audit sink that keeps what it is given.
+#[derive(Debug, Default)]
+struct Recorded(Mutex<Vec<AuditEvent>>);
+
+impl AuditSink for Recorded {
+    fn record(&self, event: AuditEvent) {
+        self.0.lock().unwrap().push(event);
+    }
+}
 
 /// One scripted answer.
 enum Step {
@@ -163,7 +176,14 @@ async fn a_task_writes_a_file_runs_a_command_and_reports_what_changed() {
             json!([{"criterion": "made.txt holds the greeting", "met": true, "evidence": "cat made.txt: hi there"}]),
         ),
     ]));
-    let fx = fx(model.clone());
+    let mut fx = fx(model.clone());
+    let audit = Arc::new(Recorded::default());
+    fx.ctx.steps = Some(StepAudit::new(
+        audit.clone(),
+        "alice",
+        "s-1",
+        "delegate_task",
+    ));
     fx.write("old.txt", "kept\n");
     let (text, s) = run(
         &fx,
@@ -171,6 +191,25 @@ async fn a_task_writes_a_file_runs_a_command_and_reports_what_changed() {
     )
     .await;
     assert_eq!(s["status"], "completed", "{text}");
+    // Every step is in the audit trail, its file content redacted.
+    let events = audit.0.lock().unwrap();
+    let tools: Vec<&str> = events.iter().map(|e| e.tool.as_str()).collect();
+    assert_eq!(
+        tools,
+        [
+            "delegate_task/write_file",
+            "delegate_task/run_shell_command"
+        ]
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e.outcome == "ok" && e.user == "alice")
+    );
+    assert_eq!(events[0].args["path"], "notes/hello.txt");
+    assert_eq!(events[0].args["content"]["len"], 9);
+    assert!(!events[0].args.to_string().contains("hi there"));
+    drop(events);
     assert_eq!(s["summary"], "wrote hello.txt and made.txt");
     assert_eq!(s["turns"], 3);
     assert_eq!(s["tokens"], 330);

@@ -76,6 +76,7 @@ impl Fx {
             spill: Arc::new(SpillStore::new(spill_root)),
             cancel: CancellationToken::new(),
             progress: Progress::none(),
+            steps: None,
         };
         Fx {
             tmp,
