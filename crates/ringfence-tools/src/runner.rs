@@ -161,6 +161,15 @@ pub struct CallScope {
     pub spill: Arc<SpillStore>,
 }
 
+/// What connects one call to its caller: cancellation, progress, the gate it waits on
+/// and where its sub-steps are audited.
+struct Wiring<'a> {
+    cancel: CancellationToken,
+    progress: Progress,
+    ready: Option<BoxFuture<'a, ToolResult<()>>>,
+    steps: Option<StepAudit>,
+}
+
 /// One call as a caller hands it to the runner.
 pub struct CallRequest<'a> {
     pub tool: &'a str,
@@ -268,16 +277,13 @@ impl ToolRunner {
             .map(|sink| StepAudit::new(sink, req.user, req.session_id, tool.name()));
         let result = match req.scope {
             Ok(scope) => {
-                self.run(
-                    tool.as_ref(),
-                    scope,
-                    req.args,
-                    req.cancel,
-                    req.progress,
-                    req.ready,
+                let wiring = Wiring {
+                    cancel: req.cancel,
+                    progress: req.progress,
+                    ready: req.ready,
                     steps,
-                )
-                .await
+                };
+                self.run(tool.as_ref(), scope, req.args, wiring).await
             }
             Err(refused) => Err(refused),
         };
@@ -313,17 +319,20 @@ impl ToolRunner {
         Ok(result)
     }
 
-    /// Runs `tool` in `scope` once `ready` resolves, within the time limit.
+    /// Runs `tool` in `scope` once `wiring.ready` resolves, within the time limit.
     async fn run(
         &self,
         tool: &dyn Tool,
         scope: CallScope,
         args: Value,
-        caller_cancel: CancellationToken,
-        progress: Progress,
-        ready: Option<BoxFuture<'_, ToolResult<()>>>,
-        steps: Option<StepAudit>,
+        wiring: Wiring<'_>,
     ) -> ToolResult<ToolOutput> {
+        let Wiring {
+            cancel: caller_cancel,
+            progress,
+            ready,
+            steps,
+        } = wiring;
         // The tool sees a child token: cancelled by the caller, or by the time limit.
         let cancel = caller_cancel.child_token();
         let timed_out = Arc::new(AtomicBool::new(false));
