@@ -284,3 +284,156 @@ async def test_sampling_without_a_sampling_client_says_what_is_needed(ringfence_
         text = await srv.err("delegate_task", ARGS)
         assert '[llm] provider = "sampling"' in text, text
         assert "must declare the `sampling` capability" in text, text
+
+
+# --- The task's other endings through the client's own model: a failed criterion, a
+# timeout, a cancellation that kills the task's command, two tasks at once for one user.
+
+def tool_sampler(moves_for: Callable[[str], list[tuple[str, dict[str, Any]]]],
+                 delay_for: Callable[[str, int], float] = lambda _d, _t: 0.0) -> Callable[..., Any]:
+    """A sampling client with tools that plays `moves_for(system prompt)`, turn by turn,
+    after `delay_for(system prompt, turn)` seconds."""
+
+    async def sample(_ctx: Any, params: types.CreateMessageRequestParams) -> Any:
+        system = params.system_prompt or ""
+        turn = sum(1 for m in params.messages if m.role == "assistant")
+        delay = delay_for(system, turn)
+        if delay:
+            await anyio.sleep(delay)
+        name, args = moves_for(system)[turn]
+        return types.CreateMessageResultWithTools(
+            role="assistant",
+            content=[types.ToolUseContent(type="tool_use", id=f"t{turn}", name=name, input=args)],
+            model="scripted-tool-sampler", stop_reason="toolUse")
+
+    return sample
+
+
+TOOL_CAPS = types.SamplingCapability(tools=types.SamplingToolsCapability())
+
+
+def finish_move(status: str, summary: str, criteria: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    return ("finish_task", {"status": status, "summary": summary, "criteria": criteria})
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+async def test_a_failed_criterion_is_reported_with_the_files_a_command_changed(ringfence_bin, dirs):
+    ws, data = dirs
+    (ws / "gone.txt").write_text("bye\n")
+    (ws / "edit.txt").write_text("a\n")
+    moves = [
+        ("run_shell_command", {"command": "rm gone.txt; echo b >> edit.txt"}),
+        finish_move("failed", "the tests do not pass", [
+            {"criterion": "tests pass", "met": False, "evidence": "2 failures"}]),
+    ]
+    config = delegate_config(ws.parent, 'provider = "sampling"\n')
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with serve_sampling(ringfence_bin, ws, data, config,
+                                  tool_sampler(lambda _s: moves), TOOL_CAPS) as srv:
+            result = await srv.call("delegate_task", {
+                "description": "fix the tests", "successCriteria": ["tests pass", "docs updated"]})
+    # A task that failed is a result the model can act on, not a tool error.
+    assert not is_error(result), text_of(result)
+    s = structured(result)
+    assert s["status"] == "failed", s
+    assert s["summary"] == "the tests do not pass"
+    assert s["criteria"] == [
+        {"criterion": "tests pass", "met": False, "evidence": "2 failures"},
+        {"criterion": "docs updated", "met": False, "evidence": "not reported"}]
+    assert s["filesDeleted"] == ["gone.txt"] and s["filesModified"] == ["edit.txt"], s
+    assert "failed" in text_of(result) and "tests pass" in text_of(result)
+
+
+async def test_a_slow_model_meets_the_timeout(ringfence_bin, dirs):
+    ws, data = dirs
+    moves = [finish_move("completed", "too late", [])]
+    config = delegate_config(ws.parent, 'provider = "sampling"\n')
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with serve_sampling(ringfence_bin, ws, data, config,
+                                  tool_sampler(lambda _s: moves, lambda _s, _t: 30.0),
+                                  TOOL_CAPS) as srv:
+            started = anyio.current_time()
+            result = await srv.call("delegate_task", {"description": "be slow", "timeout": 2})
+            took = anyio.current_time() - started
+    assert not is_error(result), text_of(result)
+    s = structured(result)
+    assert s["status"] == "timed_out", s
+    assert "ran out of time" in s["summary"], s
+    assert 2.0 <= took < 15.0, took
+    assert Path(s["transcriptFile"]).is_file()
+
+
+async def test_cancelling_a_task_kills_its_command_and_frees_the_slot(ringfence_bin, dirs):
+    ws, data = dirs
+
+    def moves_for(system: str) -> list[tuple[str, dict[str, Any]]]:
+        if "sleep a while" in system:
+            return [("run_shell_command",
+                     {"command": "echo $$ > sleeper.pid; exec sleep 60", "timeout": 120}),
+                    finish_move("completed", "never reached", [])]
+        return [finish_move("completed", "the next task ran", [])]
+
+    config = delegate_config(ws.parent, 'provider = "sampling"\n')
+    pidfile = ws / "sleeper.pid"
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with serve_sampling(ringfence_bin, ws, data, config,
+                                  tool_sampler(moves_for), TOOL_CAPS) as srv:
+            pid = 0
+            async with anyio.create_task_group() as tg:
+                async def delegate() -> None:
+                    await srv.session.call_tool("delegate_task", {"description": "sleep a while"})
+                    pytest.fail("the cancelled call returned")
+
+                tg.start_soon(delegate)
+                for _ in range(400):
+                    text = pidfile.read_text().strip() if pidfile.exists() else ""
+                    if text.isdigit() and alive(int(text)):
+                        pid = int(text)
+                        break
+                    await anyio.sleep(0.05)
+                assert pid, "the task's command never started"
+                # Cancelling the awaiting task sends notifications/cancelled to the server.
+                tg.cancel_scope.cancel()
+            for _ in range(100):
+                if not alive(pid):
+                    break
+                await anyio.sleep(0.1)
+            assert not alive(pid), f"sleep 60 (pid {pid}) outlived the cancelled task"
+            # The user's slot is free again: the next task runs.
+            result = await srv.call("delegate_task", {"description": "the next one"})
+            assert not is_error(result), text_of(result)
+            assert structured(result)["summary"] == "the next task ran"
+
+
+async def test_one_task_per_user_at_a_time(ringfence_bin, dirs):
+    ws, data = dirs
+
+    def moves_for(system: str) -> list[tuple[str, dict[str, Any]]]:
+        return [finish_move("completed", "first done" if "the first" in system else "?", [])]
+
+    config = delegate_config(ws.parent, 'provider = "sampling"\n')
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with serve_sampling(ringfence_bin, ws, data, config,
+                                  tool_sampler(moves_for, lambda s, _t: 3.0 if "the first" in s else 0.0),
+                                  TOOL_CAPS) as srv:
+            results: dict[str, Any] = {}
+            async with anyio.create_task_group() as tg:
+                async def first() -> None:
+                    results["first"] = await srv.call("delegate_task",
+                                                      {"description": "the first task, a slow one"})
+
+                tg.start_soon(first)
+                await anyio.sleep(1.0)
+                text = await srv.err("delegate_task", {"description": "a second task"})
+                assert "one task at a time per user" in text, text
+                assert '"the first task, a slow one"' in text, text
+                assert "UTC" in text and "wait for it to finish or cancel it" in text, text
+            assert not is_error(results["first"]), text_of(results["first"])
+            assert structured(results["first"])["summary"] == "first done"
