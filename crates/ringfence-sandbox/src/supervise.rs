@@ -194,6 +194,15 @@ fn stage2_main(json: &str) -> i32 {
         );
         return 127;
     }
+    // A descriptor the server inherited without close-on-exec (a launcher's pipe, a
+    // socket, `3>file`) would hand the command a file Landlock never checks again.
+    if let Err(e) = cloexec_above_stderr() {
+        say(
+            "failed",
+            &format!("cannot keep inherited file descriptors from the command: {e}"),
+        );
+        return 127;
+    }
     say(
         "applied",
         &serde_json::to_string(&applied).unwrap_or_default(),
@@ -210,6 +219,36 @@ fn stage2_main(json: &str) -> i32 {
         stage.shell.display()
     );
     127
+}
+
+/// Marks every descriptor above stderr close-on-exec, so that only stdin, stdout and stderr
+/// reach the command. `close_range` (Linux 5.11) does it in one call; older kernels get each
+/// descriptor listed in `/proc/self/fd` marked.
+#[allow(unsafe_code)]
+fn cloexec_above_stderr() -> std::io::Result<()> {
+    // SAFETY: the call sets the close-on-exec flag of descriptors; it closes nothing, and
+    // reads or writes no memory of this process.
+    let r = unsafe { libc::close_range(3, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as i32) };
+    if r == 0 {
+        return Ok(());
+    }
+    // Collected first: the directory's own descriptor is among those listed.
+    #[allow(clippy::disallowed_methods, reason = "/proc, not a user's file")]
+    let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: F_SETFD on a number that may no longer be open fails with EBADF and
+        // changes nothing; no memory is passed.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EBADF) {
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reads the second stage's word from the start of its stdout: what it applied (sent on to

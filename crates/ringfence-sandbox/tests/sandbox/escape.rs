@@ -1404,7 +1404,7 @@ async fn the_table_notices_an_open_sandbox() {
         "tcp4_bash_dev_tcp",
         "tcp4_python",
         "udp_bash_dev_udp",
-        "unix_socket_beside",
+        // Not "unix_socket_beside": even with the network on, Unix sockets stay refused.
     ];
     let chosen: Vec<Case> = cases()
         .into_iter()

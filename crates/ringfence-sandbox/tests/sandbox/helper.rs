@@ -373,3 +373,64 @@ async fn a_helper_that_is_not_one_is_a_clear_error() {
     .unwrap_err();
     assert!(err.to_string().contains("without a report"), "{err}");
 }
+
+#[tokio::test]
+async fn a_descriptor_the_server_inherited_never_reaches_the_command() {
+    let l = Layout::new();
+    // The helper is started with fd 7 open (not close-on-exec) on a secret outside every
+    // root, as a launcher's stray pipe or `7<file` would leave it.
+    let plain = helper();
+    let mut args = vec![
+        "-c".to_owned(),
+        "exec 7<\"$0\"; exec \"$@\"".to_owned(),
+        l.path("secret/c.txt").display().to_string(),
+        plain.program.display().to_string(),
+    ];
+    args.extend(plain.args);
+    let wrapped = Helper {
+        program: PathBuf::from("/bin/sh"),
+        args,
+        env: plain.env,
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let spec = l.spec("ls /proc/self/fd | tr '\\n' ' '; echo; cat <&7; echo end");
+    let outcome = ringfence_sandbox::run(
+        &wrapped,
+        &spec,
+        Duration::from_secs(30),
+        std::future::pending(),
+        |s, b| match s {
+            Stream::Stdout => out.extend_from_slice(b),
+            Stream::Stderr => err.extend_from_slice(b),
+        },
+    )
+    .await
+    .unwrap();
+    let (out, err) = (String::from_utf8_lossy(&out), String::from_utf8_lossy(&err));
+    assert_eq!(outcome.exit, Exit::Code(0), "{out} {err}");
+    assert!(out.ends_with("end\n"), "{out}");
+    assert!(
+        !out.contains("SECRET"),
+        "the inherited descriptor was readable: {out}"
+    );
+    assert!(err.contains("7"), "{err}"); // the shell's "bad file descriptor" for fd 7
+    // Only the command's own descriptors are open (0–2 and the one ls opened to list them).
+    let listed: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
+    assert!(!listed.contains(&"7"), "{listed:?}");
+}
+
+#[tokio::test]
+async fn with_the_network_on_only_internet_sockets_are_allowed() {
+    let l = Layout::new();
+    let mut spec = l.spec(
+        "python3 -c 'import socket\nfor f in (socket.AF_INET, socket.AF_INET6, socket.AF_UNIX, socket.AF_NETLINK):\n    try:\n        socket.socket(f).close(); print(f.name, \"ok\")\n    except OSError as e:\n        print(f.name, e.strerror)'",
+    );
+    spec.policy.network = Network::Full;
+    let r = run_spec(&spec, Duration::from_secs(30)).await;
+    assert_eq!(
+        r.stdout,
+        "AF_INET ok\nAF_INET6 ok\nAF_UNIX Operation not permitted\nAF_NETLINK Operation not permitted\n",
+        "{}",
+        r.stderr
+    );
+}
