@@ -58,6 +58,9 @@ pub struct ShellConfig {
     /// Paths no root may overlap for commands to run (ringfence's data directory): Landlock
     /// cannot carve them out of a root that contains them.
     pub protected: Vec<PathBuf>,
+    /// Files no writable root may hold, each with what it is: ringfence's own executables
+    /// and configuration, which a command could replace to lift the sandbox next time.
+    pub unwritable: Vec<(PathBuf, String)>,
 }
 
 impl ShellConfig {
@@ -75,6 +78,7 @@ impl ShellConfig {
             concurrent_per_user: 4,
             shown_chars: 30_000,
             protected: Vec::new(),
+            unwritable: Vec::new(),
         }
     }
 }

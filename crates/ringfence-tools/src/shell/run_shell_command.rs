@@ -181,6 +181,21 @@ impl RunShellCommand {
                     ),
                 ));
             }
+            if root.access() == Access::ReadWrite
+                && let Some((file, what)) = cfg
+                    .unwritable
+                    .iter()
+                    .find(|(file, _)| contains_protected(&path, file))
+            {
+                return Err(ToolError::new(
+                    ToolErrorKind::Refused,
+                    format!(
+                        "run_shell_command: the writable root {} holds {what} ({}), which a command could replace to run the next command without the sandbox. An operator must install ringfence outside the writable roots (or move the file) or make that root read-only",
+                        root.label(),
+                        file.display()
+                    ),
+                ));
+            }
             match root.access() {
                 Access::ReadOnly => read.push(path),
                 Access::ReadWrite => write.push(path),

@@ -297,6 +297,36 @@ async fn a_root_holding_the_data_directory_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_writable_root_holding_ringfences_own_files_is_refused() {
+    let mut cfg = config();
+    let mut fx = fx_with(
+        config(),
+        &[("ws", Access::ReadWrite), ("ro", Access::ReadOnly)],
+    );
+    let exe = fx.tmp.path().join("ws/bin/ringfence-sandbox");
+    cfg.unwritable = vec![(exe, "the sandbox helper executable".to_owned())];
+    fx.toolbox = Toolbox::of(&[shell::family(cfg)]);
+    let e = fx
+        .err("run_shell_command", json!({"command": "true"}))
+        .await;
+    assert_eq!(e.kind, ToolErrorKind::Refused);
+    assert!(
+        e.message.contains("holds the sandbox helper executable")
+            && e.message.contains("outside the writable roots"),
+        "{}",
+        e.message
+    );
+    // In a read-only root it cannot be replaced: commands run.
+    let mut cfg = config();
+    cfg.unwritable = vec![(
+        fx.tmp.path().join("ro/ringfence"),
+        "the ringfence executable".to_owned(),
+    )];
+    fx.toolbox = Toolbox::of(&[shell::family(cfg)]);
+    fx.ok("run_shell_command", json!({"command": "true"})).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_environment_is_clean_plus_the_operators_variables() {
     let mut cfg = config();
     cfg.env = vec![("PROJECT_MODE".to_owned(), "test".to_owned())];

@@ -53,6 +53,18 @@ impl FamilyPlug for ShellPlug {
         cfg.max_processes = settings.max_processes;
         cfg.concurrent_per_user = settings.concurrent_per_user;
         cfg.protected = vec![env.config.data_dir.clone()];
+        cfg.unwritable.push((
+            cfg.helper.program.clone(),
+            "the sandbox helper executable".to_owned(),
+        ));
+        if let Ok(exe) = std::env::current_exe() {
+            cfg.unwritable
+                .push((exe, "the ringfence executable".to_owned()));
+        }
+        if let Some(file) = &env.config.config_file {
+            cfg.unwritable
+                .push((file.clone(), "ringfence's configuration file".to_owned()));
+        }
         Ok(family::family(cfg))
     }
 }
