@@ -111,6 +111,9 @@ pub fn refused_word(command: &str, extra: &[String]) -> Option<String> {
     None
 }
 
+/// The longest command accepted.
+const MAX_COMMAND_BYTES: usize = 64 * 1024;
+
 impl RunShellCommand {
     async fn execute(&self, ctx: ToolContext, args: RunShellCommandArgs) -> ToolResult<ToolOutput> {
         let cfg = &self.config;
@@ -123,6 +126,14 @@ impl RunShellCommand {
             return Err(ToolError::invalid(
                 "run_shell_command: command contains a NUL character, which no shell accepts",
             ));
+        }
+        // The command reaches the sandbox's second stage in its environment, where Linux
+        // allows one string of at most 128 KiB (with the policy beside it).
+        if args.command.len() > MAX_COMMAND_BYTES {
+            return Err(ToolError::invalid(format!(
+                "run_shell_command: command is {} bytes, at most {MAX_COMMAND_BYTES}; write long content to a file with write_file and run that",
+                args.command.len()
+            )));
         }
         let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
         if !timeout.is_finite() || timeout <= 0.0 || timeout > MAX_TIMEOUT_SECS {

@@ -90,11 +90,22 @@ async fn bad_arguments_name_the_problem() {
         (json!({"command": "true", "timeout": -5}), "more than 0"),
         (json!({"command": "true", "cwd": "x"}), "unknown field"),
         (json!({}), "missing field `command`"),
+        (
+            json!({"command": format!("echo {}", "x".repeat(70_000))}),
+            "command is 70005 bytes, at most 65536; write long content to a file",
+        ),
     ] {
         let e = fx.err("run_shell_command", args.clone()).await;
         assert_eq!(e.kind, ToolErrorKind::InvalidArgument, "{args}");
-        assert!(e.message.contains(needle), "{args}: {}", e.message);
+        assert!(e.message.contains(needle), "{}", e.message);
     }
+    // Just under the limit runs.
+    let (_, s) = run(
+        &fx,
+        json!({"command": format!("echo {} | wc -c", "x".repeat(60_000))}),
+    )
+    .await;
+    assert_eq!(s["stdout"], "60001\n");
 }
 
 #[tokio::test(flavor = "multi_thread")]
