@@ -140,6 +140,11 @@ async def test_off_unless_delegation_shell_and_model_are_configured(ringfence_bi
         assert set(schema["properties"]) == {
             "description", "successCriteria", "contextFiles", "workingDirectory", "timeout"}
         assert schema["required"] == ["description"]
+    # Without the shell among the selected tools there is no delegation either.
+    async with serve(ringfence_bin, ws, data, preset="full", options=("--config", str(config)),
+                     env={"RINGFENCE_DISABLE_TOOLS": "run_shell_command"}) as srv:
+        names = {t.name for t in (await srv.session.list_tools()).tools}
+        assert "delegate_task" not in names and "run_shell_command" not in names
 
 
 async def test_a_task_through_an_openai_compatible_server(ringfence_bin, dirs):
@@ -152,7 +157,8 @@ async def test_a_task_through_an_openai_compatible_server(ringfence_bin, dirs):
         with anyio.fail_after(TEST_TIMEOUT_S):
             async with serve(ringfence_bin, ws, data, preset="full",
                              options=("--config", str(config)),
-                             env={"OPENAI_API_KEY": KEY}) as srv:
+                             env={"OPENAI_API_KEY": KEY,
+                                  "RINGFENCE_DISABLE_TOOLS": "delete_file"}) as srv:
                 s = check_result(await srv.call("delegate_task", ARGS), ws)
                 assert s["tokens"] == 360
                 assert "fake-gpt" in s["model"]
@@ -162,6 +168,8 @@ async def test_a_task_through_an_openai_compatible_server(ringfence_bin, dirs):
     offered = {t["function"]["name"] for t in first["body"]["tools"]}
     assert {"write_file", "run_shell_command", "finish_task"} <= offered
     assert "delegate_task" not in offered
+    # A tool the operator took away from the assistant is not its sub-agent's either.
+    assert "delete_file" not in offered and "read_file" in offered
     # The command's output went back to the model as the tool's result.
     last = FakeOpenAi.requests[-1]["body"]["messages"]
     tool_msgs = [m for m in last if m["role"] == "tool"]

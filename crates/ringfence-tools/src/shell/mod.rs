@@ -26,10 +26,13 @@ pub use run_shell_command::{RunShellCommand, refused_word};
 /// The tool family name (`tools.disable = ["shell"]`).
 pub const FAMILY: &str = "shell";
 
+/// The family's one tool.
+pub const TOOL: &str = "run_shell_command";
+
 pub const INFO: FamilyInfo = FamilyInfo {
     name: FAMILY,
     summary: "run shell commands in a kernel sandbox confined to the roots (off unless [shell] enabled = true)",
-    tools: &["run_shell_command"],
+    tools: &[TOOL],
 };
 
 /// Command words refused at once (the seed's "privilege escalation commands").

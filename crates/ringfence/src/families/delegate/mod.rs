@@ -48,6 +48,17 @@ impl FamilyPlug for DelegatePlug {
                 "the shell: [shell] enabled = true (or RINGFENCE_SHELL_ENABLED=true)".to_owned(),
             );
         }
+        // The sub-agent gets the selected tools only: without the shell it could not run
+        // the commands a task needs, and the seed asks for both.
+        if let Ok(selected) = super::catalogue().select(&config.tools)
+            && selected.contains(&"delegate_task")
+            && !selected.contains(&ringfence_tools::shell::TOOL)
+        {
+            missing.push(format!(
+                "{} among the selected tools (the preset \"full\", or tools.add)",
+                ringfence_tools::shell::TOOL
+            ));
+        }
         if config.llm.is_none() {
             missing.push(
                 "a model: an [llm] table with provider = \"openai\", \"anthropic\" or \"sampling\" (and model for the first two)"
@@ -68,6 +79,12 @@ impl FamilyPlug for DelegatePlug {
             FamilyPlug::build(&FilesPlug, &(), env)?.tools().to_vec();
         let shell = FamilyPlug::build(&ShellPlug, shell_settings(env.config), env)?;
         tools.extend(shell.tools().iter().cloned());
+        // Only what the operator selected for this server: a tool disabled for the assistant
+        // is not handed to its sub-agent either.
+        let selected = super::catalogue()
+            .select(&env.config.tools)
+            .map_err(|e| e.to_string())?;
+        tools.retain(|t| selected.contains(&t.name()));
         if let Some(llm) = &env.config.llm
             && env.background
             && settings.enabled
