@@ -426,7 +426,21 @@ impl DelegateTask {
                     return End::ModelError(e);
                 }
             };
-            state.tokens += response.usage.input_tokens + response.usage.output_tokens;
+            let reported = response.usage.input_tokens + response.usage.output_tokens;
+            state.tokens += if reported > 0 {
+                reported
+            } else {
+                // A server that reports no usage still spends: estimated (4 bytes a token)
+                // so that the budget holds.
+                let text = system.len()
+                    + messages
+                        .iter()
+                        .flat_map(|m| &m.content)
+                        .chain(&response.content)
+                        .map(super::sampling::block_len)
+                        .sum::<usize>();
+                (text / 4).max(1) as u64
+            };
             let assistant = response.assistant_message();
             transcript.message(turn, &assistant);
             messages.push(assistant);

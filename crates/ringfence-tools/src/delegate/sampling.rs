@@ -133,7 +133,7 @@ impl ChatModel for SamplingModel {
     }
 }
 
-fn block_len(b: &Block) -> usize {
+pub(super) fn block_len(b: &Block) -> usize {
     match b {
         Block::Text(t) => t.len(),
         Block::ToolUse { input, .. } => input.to_string().len(),

@@ -303,8 +303,7 @@ impl RunShellCommand {
             &args.command,
             &cwd,
             timeout,
-            cfg.sandbox,
-            network,
+            (cfg.sandbox, network, cfg.max_processes),
             &outcome,
             out,
             err,
@@ -401,13 +400,11 @@ fn sandbox_line(enabled: bool, network: Network, applied: &Applied) -> String {
     parts.join(", ")
 }
 
-#[allow(clippy::too_many_arguments)]
 fn render(
     command: &str,
     cwd: &Path,
     timeout: f64,
-    sandbox: bool,
-    network: Network,
+    (sandbox, network, max_processes): (bool, Network, u64),
     outcome: &ringfence_sandbox::Outcome,
     out: Captured,
     err: Captured,
@@ -420,10 +417,10 @@ fn render(
         (Some(Ended::Timeout), _) => format!(
             "Timed out after {timeout} s: the command and every process it started were killed"
         ),
-        (Some(Ended::ProcessLimit), _) => {
-            "Stopped: the command had more processes at once than allowed; all of them were killed"
-                .to_owned()
-        }
+        (Some(Ended::ProcessLimit), _) => format!(
+            "Stopped: the command had more processes or threads at once than allowed ({}); all of them were killed. A parallel build may need fewer jobs, or an operator can raise [shell] max_processes",
+            max_processes
+        ),
         (_, Exit::Code(c)) => format!("Exit code: {c}"),
         (_, Exit::Signal(s)) => format!("Killed by signal {s} ({})", signal_name(s)),
     };

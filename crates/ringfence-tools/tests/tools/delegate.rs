@@ -353,6 +353,34 @@ async fn the_token_budget_stops_the_task() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_model_that_reports_no_usage_still_meets_the_budget() {
+    let mut m = Scripted::default();
+    let Step::Answer(mut r) = call("l", "list_directory", json!({"path": "."})) else {
+        unreachable!()
+    };
+    r.usage = Usage::default();
+    m.fallback = Some(r);
+    let fx = fx_with(
+        Arc::new(m),
+        DelegateLimits {
+            token_budget: 2000,
+            ..DelegateLimits::default()
+        },
+    );
+    let (_, s) = run(&fx, json!({"description": "spend without saying so"})).await;
+    assert_eq!(s["status"], "failed", "{s}");
+    assert!(
+        s["summary"]
+            .as_str()
+            .unwrap()
+            .contains("token budget (2000"),
+        "{s}"
+    );
+    let turns = s["turns"].as_u64().unwrap();
+    assert!((1..30).contains(&turns), "{s}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_slow_model_times_out() {
     let mut m = Scripted::new(vec![finish("completed", "late", json!([]))]);
     m.delay = Duration::from_secs(20);
