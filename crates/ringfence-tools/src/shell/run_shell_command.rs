@@ -178,9 +178,31 @@ impl RunShellCommand {
             }
             _ => workspace.current().absolute(),
         };
+        // Landlock grants by path, and rights only add up: a root inside a writable root
+        // would be writable whatever its own access, and a command could swap its
+        // directory for a symlink so that the next call grants rights beneath the target.
+        let roots = workspace.roots();
+        for inner in roots.iter() {
+            let inner_path = ringfence_fs::normalize_lexically(inner.absolute_path());
+            if let Some(outer) = roots.iter().find(|outer| {
+                let outer_path = ringfence_fs::normalize_lexically(outer.absolute_path());
+                outer.access() == Access::ReadWrite
+                    && outer_path != inner_path
+                    && inner_path.starts_with(&outer_path)
+            }) {
+                return Err(ToolError::new(
+                    ToolErrorKind::Refused,
+                    format!(
+                        "run_shell_command: the root {} lies inside the writable root {}, which the kernel sandbox cannot keep apart (a command could rewrite or replace it); an operator must not nest roots while the shell is on",
+                        inner.label(),
+                        outer.label()
+                    ),
+                ));
+            }
+        }
         let mut read = Vec::new();
         let mut write = Vec::new();
-        for root in workspace.roots().iter() {
+        for root in roots.iter() {
             let path = root.absolute_path().to_path_buf();
             if let Some(p) = cfg.protected.iter().find(|p| contains_protected(&path, p)) {
                 return Err(ToolError::new(

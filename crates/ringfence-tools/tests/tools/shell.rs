@@ -338,6 +338,34 @@ async fn a_writable_root_holding_ringfences_own_files_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_root_nested_in_a_writable_root_is_refused() {
+    for inner in [Access::ReadOnly, Access::ReadWrite] {
+        let fx = fx_with(config(), &[("ws", Access::ReadWrite), ("ws/inner", inner)]);
+        let e = fx
+            .err("run_shell_command", json!({"command": "true"}))
+            .await;
+        assert_eq!(e.kind, ToolErrorKind::Refused, "{}", e.message);
+        assert!(
+            e.message.contains("lies inside the writable root")
+                && e.message.contains("must not nest roots"),
+            "{}",
+            e.message
+        );
+    }
+    // Beside each other, or a writable root inside a read-only one, is fine.
+    let fx = fx_with(
+        config(),
+        &[("ws", Access::ReadWrite), ("ro", Access::ReadOnly)],
+    );
+    fx.ok("run_shell_command", json!({"command": "true"})).await;
+    let fx = fx_with(
+        config(),
+        &[("ro/ws", Access::ReadWrite), ("ro", Access::ReadOnly)],
+    );
+    fx.ok("run_shell_command", json!({"command": "true"})).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_environment_is_clean_plus_the_operators_variables() {
     let mut cfg = config();
     cfg.env = vec![("PROJECT_MODE".to_owned(), "test".to_owned())];
