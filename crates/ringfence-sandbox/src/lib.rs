@@ -48,9 +48,47 @@ pub struct Policy {
     pub limits: Limits,
     /// Whether sockets may be opened (see the system-call filter).
     pub network: Network,
-    /// Fail unless Landlock is enforced in full (the default; an operator's explicit
-    /// `sandbox = "off"` is the only way around it).
-    pub require_landlock: bool,
+    /// How much of the sandbox the kernel must enforce before the command runs.
+    pub require: Requirement,
+}
+
+/// The Landlock ABI from which signals and abstract Unix sockets are scoped: below it a
+/// command can signal the server and every process of the same Unix user.
+pub const SCOPED_ABI: u8 = 6;
+
+/// How much of the sandbox must hold for a command to run (`[shell] sandbox`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Requirement {
+    /// Landlock ABI [`SCOPED_ABI`] or newer (Linux 6.12): file access confined and
+    /// signals scoped. The default.
+    Full,
+    /// Whatever Landlock the kernel has, as long as it enforces some: on an older kernel
+    /// signals are not scoped (and before ABI 3 `truncate` is not controlled). An
+    /// operator's explicit choice (`sandbox = "partial"`).
+    Partial,
+    /// Nothing is required (`sandbox = "off"`).
+    Off,
+}
+
+impl Requirement {
+    /// Whether a sandbox of this ABI and enforcement is enough; the error says what is
+    /// missing and how an operator can choose otherwise.
+    pub fn check(self, abi: u8, enforcement: Enforcement) -> Result<(), SandboxError> {
+        match self {
+            Requirement::Off => Ok(()),
+            _ if enforcement == Enforcement::None || abi == 0 => {
+                Err(SandboxError::NoLandlock(format!(
+                    "the kernel does not enforce Landlock (ABI {abi}); commands are not run without the sandbox unless an operator sets [shell] sandbox = \"off\""
+                )))
+            }
+            Requirement::Full if abi < SCOPED_ABI => Err(SandboxError::NoLandlock(format!(
+                "the kernel's Landlock is ABI {abi}, older than {SCOPED_ABI} (Linux 6.12): a command could signal the server and other processes of its user{}. Commands are not run in this partial sandbox unless an operator sets [shell] sandbox = \"partial\" (or runs a newer kernel)",
+                if abi < 3 { ", and truncate files it may only read" } else { "" }
+            ))),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Resource limits (soft and hard alike); `None` leaves a limit as inherited.
@@ -203,9 +241,9 @@ pub enum Enforcement {
 /// The sandbox could not be applied.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    #[error(
-        "the kernel does not enforce Landlock ({0}); commands are not run without the sandbox unless an operator sets [shell] sandbox = \"off\""
-    )]
+    /// The kernel's Landlock is missing or older than required (the text says which and
+    /// what an operator can do).
+    #[error("{0}")]
     NoLandlock(String),
     #[error("cannot apply the Landlock policy: {0}")]
     Landlock(#[from] landlock::RulesetError),
@@ -257,15 +295,13 @@ pub fn restrict_self(policy: &Policy) -> Result<Applied, SandboxError> {
         RulesetStatus::PartiallyEnforced => Enforcement::Partial,
         RulesetStatus::NotEnforced => Enforcement::None,
     };
-    if policy.require_landlock && enforcement == Enforcement::None {
-        return Err(SandboxError::NoLandlock(format!("{:?}", status.landlock)));
-    }
+    policy.require.check(abi, enforcement)?;
     drop_capabilities();
     let seccomp = seccomp::apply(policy.network)?;
     Ok(Applied {
         landlock_abi: abi,
         enforcement,
-        scoped: abi >= 6 && enforcement != Enforcement::None,
+        scoped: abi >= SCOPED_ABI && enforcement != Enforcement::None,
         no_new_privs: status.no_new_privs || rustix::thread::no_new_privs().unwrap_or(false),
         seccomp,
         process_limit: None,
@@ -318,4 +354,42 @@ fn set_limits(limits: &Limits) -> Result<(), SandboxError> {
         limits.address_space,
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_requires_scoped_signals() {
+        // ABI 6 and 7 (Linux 6.12 and later) run; ABI 1 to 5 (Debian 12, Ubuntu 24.04) do
+        // not, and the refusal names the ABI, what is missing and the setting.
+        for abi in [6, 7] {
+            assert!(Requirement::Full.check(abi, Enforcement::Full).is_ok());
+            assert!(Requirement::Full.check(abi, Enforcement::Partial).is_ok());
+        }
+        for abi in 1..6 {
+            let e = Requirement::Full
+                .check(abi, Enforcement::Full)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("ABI {abi}")), "{e}");
+            assert!(e.contains("signal the server"), "{e}");
+            assert!(e.contains("sandbox = \"partial\""), "{e}");
+            assert_eq!(e.contains("truncate"), abi < 3, "{e}");
+        }
+    }
+
+    #[test]
+    fn partial_takes_any_landlock_and_off_takes_none() {
+        for abi in 1..=7 {
+            assert!(Requirement::Partial.check(abi, Enforcement::Partial).is_ok());
+        }
+        for r in [Requirement::Full, Requirement::Partial] {
+            let e = r.check(0, Enforcement::None).unwrap_err().to_string();
+            assert!(e.contains("sandbox = \"off\""), "{e}");
+            assert!(r.check(3, Enforcement::None).is_err());
+        }
+        assert!(Requirement::Off.check(0, Enforcement::None).is_ok());
+    }
 }

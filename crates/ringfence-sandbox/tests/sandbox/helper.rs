@@ -90,7 +90,7 @@ impl Layout {
                 write,
                 limits: Limits::default(),
                 network: Network::None,
-                require_landlock: true,
+                require: ringfence_sandbox::Requirement::Full,
             },
             max_processes: Some(64),
         }

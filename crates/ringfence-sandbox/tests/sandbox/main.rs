@@ -72,7 +72,7 @@ fn policy(dir: &Path, system: bool) -> Policy {
             ..Limits::default()
         },
         network: ringfence_sandbox::Network::None,
-        require_landlock: true,
+        require: ringfence_sandbox::Requirement::Full,
     }
 }
 

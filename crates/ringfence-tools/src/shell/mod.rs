@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use ringfence_sandbox::{Helper, Limits, Network};
+use ringfence_sandbox::{Helper, Limits, Network, Requirement};
 
 use crate::family::{Family, FamilyInfo};
 use crate::tool::Async;
@@ -44,9 +44,10 @@ pub struct ShellConfig {
     /// The sandbox helper (ringfence's own binary).
     pub helper: Helper,
     pub network: Network,
-    /// False only when an operator set `sandbox = "off"`: commands then run without
-    /// Landlock confinement, and every result says so.
-    pub sandbox: bool,
+    /// How much of the kernel sandbox must hold (`Full` unless an operator chose
+    /// `sandbox = "partial"` or `"off"`; with `Off` commands run without Landlock
+    /// confinement, and every result says so).
+    pub sandbox: Requirement,
     /// Variables an operator passes to commands (name, value).
     pub env: Vec<(String, String)>,
     /// Command words refused besides [`ALWAYS_REFUSED`].
@@ -73,7 +74,7 @@ impl ShellConfig {
         ShellConfig {
             helper,
             network: Network::None,
-            sandbox: true,
+            sandbox: Requirement::Full,
             env: Vec::new(),
             refused: Vec::new(),
             limits: Limits::default(),

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use ringfence_fs::Access;
 use ringfence_sandbox::{
-    Applied, Ended, Enforcement, Exit, Network, Policy, ProcessLimit, Spec, Stream, clean_env,
+    Applied, Ended, Enforcement, Exit, Network, Policy, ProcessLimit, Requirement, Spec, Stream,
+    clean_env,
     device_write_paths, system_read_paths,
 };
 use schemars::JsonSchema;
@@ -248,7 +249,8 @@ impl RunShellCommand {
             })?;
         let tmp = PrivateTmp::create()?;
         let home = workspace.current().absolute();
-        let (read, write, network) = if cfg.sandbox {
+        let sandboxed = cfg.sandbox != Requirement::Off;
+        let (read, write, network) = if sandboxed {
             let mut r = system_read_paths();
             r.extend(read);
             let mut w = write;
@@ -268,7 +270,7 @@ impl RunShellCommand {
                 write,
                 limits: cfg.limits,
                 network,
-                require_landlock: cfg.sandbox,
+                require: cfg.sandbox,
             },
             max_processes: Some(cfg.max_processes),
         };
@@ -325,7 +327,7 @@ impl RunShellCommand {
             &args.command,
             &cwd,
             timeout,
-            (cfg.sandbox, network, cfg.max_processes),
+            (sandboxed, network, cfg.max_processes),
             &outcome,
             out,
             err,
@@ -402,9 +404,11 @@ fn sandbox_line(enabled: bool, network: Network, applied: &Applied) -> String {
         Enforcement::None => "no Landlock".to_owned(),
     };
     let mut parts = vec![landlock];
-    if applied.scoped {
-        parts.push("signals and abstract sockets scoped".into());
-    }
+    parts.push(if applied.scoped {
+        "signals and abstract sockets scoped".into()
+    } else {
+        "signals NOT scoped (an older kernel; the operator allowed a partial sandbox)".into()
+    });
     parts.push(if applied.seccomp {
         format!("seccomp filter (network {})", network.as_str())
     } else {

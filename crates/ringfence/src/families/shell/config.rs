@@ -1,7 +1,7 @@
 //! `[shell]`: whether `run_shell_command` is offered and how commands run — the table as
 //! written, then resolved. `RINGFENCE_SHELL_ENABLED` overrides `enabled`.
 
-use ringfence_sandbox::{Limits, Network};
+use ringfence_sandbox::{Limits, Network, Requirement};
 use serde::Deserialize;
 
 use crate::config::{ConfigError, SectionInput};
@@ -21,7 +21,8 @@ struct ShellTable {
     enabled: Option<bool>,
     /// "none" (default) or "full".
     network: Option<String>,
-    /// "on" (default) or "off" (commands run unconfined; logged as a warning).
+    /// "on" (default: Landlock ABI 6 or newer), "partial" (any Landlock the kernel has) or
+    /// "off" (commands run unconfined; logged as a warning).
     sandbox: Option<String>,
     /// Names of ringfence's own environment variables passed on to commands.
     env: Option<Vec<String>>,
@@ -46,7 +47,7 @@ struct ShellTable {
 pub struct ShellSettings {
     pub enabled: bool,
     pub network: Network,
-    pub sandbox: bool,
+    pub sandbox: Requirement,
     /// Passed-on variables with their values (read when the configuration loads).
     pub env: Vec<(String, String)>,
     pub blocked: Vec<String>,
@@ -87,12 +88,13 @@ impl ShellSettings {
             }
         };
         let sandbox = match t.sandbox.as_deref().map(str::trim) {
-            None | Some("on") => true,
-            Some("off") => false,
+            None | Some("on") => Requirement::Full,
+            Some("partial") => Requirement::Partial,
+            Some("off") => Requirement::Off,
             Some(other) => {
                 return Err(ConfigError::invalid(
                     key("sandbox"),
-                    format!("`{other}` is not \"on\" or \"off\""),
+                    format!("`{other}` is not \"on\", \"partial\" or \"off\""),
                 ));
             }
         };
@@ -151,5 +153,31 @@ impl ShellSettings {
             max_processes,
             concurrent_per_user,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::load_file;
+
+    fn sandbox(toml: &str) -> Result<Requirement, String> {
+        load_file(toml, &[])
+            .map(|c| c.families.get::<ShellSettings>(SECTION).sandbox)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_sandbox_setting_takes_on_partial_and_off() {
+        assert_eq!(sandbox("log = \"info\"\n"), Ok(Requirement::Full));
+        assert_eq!(sandbox("[shell]\nsandbox = \"on\"\n"), Ok(Requirement::Full));
+        assert_eq!(
+            sandbox("[shell]\nsandbox = \"partial\"\n"),
+            Ok(Requirement::Partial)
+        );
+        assert_eq!(sandbox("[shell]\nsandbox = \"off\"\n"), Ok(Requirement::Off));
+        let e = sandbox("[shell]\nsandbox = \"some\"\n").unwrap_err();
+        assert!(e.contains("shell.sandbox"), "{e}");
+        assert!(e.contains("\"partial\""), "{e}");
     }
 }

@@ -1,7 +1,7 @@
 //! The shell family: `run_shell_command` in the kernel sandbox, withheld unless an operator
 //! turned it on (`[shell] enabled = true` or `RINGFENCE_SHELL_ENABLED=true`).
 
-use ringfence_sandbox::Helper;
+use ringfence_sandbox::{Helper, Requirement};
 use ringfence_tools::shell::{self as family, ShellConfig};
 use ringfence_tools::{Family, FamilyInfo};
 
@@ -39,7 +39,7 @@ impl FamilyPlug for ShellPlug {
     fn build(&self, settings: &ShellSettings, env: &FamilyEnv<'_>) -> Result<Family, String> {
         let helper = Helper::current_exe()
             .map_err(|e| format!("cannot find ringfence's own binary for the sandbox: {e}"))?;
-        if !settings.sandbox && settings.enabled && env.background {
+        if settings.sandbox == Requirement::Off && settings.enabled && env.background {
             tracing::warn!(
                 "[shell] sandbox = \"off\": commands run WITHOUT the kernel sandbox and can reach everything ringfence can"
             );
