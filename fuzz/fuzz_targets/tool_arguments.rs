@@ -126,6 +126,7 @@ fuzz_target!(|data: &[u8]| {
         cancel: tokio_util::sync::CancellationToken::new(),
         progress: Progress::none(),
         ready: None,
+        sampler: None,
     }));
     // The tool is offered, so the runner never answers "unknown tool"; the call itself may
     // succeed or fail, but a failure is a tool error with a message for the model.

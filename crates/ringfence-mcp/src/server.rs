@@ -345,13 +345,6 @@ impl ServerHandler for McpServer {
             {
                 return Ok(CallToolResponse::InputRequired(ask));
             }
-            // The client's own model, for tools that sample it (delegate_task with
-            // [llm] provider = "sampling"): this call's client, if it offers sampling.
-            if let Ok(scope) = &scope {
-                scope
-                    .session
-                    .set_sampler(crate::sampling::sampler_for(&ctx.peer));
-            }
             // The call may start once the client's roots (if it declared any) are applied.
             let ready = scope.as_ref().ok().map(|scope| {
                 let session = scope.session.clone();
@@ -374,6 +367,9 @@ impl ServerHandler for McpServer {
                 cancel: ctx.ct.clone(),
                 progress: progress_for(&ctx),
                 ready,
+                // The client's own model, for tools that sample it (delegate_task with
+                // [llm] provider = "sampling"): this call's client, if it offers sampling.
+                sampler: crate::sampling::sampler_for(&ctx.peer),
             })
             .await;
         let result = match outcome {

@@ -84,7 +84,11 @@ impl Requirement {
             }
             Requirement::Full if abi < SCOPED_ABI => Err(SandboxError::NoLandlock(format!(
                 "the kernel's Landlock is ABI {abi}, older than {SCOPED_ABI} (Linux 6.12): a command could signal the server and other processes of its user{}. Commands are not run in this partial sandbox unless an operator sets [shell] sandbox = \"partial\" (or runs a newer kernel)",
-                if abi < 3 { ", and truncate files it may only read" } else { "" }
+                if abi < 3 {
+                    ", and truncate files it may only read"
+                } else {
+                    ""
+                }
             ))),
             _ => Ok(()),
         }
@@ -383,7 +387,11 @@ mod tests {
     #[test]
     fn partial_takes_any_landlock_and_off_takes_none() {
         for abi in 1..=7 {
-            assert!(Requirement::Partial.check(abi, Enforcement::Partial).is_ok());
+            assert!(
+                Requirement::Partial
+                    .check(abi, Enforcement::Partial)
+                    .is_ok()
+            );
         }
         for r in [Requirement::Full, Requirement::Partial] {
             let e = r.check(0, Enforcement::None).unwrap_err().to_string();

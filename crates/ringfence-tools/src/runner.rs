@@ -168,6 +168,7 @@ struct Wiring<'a> {
     progress: Progress,
     ready: Option<BoxFuture<'a, ToolResult<()>>>,
     steps: Option<StepAudit>,
+    sampler: Option<Arc<dyn crate::session::ClientSampler>>,
 }
 
 /// One call as a caller hands it to the runner.
@@ -190,6 +191,8 @@ pub struct CallRequest<'a> {
     /// Resolves when the call may start (the MCP server waits for the client's roots);
     /// counted within the time limit and cancellable.
     pub ready: Option<BoxFuture<'a, ToolResult<()>>>,
+    /// The calling client's model, if it offers sampling (see [`ToolContext::sampler`]).
+    pub sampler: Option<Arc<dyn crate::session::ClientSampler>>,
 }
 
 /// Runs calls against one tool set. Cheap to share (`Arc`).
@@ -282,6 +285,7 @@ impl ToolRunner {
                     progress: req.progress,
                     ready: req.ready,
                     steps,
+                    sampler: req.sampler,
                 };
                 self.run(tool.as_ref(), scope, req.args, wiring).await
             }
@@ -332,6 +336,7 @@ impl ToolRunner {
             progress,
             ready,
             steps,
+            sampler,
         } = wiring;
         // The tool sees a child token: cancelled by the caller, or by the time limit.
         let cancel = caller_cancel.child_token();
@@ -359,6 +364,7 @@ impl ToolRunner {
             cancel,
             progress,
             steps,
+            sampler,
         };
         let result = match waited {
             Ok(()) => tool.call(ctx, args).await,

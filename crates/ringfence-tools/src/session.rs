@@ -63,8 +63,6 @@ pub struct Session {
     /// Who this session works for: the authenticated user over HTTP, `local` over stdio.
     /// Tools that keep per-user data (memories, follow-ups, calendars) key it by this.
     user: std::sync::Arc<str>,
-    /// The connected client's model, when it declared the `sampling` capability.
-    sampler: Mutex<Option<Arc<dyn ClientSampler>>>,
 }
 
 impl Session {
@@ -74,22 +72,7 @@ impl Session {
             reads: Mutex::new(ReadTracker::default()),
             client_roots: ClientRoots::default(),
             user: LOCAL_USER.into(),
-            sampler: Mutex::new(None),
         }
-    }
-
-    /// The connected client's model (`sampling/createMessage`), set by the transport when
-    /// the client declared the capability; `None` clears it.
-    pub fn set_sampler(&self, sampler: Option<Arc<dyn ClientSampler>>) {
-        *self.sampler.lock().unwrap_or_else(|e| e.into_inner()) = sampler;
-    }
-
-    /// The client's model, if the connected client offers sampling.
-    pub fn sampler(&self) -> Option<Arc<dyn ClientSampler>> {
-        self.sampler
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
     }
 
     /// This session works for `user`.
@@ -201,7 +184,8 @@ pub struct SamplingReply {
 }
 
 /// The connected MCP client's model, reached with `sampling/createMessage`. Implemented by
-/// the transport (tools know nothing of MCP); set on the [`Session`].
+/// the transport (tools know nothing of MCP); handed to the one call its client made
+/// ([`crate::ToolContext::sampler`]).
 pub trait ClientSampler: Send + Sync + std::fmt::Debug {
     /// Whether the client takes `tools` in a sampling request.
     fn supports_tools(&self) -> bool;

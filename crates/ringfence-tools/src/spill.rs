@@ -44,10 +44,14 @@ impl SpillStore {
             )
         })?;
         Ok(SpillWriter {
-            file: std::io::BufWriter::with_capacity(64 * 1024, file.into_std()),
+            file: Some(std::io::BufWriter::with_capacity(
+                64 * 1024,
+                file.into_std(),
+            )),
             path: self.root.absolute_path().join(&name),
             dir,
             name,
+            kept: false,
         })
     }
 
@@ -70,17 +74,34 @@ impl SpillStore {
     }
 }
 
-/// A spill file being written.
+/// A spill file being written. Unless [`SpillWriter::finish`] keeps it, the file is removed
+/// when the writer goes (a call that failed or was cancelled half-way leaves nothing behind).
 pub struct SpillWriter {
-    file: std::io::BufWriter<std::fs::File>,
+    /// `None` only while the writer is being dropped.
+    file: Option<std::io::BufWriter<std::fs::File>>,
     path: PathBuf,
     dir: Arc<ringfence_fs::Dir>,
     name: String,
+    /// Set by `finish`: the file stays.
+    kept: bool,
+}
+
+impl Drop for SpillWriter {
+    fn drop(&mut self) {
+        if !self.kept {
+            drop(self.file.take());
+            let _ = self.dir.remove_file(&self.name);
+        }
+    }
 }
 
 impl SpillWriter {
+    fn file(&mut self) -> &mut std::io::BufWriter<std::fs::File> {
+        self.file.as_mut().expect("present until dropped")
+    }
+
     pub fn write(&mut self, bytes: &[u8]) -> ToolResult<()> {
-        self.file.write_all(bytes).map_err(|e| {
+        self.file().write_all(bytes).map_err(|e| {
             ToolError::new(
                 ToolErrorKind::Io,
                 format!("could not save the full output: {e}"),
@@ -90,21 +111,20 @@ impl SpillWriter {
 
     /// Drops a spill that is no longer wanted, removing its file.
     pub fn discard(self) {
-        let SpillWriter {
-            file, dir, name, ..
-        } = self;
-        drop(file);
-        let _ = dir.remove_file(&name);
+        drop(self);
     }
 
+    /// Writes out what is buffered and keeps the file; returns its absolute path. On an
+    /// error the file is removed.
     pub fn finish(mut self) -> ToolResult<PathBuf> {
-        self.file.flush().map_err(|e| {
+        self.file().flush().map_err(|e| {
             ToolError::new(
                 ToolErrorKind::Io,
                 format!("could not save the full output: {e}"),
             )
         })?;
-        Ok(self.path)
+        self.kept = true;
+        Ok(std::mem::take(&mut self.path))
     }
 }
 

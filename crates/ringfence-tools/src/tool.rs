@@ -152,6 +152,10 @@ pub struct ToolContext {
     /// Where a tool that calls other tools records those calls (the audit trail of this
     /// call); `None` when calls are not audited.
     pub steps: Option<crate::runner::StepAudit>,
+    /// The model of the client that made this call (`sampling/createMessage`), when that
+    /// client offers one. Per call, never per session: a session may be shared by several
+    /// clients of one user (stateless HTTP), and a tool must ask the client that asked it.
+    pub sampler: Option<Arc<dyn crate::session::ClientSampler>>,
 }
 
 impl ToolContext {

@@ -20,7 +20,7 @@ use crate::session::{
 };
 use crate::tool::ToolContext;
 
-/// `[llm] provider = "sampling"`: the calling session's client model.
+/// `[llm] provider = "sampling"`: the model of the client that made the call.
 pub struct SamplingSource {
     /// A model name to suggest to the client.
     pub model_hint: Option<String>,
@@ -28,9 +28,9 @@ pub struct SamplingSource {
 
 impl ModelSource for SamplingSource {
     fn model(&self, ctx: &ToolContext) -> Result<Arc<dyn ChatModel>, ToolError> {
-        match ctx.session.sampler() {
+        match &ctx.sampler {
             Some(sampler) => Ok(Arc::new(SamplingModel::new(
-                sampler,
+                sampler.clone(),
                 self.model_hint.clone(),
             ))),
             None => Err(ToolError::new(

@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 use ringfence_fs::Access;
 use ringfence_sandbox::{
     Applied, Ended, Enforcement, Exit, Network, Policy, ProcessLimit, Requirement, Spec, Stream,
-    clean_env,
-    device_write_paths, system_read_paths,
+    clean_env, device_write_paths, system_read_paths,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;

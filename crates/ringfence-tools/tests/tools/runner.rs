@@ -46,6 +46,8 @@ struct Wait {
     runs: AtomicUsize,
     ready: Arc<AtomicBool>,
     saw_ready: AtomicBool,
+    /// The client model each run was handed (by its `Debug` name).
+    samplers: Mutex<Vec<Option<String>>>,
 }
 
 impl Tool for Wait {
@@ -77,6 +79,10 @@ impl Tool for Wait {
         self.runs.fetch_add(1, Ordering::SeqCst);
         self.saw_ready
             .store(self.ready.load(Ordering::SeqCst), Ordering::SeqCst);
+        self.samplers
+            .lock()
+            .unwrap()
+            .push(ctx.sampler.as_ref().map(|s| format!("{s:?}")));
         let ms = args["ms"].as_u64().unwrap_or(60_000);
         Box::pin(async move {
             tokio::select! {
@@ -134,6 +140,7 @@ impl Setup {
             cancel: CancellationToken::new(),
             progress: Progress::none(),
             ready: None,
+            sampler: None,
         }
     }
 
@@ -289,4 +296,52 @@ async fn the_duration_counts_from_when_the_caller_received_the_call() {
     let event = &s.trail.events()[0];
     assert!(event.duration_ms >= 300.0, "{}", event.duration_ms);
     assert!(s.counts.0.lock().unwrap()[0].2 >= 0.3);
+}
+
+/// A client's model, known by its name.
+#[derive(Debug)]
+struct NamedSampler(&'static str);
+
+impl ringfence_tools::ClientSampler for NamedSampler {
+    fn supports_tools(&self) -> bool {
+        false
+    }
+    fn create_message(
+        &self,
+        _: ringfence_tools::SamplingRequest,
+    ) -> BoxFuture<'static, Result<ringfence_tools::SamplingReply, ringfence_tools::BackendError>>
+    {
+        Box::pin(async { Err(ringfence_tools::BackendError::new("not asked here")) })
+    }
+}
+
+#[tokio::test]
+async fn each_call_is_handed_its_own_clients_model_even_on_a_shared_session() {
+    // Two clients of one user run in the same session (stateless HTTP shares one): a tool
+    // that samples must reach the client that made its call, and a client without sampling
+    // gets none, whatever the other one offered.
+    let s = setup(None);
+    let mut a = s.request("wait", json!({"ms": 1}));
+    a.sampler = Some(Arc::new(NamedSampler("client-a")));
+    let mut b = s.request("wait", json!({"ms": 1}));
+    b.sampler = Some(Arc::new(NamedSampler("client-b")));
+    let c = s.request("wait", json!({"ms": 1}));
+    let (ra, rb) = tokio::join!(s.run(a), s.run(b));
+    ra.unwrap();
+    rb.unwrap();
+    s.run(c).await.unwrap();
+    let mut seen = s.wait.samplers.lock().unwrap().clone();
+    let last = seen.pop().unwrap();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            Some("NamedSampler(\"client-a\")".to_owned()),
+            Some("NamedSampler(\"client-b\")".to_owned())
+        ]
+    );
+    assert_eq!(
+        last, None,
+        "a call without sampling got another client's model"
+    );
 }

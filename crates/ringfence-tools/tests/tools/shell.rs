@@ -206,6 +206,46 @@ async fn cancelling_the_call_stops_the_command() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_command_leaves_no_saved_output_behind() {
+    // Output past what the result shows starts a spill file; a call that ends without a
+    // result (cancelled here) must not leave it under the data directory.
+    let mut cfg = config();
+    cfg.shown_chars = 1000;
+    let fx = fx_with(cfg, &[("ws", Access::ReadWrite)]);
+    let spill_dir = fx.ctx.spill.root().absolute_path().to_path_buf();
+    let files = || {
+        std::fs::read_dir(&spill_dir)
+            .map(|d| d.flatten().count())
+            .unwrap_or(0)
+    };
+    let before = files();
+    let cancel = fx.ctx.cancel.clone();
+    let watch = spill_dir.clone();
+    tokio::spawn(async move {
+        // Cancel once the spill file exists (the output has passed the shown part).
+        for _ in 0..200 {
+            if std::fs::read_dir(&watch).is_ok_and(|d| d.flatten().count() > before) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        cancel.cancel();
+    });
+    let e = fx
+        .err(
+            "run_shell_command",
+            json!({"command": "seq 1 100000; sleep 30"}),
+        )
+        .await;
+    assert_eq!(e.kind, ToolErrorKind::Cancelled);
+    assert_eq!(
+        files(),
+        before,
+        "the cancelled call's spill file was left behind"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn long_output_is_cut_and_saved_whole() {
     let mut cfg = config();
     cfg.shown_chars = 1000;

@@ -49,6 +49,7 @@ pub(super) fn run(app: App, tool_name: &str, json: &str) -> ExitCode {
         cancel: tokio_util::sync::CancellationToken::new(),
         progress: Progress::none(),
         ready: None,
+        sampler: None,
     }));
     app.shutdown();
     match outcome {

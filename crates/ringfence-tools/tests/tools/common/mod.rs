@@ -77,6 +77,7 @@ impl Fx {
             cancel: CancellationToken::new(),
             progress: Progress::none(),
             steps: None,
+            sampler: None,
         };
         Fx {
             tmp,

@@ -170,12 +170,18 @@ mod tests {
     #[test]
     fn the_sandbox_setting_takes_on_partial_and_off() {
         assert_eq!(sandbox("log = \"info\"\n"), Ok(Requirement::Full));
-        assert_eq!(sandbox("[shell]\nsandbox = \"on\"\n"), Ok(Requirement::Full));
+        assert_eq!(
+            sandbox("[shell]\nsandbox = \"on\"\n"),
+            Ok(Requirement::Full)
+        );
         assert_eq!(
             sandbox("[shell]\nsandbox = \"partial\"\n"),
             Ok(Requirement::Partial)
         );
-        assert_eq!(sandbox("[shell]\nsandbox = \"off\"\n"), Ok(Requirement::Off));
+        assert_eq!(
+            sandbox("[shell]\nsandbox = \"off\"\n"),
+            Ok(Requirement::Off)
+        );
         let e = sandbox("[shell]\nsandbox = \"some\"\n").unwrap_err();
         assert!(e.contains("shell.sandbox"), "{e}");
         assert!(e.contains("\"partial\""), "{e}");
