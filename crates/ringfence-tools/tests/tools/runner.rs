@@ -300,6 +300,7 @@ async fn the_duration_counts_from_when_the_caller_received_the_call() {
 
 /// A client's model, known by its name.
 #[derive(Debug)]
+#[allow(dead_code, reason = "read through its Debug form")]
 struct NamedSampler(&'static str);
 
 impl ringfence_tools::ClientSampler for NamedSampler {
