@@ -99,26 +99,43 @@ pub(crate) fn sweep() {
 }
 
 /// Kills every process in a helper's cgroup, until it is empty or a second has passed.
+/// Each process is pinned before it is killed, and killed only if it is still a member
+/// ([`crate::kill::kill_pinned`]): a pid freed and reused meanwhile is left alone.
 pub(crate) fn kill_all(dir: &Path) {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
     while std::time::Instant::now() < until {
-        let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) else {
-            return;
-        };
-        let pids: Vec<i32> = procs
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect();
+        let Some(pids) = procs(dir) else { return };
         if pids.is_empty() {
             return;
         }
         for pid in pids {
-            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
+            crate::kill::kill_pinned(pid, |p| is_member(p, dir));
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+}
+
+/// Whether process `pid` is in the cgroup `dir` now (read from `/proc/<pid>/cgroup`).
+pub(crate) fn is_member(pid: i32, dir: &Path) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .is_ok_and(|text| lists_cgroup(&text, dir))
+}
+
+/// Whether a `/proc/<pid>/cgroup` text places the process in `dir` (one of ours, named
+/// `ringfence-<pid>`), in any hierarchy.
+fn lists_cgroup(text: &str, dir: &Path) -> bool {
+    let Some(name) = dir.file_name() else {
+        return false;
+    };
+    text.lines().any(|line| {
+        let path = Path::new(
+            line.splitn(3, ':')
+                .nth(2)
+                .unwrap_or("")
+                .trim_start_matches('/'),
+        );
+        path.file_name() == Some(name) && dir.ends_with(path)
+    })
 }
 
 /// The processes in a cgroup (`None` when it cannot be read).
@@ -136,4 +153,25 @@ pub(crate) fn refused_forks(dir: &Path) -> u64 {
                 .find_map(|l| l.strip_prefix("max ").and_then(|n| n.trim().parse().ok()))
         })
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn membership_is_read_from_the_process_cgroup_lines() {
+        let v1 = Path::new("/sys/fs/cgroup/pids/ringfence-42");
+        let v2 = Path::new("/sys/fs/cgroup/user.slice/ringfence-42");
+        assert!(lists_cgroup(
+            "9:name=systemd:/\n8:pids:/ringfence-42\n0::/\n",
+            v1
+        ));
+        assert!(lists_cgroup("0::/user.slice/ringfence-42\n", v2));
+        // Another helper's cgroup, the parent, a look-alike name: not members.
+        assert!(!lists_cgroup("8:pids:/ringfence-43\n", v1));
+        assert!(!lists_cgroup("8:pids:/\n0::/\n", v1));
+        assert!(!lists_cgroup("0::/other/ringfence-42\n", v2));
+        assert!(!lists_cgroup("", v1));
+    }
 }

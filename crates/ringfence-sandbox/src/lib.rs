@@ -16,6 +16,7 @@
 //! that requires Landlock fails when the kernel cannot enforce it.
 
 mod cgroup;
+mod kill;
 mod run;
 mod seccomp;
 mod spawn;

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process};
+use rustix::process::{Pid, Signal, WaitOptions, getpid};
 use serde::{Deserialize, Serialize};
 
 use crate::{Applied, Policy, ProcessLimit, restrict_self};
@@ -320,6 +320,25 @@ impl Shared {
         kill_tree(self);
     }
 
+    /// Whether `pid` is the command's now: in its cgroup, or (without one) below the
+    /// helper — its chain of parents reaches the helper (every orphan of the command is
+    /// re-parented to it, the subreaper).
+    fn is_ours(&self, pid: i32) -> bool {
+        if let Some(dir) = &self.cgroup {
+            return crate::cgroup::is_member(pid, dir);
+        }
+        let me = self.me.as_raw_nonzero().get();
+        let mut at = pid;
+        for _ in 0..4096 {
+            match parent_of(at) {
+                Some(p) if p == me => return true,
+                Some(p) if p > 1 => at = p,
+                _ => return false,
+            }
+        }
+        false
+    }
+
     /// The command's processes still alive: from its cgroup, else from `/proc`.
     fn live(&self) -> Vec<i32> {
         let me = self.me.as_raw_nonzero().get();
@@ -544,10 +563,8 @@ fn kill_tree(shared: &Shared) -> usize {
             break;
         }
         for pid in live {
-            if let Some(p) = Pid::from_raw(pid) {
-                let _ = kill_process(p, Signal::KILL);
-                killed.insert(pid);
-            }
+            crate::kill::kill_pinned(pid, |p| shared.is_ours(p));
+            killed.insert(pid);
         }
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -600,6 +617,13 @@ fn descendants(me: Pid) -> Vec<(i32, char)> {
     found
 }
 
+/// The parent of process `pid` now (`None` when it is gone).
+#[allow(clippy::disallowed_methods)] // /proc, not a workspace
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&stat).map(|(_, ppid)| ppid)
+}
+
 /// The state letter and parent of a `/proc/<pid>/stat` line (the name in parentheses may
 /// hold spaces and parentheses itself, so fields are counted after its last `)`).
 fn parse_stat(stat: &str) -> Option<(char, i32)> {
@@ -631,6 +655,38 @@ fn processes_of_user() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_a_cgroup_the_command_is_what_descends_from_the_helper() {
+        let me = getpid();
+        let shared = Shared {
+            me,
+            cgroup: None,
+            group: me,
+            killed: Mutex::new(None),
+            setup: Mutex::new(None),
+            done: AtomicBool::new(false),
+        };
+        #[allow(clippy::disallowed_methods, reason = "a test's own child process")]
+        let mut child = Command::new("/bin/sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let grandchild: i32 = line.trim().parse().unwrap();
+        assert!(shared.is_ours(child.id() as i32));
+        assert!(shared.is_ours(grandchild));
+        // The helper's own parent and init are not the command's.
+        let parent = parent_of(me.as_raw_nonzero().get()).unwrap();
+        assert!(!shared.is_ours(parent));
+        assert!(!shared.is_ours(1));
+        crate::kill::kill_pinned(grandchild, |p| shared.is_ours(p));
+        let _ = child.wait();
+    }
 
     #[test]
     fn stat_lines_with_odd_names_parse() {
