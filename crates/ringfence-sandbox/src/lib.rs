@@ -258,6 +258,12 @@ pub enum SandboxError {
     /// The helper failed or broke the protocol.
     #[error("{0}")]
     Helper(String),
+    /// The time limit passed while the sandbox was being set up: nothing ran.
+    #[error(
+        "the time limit ({} s) passed before the sandbox was set up, so the command never started; give it a longer timeout",
+        .0.as_secs_f64()
+    )]
+    NotStarted(std::time::Duration),
     #[error("cannot install the system-call filter: {0}")]
     Seccomp(String),
     #[error("cannot set {what}: {source}")]

@@ -18,7 +18,7 @@ use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
 use crate::supervise::{
-    CGROUP, FAILED, FINISHED, GROUP, KillCause, MAGIC, Report, STARTED, STDERR, STDOUT,
+    CGROUP, FAILED, FINISHED, GROUP, KillCause, MAGIC, Report, STARTED, STDERR, STDOUT, VERSION,
 };
 use crate::{Applied, HELPER_ARG, SandboxError, Spec};
 
@@ -184,11 +184,10 @@ where
                 helper.program.display()
             ))
         })?;
-    let mut stdin = child.stdin.take().expect("piped");
+    let stdin = child.stdin.take().expect("piped");
+    // Sent once the helper has said it is of this build.
     let mut line = serde_json::to_vec(spec).map_err(|e| SandboxError::Helper(e.to_string()))?;
     line.push(b'\n');
-    // A helper that cannot take it ends at once; its missing report says so below.
-    let _ = stdin.write_all(&line).await;
     let mut guard = StopOnDrop(Some(stdin));
     let stderr = child.stderr.take().expect("piped");
     let diagnostics = tokio::spawn(read_capped(stderr, 4096));
@@ -226,9 +225,27 @@ where
                     Ok(report) => break report,
                     Err(e) => return Err(SandboxError::Helper(format!("unreadable report: {e}"))),
                 },
+                Some((FAILED, _)) if ended == Some(Ended::Timeout) && applied.is_none() => {
+                    let _ = child.wait().await;
+                    return Err(SandboxError::NotStarted(timeout));
+                }
                 Some((FAILED, message)) => {
                     let _ = child.wait().await;
                     return Err(SandboxError::Setup(String::from_utf8_lossy(&message).into_owned()));
+                }
+                Some((READY, _)) => {
+                    // A helper that cannot take it ends at once; its missing report says so.
+                    if let Some(stdin) = guard.0.as_mut() {
+                        let _ = stdin.write_all(&line).await;
+                    }
+                }
+                Some((OTHER_VERSION, theirs)) => {
+                    force_kill(&mut child, group).await;
+                    return Err(SandboxError::Helper(format!(
+                        "the sandbox helper {} is another build ({}) than this server ({VERSION}); install ringfence and ringfence-sandbox from the same build",
+                        helper.program.display(),
+                        String::from_utf8_lossy(&theirs)
+                    )));
                 }
                 Some((kind, _)) => return Err(SandboxError::Helper(format!("unknown frame {kind}"))),
                 None => {
@@ -269,7 +286,12 @@ where
         cgroup.kill_all();
     }
     drop(guard);
-    let applied = applied.ok_or_else(|| SandboxError::Helper("no sandbox report".into()))?;
+    let applied = match (applied, ended) {
+        (Some(applied), _) => applied,
+        // Stopped before the sandbox was in place: the command never started.
+        (None, Some(Ended::Timeout)) => return Err(SandboxError::NotStarted(timeout)),
+        (None, _) => return Err(SandboxError::Helper("no sandbox report".into())),
+    };
     cgroup.remove().await;
     let ended = match report.killed {
         Some(KillCause::ProcessLimit) => Some(Ended::ProcessLimit),
@@ -309,9 +331,14 @@ fn said_suffix(said: &str) -> String {
     }
 }
 
+/// Not frames of the helper's: it announced another build (the payload names it), or this
+/// build (it waits for the specification).
+const OTHER_VERSION: u8 = 0xfe;
+const READY: u8 = 0xff;
+
 /// Reads frames until the helper's stdout ends (or the receiver is gone).
 async fn read_frames(mut out: impl AsyncRead + Unpin, tx: mpsc::Sender<(u8, Vec<u8>)>) {
-    // Skip to the end of the magic line (at most 64 KiB of anything before it).
+    // Skip to the magic (at most 64 KiB of anything before it), then read the version.
     let mut seen = Vec::new();
     let mut byte = [0u8; 1];
     while !seen.ends_with(MAGIC) {
@@ -319,6 +346,23 @@ async fn read_frames(mut out: impl AsyncRead + Unpin, tx: mpsc::Sender<(u8, Vec<
             return;
         }
         seen.push(byte[0]);
+    }
+    let mut version = Vec::new();
+    loop {
+        if version.len() > 64 || out.read_exact(&mut byte).await.is_err() {
+            return;
+        }
+        if byte[0] == b'\n' {
+            break;
+        }
+        version.push(byte[0]);
+    }
+    if version != VERSION.as_bytes() {
+        let _ = tx.send((OTHER_VERSION, version)).await;
+        return;
+    }
+    if tx.send((READY, Vec::new())).await.is_err() {
+        return;
     }
     let mut header = [0u8; 5];
     loop {

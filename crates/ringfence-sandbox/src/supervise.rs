@@ -38,9 +38,15 @@ use crate::{Applied, Policy, ProcessLimit, restrict_self};
 /// The argument that starts the binary as the helper.
 pub const HELPER_ARG: &str = "__sandbox-helper";
 
-/// Written first on the helper's stdout; the server skips anything before it (a test
-/// harness's banner when a test binary stands in for the helper).
-pub(crate) const MAGIC: &[u8] = b"\0ringfence-sandbox-1\n";
+/// Written first on the helper's stdout, followed by [`VERSION`] and a line break; the
+/// server skips anything before it (a test harness's banner when a test binary stands in
+/// for the helper).
+pub(crate) const MAGIC: &[u8] = b"\0ringfence-sandbox-";
+
+/// The helper's build and protocol: a server only talks to a helper of its own build (a
+/// stale `ringfence-sandbox` beside a newer binary could ignore restrictions it does not
+/// know of). Bump the protocol number whenever the specification or the frames change.
+pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+p2");
 
 pub(crate) const STDOUT: u8 = 1;
 pub(crate) const STDERR: u8 = 2;
@@ -60,6 +66,7 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(20);
 
 /// What the helper runs, and how.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Spec {
     /// The shell that runs `command` (`/bin/sh`).
     pub shell: PathBuf,
@@ -103,7 +110,8 @@ pub fn helper_main() -> i32 {
     let out = Arc::new(Mutex::new(std::io::stdout()));
     {
         let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
-        if o.write_all(MAGIC).and_then(|()| o.flush()).is_err() {
+        let hello = [MAGIC, VERSION.as_bytes(), b"\n"].concat();
+        if o.write_all(&hello).and_then(|()| o.flush()).is_err() {
             return 2;
         }
     }
@@ -150,6 +158,7 @@ const STAGE2_WORD: &[u8] = b"\0ringfence-sandbox-stage2 ";
 
 /// What the second stage needs.
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Stage2 {
     shell: PathBuf,
     command: String,

@@ -375,6 +375,41 @@ async fn a_helper_that_is_not_one_is_a_clear_error() {
 }
 
 #[tokio::test]
+async fn a_helper_of_another_build_is_refused_by_name() {
+    // A stale helper (the first protocol's greeting) beside a newer server: it is never
+    // given the command, and the error names it and the fix.
+    let l = Layout::new();
+    let marker = l.path("ws/ran");
+    let helper = Helper {
+        program: PathBuf::from("/bin/sh"),
+        args: vec![
+            "-c".into(),
+            format!(
+                "printf '\\000ringfence-sandbox-1\\n'; read spec; touch {}; cat >/dev/null",
+                marker.display()
+            ),
+        ],
+        env: Vec::new(),
+    };
+    let err = ringfence_sandbox::run(
+        &helper,
+        &l.spec("true"),
+        Duration::from_secs(10),
+        std::future::pending(),
+        |_, _| {},
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("another build (1)"), "{err}");
+    assert!(err.contains("/bin/sh"), "{err}");
+    assert!(err.contains("same build"), "{err}");
+    // It was never sent the command (its `read` got nothing before it was killed).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!marker.exists(), "the stale helper was given the command");
+}
+
+#[tokio::test]
 async fn a_descriptor_the_server_inherited_never_reaches_the_command() {
     let l = Layout::new();
     // The helper is started with fd 7 open (not close-on-exec) on a secret outside every

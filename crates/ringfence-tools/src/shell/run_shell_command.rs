@@ -311,11 +311,14 @@ impl RunShellCommand {
             // Cancelled before the sandbox had even reported: the call was cancelled.
             return Err(ToolError::cancelled());
         }
-        let outcome = result.map_err(|e| {
-            ToolError::new(
+        let outcome = result.map_err(|e| match e {
+            ringfence_sandbox::SandboxError::NotStarted(_) => {
+                ToolError::new(ToolErrorKind::Timeout, format!("run_shell_command: {e}"))
+            }
+            e => ToolError::new(
                 ToolErrorKind::Unavailable,
                 format!("run_shell_command: the command could not be run: {e}"),
-            )
+            ),
         })?;
         if outcome.ended == Some(Ended::Cancelled) {
             return Err(ToolError::cancelled());

@@ -190,6 +190,22 @@ async fn a_timeout_kills_the_command_and_says_so() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_timeout_shorter_than_the_sandbox_setup_says_the_command_never_started() {
+    let fx = fx();
+    let marker = fx.tmp.path().join("ws/ran");
+    let e = fx
+        .err(
+            "run_shell_command",
+            json!({"command": "touch ran", "timeout": 0.001}),
+        )
+        .await;
+    assert_eq!(e.kind, ToolErrorKind::Timeout, "{}", e.message);
+    assert!(e.message.contains("never started"), "{}", e.message);
+    assert!(e.message.contains("longer timeout"), "{}", e.message);
+    assert!(!marker.exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn cancelling_the_call_stops_the_command() {
     let fx = fx();
     let cancel = fx.ctx.cancel.clone();
