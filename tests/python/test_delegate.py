@@ -445,3 +445,32 @@ async def test_one_task_per_user_at_a_time(ringfence_bin, dirs):
                 assert "UTC" in text and "wait for it to finish or cancel it" in text, text
             assert not is_error(results["first"]), text_of(results["first"])
             assert structured(results["first"])["summary"] == "first done"
+
+
+async def test_the_sub_agents_commands_count_against_its_users_running_commands(ringfence_bin, dirs):
+    # [shell] concurrent_per_user = 1: while the user's own command runs, the command a
+    # delegated task asks for is refused — the sub-agent's shell has no count of its own.
+    ws, data = dirs
+    moves = [("run_shell_command", {"command": "echo from-the-sub-agent"}),
+             finish_move("completed", "asked for a command", [])]
+    config = write_config(ws.parent, "[shell]\nenabled = true\nconcurrent_per_user = 1\n"
+                          "[delegate]\nenabled = true\n[llm]\nprovider = \"sampling\"\n")
+    marker = ws / "own-command.started"
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with serve_sampling(ringfence_bin, ws, data, config,
+                                  tool_sampler(lambda _s: moves), TOOL_CAPS) as srv:
+            async with anyio.create_task_group() as tg:
+                async def own_command() -> None:
+                    await srv.call("run_shell_command",
+                                   {"command": "touch own-command.started; sleep 4"})
+
+                tg.start_soon(own_command)
+                for _ in range(200):
+                    if marker.exists():
+                        break
+                    await anyio.sleep(0.05)
+                assert marker.exists(), "the user's own command never started"
+                result = await srv.call("delegate_task", {"description": "run a command"})
+            assert not is_error(result), text_of(result)
+            transcript = Path(structured(result)["transcriptFile"]).read_text()
+            assert "commands are running already (at most 1 at once)" in transcript, transcript

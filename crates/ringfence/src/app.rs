@@ -64,10 +64,12 @@ impl App {
             .map(|(family, _, why)| (family, why))
             .collect();
         let supervisor = Supervisor::new();
+        let shared = families::Shared::default();
         let env = FamilyEnv {
             config,
             supervisor: &supervisor,
             background,
+            shared: &shared,
         };
         let built = families::build(&env, &names)?;
         let toolbox = Toolbox::select(&built, &names);

@@ -131,13 +131,19 @@ impl Drop for Slot {
     }
 }
 
-/// The shell family.
+/// The shell family, counting its running commands on its own.
 pub fn family(config: ShellConfig) -> Family {
+    family_with(config, Arc::new(Running::default()))
+}
+
+/// The shell family, counting running commands in `running` (shared by every build of the
+/// family in one server, so that a delegated task's commands count against its user).
+pub fn family_with(config: ShellConfig, running: Arc<Running>) -> Family {
     Family::new(
         &INFO,
         vec![Async::arc(RunShellCommand {
             config: Arc::new(config),
-            running: Arc::new(Running::default()),
+            running,
         })],
     )
 }

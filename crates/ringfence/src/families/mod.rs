@@ -29,6 +29,28 @@ pub struct FamilyEnv<'a> {
     /// Start background work now (opening databases ahead of the first call, loading the
     /// model, periodic writes). Only `serve` sets it; elsewhere services open on first use.
     pub background: bool,
+    /// Services that must be one per server even when several plugs build the same family
+    /// (the sub-agent's shell counts against its user's running commands).
+    pub shared: &'a Shared,
+}
+
+/// One value per type for a whole build: the first plug to ask makes it, later ones get
+/// the same (`env.shared.get_or_init(Running::default)`).
+#[derive(Default)]
+pub struct Shared {
+    values:
+        std::sync::Mutex<std::collections::HashMap<std::any::TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl Shared {
+    pub fn get_or_init<T: Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Arc<T> {
+        let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
+        let value = values
+            .entry(std::any::TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(make()))
+            .clone();
+        value.downcast::<T>().expect("stored under its own type")
+    }
 }
 
 /// How the binary configures and builds one family.
@@ -143,10 +165,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = Config::for_tests(dir.path());
         let supervisor = Supervisor::new();
+        let shared = Shared::default();
         let env = FamilyEnv {
             config: &config,
             supervisor: &supervisor,
             background: false,
+            shared: &shared,
         };
         let mut seen = std::collections::HashSet::new();
         for plug in FAMILIES {

@@ -218,10 +218,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = Config::for_tests(dir.path());
         let supervisor = crate::supervisor::Supervisor::new();
+        let shared = crate::families::Shared::default();
         let env = FamilyEnv {
             config: &config,
             supervisor: &supervisor,
             background: false,
+            shared: &shared,
         };
         let family = FamilyPlug::build(
             &DelegatePlug,

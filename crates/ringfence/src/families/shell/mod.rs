@@ -65,6 +65,9 @@ impl FamilyPlug for ShellPlug {
             cfg.unwritable
                 .push((file.clone(), "ringfence's configuration file".to_owned()));
         }
-        Ok(family::family(cfg))
+        // One count of running commands per server: the sub-agent's shell (built again by the
+        // delegate plug) takes its slots from the same users' counts.
+        let running = env.shared.get_or_init(family::Running::default);
+        Ok(family::family_with(cfg, running))
     }
 }
