@@ -123,10 +123,10 @@ impl Default for Limits {
 }
 
 /// The system paths programs need to run, read-only (a path missing on this machine is
-/// skipped when the policy is applied). `/etc` is given entry by entry, leaving out
-/// [`ETC_SECRETS`] (and `/etc/ssl/private`); `/proc` is readable, but another process's
-/// private files there (its environment, memory, open files, working directory) need the
-/// ptrace access Landlock refuses outside the sandbox.
+/// skipped when the policy is applied). Of `/etc`, only the entries in [`ETC_PUBLIC`] are
+/// given (see [`etc_read_paths`]); `/proc` is readable, but another process's private files
+/// there (its environment, memory, open files, working directory) need the ptrace access
+/// Landlock refuses outside the sandbox.
 pub fn system_read_paths() -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = [
         "/usr",
@@ -143,41 +143,137 @@ pub fn system_read_paths() -> Vec<PathBuf> {
     .iter()
     .map(PathBuf::from)
     .collect();
-    for entry in list_dir(Path::new("/etc")) {
-        let name = entry.file_name().map(|n| n.to_string_lossy().into_owned());
-        match name.as_deref() {
-            Some(n) if ETC_SECRETS.contains(&n) => {}
-            Some("ssl") => paths.extend(
+    paths.extend(etc_read_paths(Path::new("/etc")));
+    paths
+}
+
+/// The entries of `etc` a command may read: those [`ETC_PUBLIC`] names (a name ending in
+/// `*` stands for every entry it begins), and the certificates of `ssl` and `pki` without
+/// their private keys. Anything else — password hashes, host keys, a service's credentials,
+/// whatever an installed program keeps there — stays out of reach, even for a server run as
+/// root, which file permissions would not stop.
+pub fn etc_read_paths(etc: &Path) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for entry in list_dir(etc) {
+        let Some(name) = entry.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let public = ETC_PUBLIC.iter().any(|p| match p.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == *p,
+        });
+        match name {
+            "ssl" => paths.extend(
                 list_dir(&entry)
                     .into_iter()
                     .filter(|p| !p.ends_with("private")),
             ),
-            _ => paths.push(entry),
+            "pki" => paths.extend(
+                ["ca-trust", "tls/certs", "tls/cert.pem", "java/cacerts"]
+                    .iter()
+                    .map(|sub| entry.join(sub)),
+            ),
+            _ if public => paths.push(entry),
+            _ => {}
         }
     }
     paths
 }
 
-/// Entries of `/etc` a command never reads: password hashes, sudo's rules, host keys and
-/// stored credentials, ringfence's own configuration.
-pub const ETC_SECRETS: &[&str] = &[
-    "shadow",
-    "shadow-",
-    "gshadow",
-    "gshadow-",
-    "sudoers",
-    "sudoers.d",
-    "ssh",
-    "security",
-    "ringfence",
-    "credstore",
-    "credstore.encrypted",
-    "NetworkManager",
-    "wireguard",
-    "ipsec.secrets",
-    "ppp",
-    "libvirt",
-    "krb5.keytab",
+/// The entries of `/etc` that hold nothing private and that programs read to run: users and
+/// groups by name (no hashes), name resolution, the dynamic linker, time zone and locale,
+/// shells' start-up files, system identification, file types, certificates, the
+/// alternatives links, and the system-wide settings of common tools and languages.
+pub const ETC_PUBLIC: &[&str] = &[
+    "passwd",
+    "group",
+    "hosts",
+    "hostname",
+    "host.conf",
+    "resolv.conf",
+    "nsswitch.conf",
+    "gai.conf",
+    "protocols",
+    "services",
+    "networks",
+    "rpc",
+    "ethertypes",
+    "netconfig",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "ld.so.preload",
+    "localtime",
+    "timezone",
+    "locale.alias",
+    "locale.conf",
+    "locale.gen",
+    "default",
+    "environment",
+    "profile",
+    "profile.d",
+    "bash.bashrc",
+    "bashrc",
+    "bash_completion",
+    "bash_completion.d",
+    "zshenv",
+    "zshrc",
+    "zprofile",
+    "zsh",
+    "inputrc",
+    "shells",
+    "login.defs",
+    "os-release",
+    "lsb-release",
+    "debian_version",
+    "alpine-release",
+    "redhat-release",
+    "fedora-release",
+    "system-release",
+    "issue",
+    "machine-id",
+    "mtab",
+    "fstab",
+    "mime.types",
+    "mailcap",
+    "magic",
+    "magic.mime",
+    "alternatives",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "crypto-policies",
+    "gitconfig",
+    "gitattributes",
+    "vim",
+    "vimrc",
+    "nanorc",
+    "emacs",
+    "less",
+    "lesskey",
+    "terminfo",
+    "fonts",
+    "papersize",
+    "manpath.config",
+    "man_db.conf",
+    "groff",
+    "sgml",
+    "xml",
+    "xdg",
+    "apt",
+    "dpkg",
+    "debconf.conf",
+    "mke2fs.conf",
+    "python*",
+    "perl",
+    "java*",
+    "maven",
+    "ImageMagick*",
+    "pip.conf",
+    "npmrc",
+    "gemrc",
+    "wgetrc",
+    "gdb",
+    "iproute2",
 ];
 
 /// The entries of a system directory (none when it cannot be read). Not workspace access:
@@ -388,6 +484,67 @@ mod tests {
             assert!(e.contains("signal the server"), "{e}");
             assert!(e.contains("sandbox = \"partial\""), "{e}");
             assert_eq!(e.contains("truncate"), abi < 3, "{e}");
+        }
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods, reason = "a test's own fixture directory")]
+    fn only_public_entries_of_etc_are_given() {
+        let etc = tempfile::tempdir().unwrap();
+        let files = [
+            "passwd",
+            "shadow",
+            "gshadow",
+            "hosts",
+            "python3.11/sitecustomize.py",
+            "java-17-openjdk/security/java.security",
+            "myservice/credentials.conf",
+            "ssh/ssh_host_ed25519_key",
+            "ssl/certs/ca.pem",
+            "ssl/private/server.key",
+            "ssl/openssl.cnf",
+            "pki/tls/certs/ca-bundle.crt",
+            "pki/tls/private/server.key",
+            "postgresql/16/main/pg_hba.conf",
+            "sudoers",
+        ];
+        for f in files {
+            let path = etc.path().join(f);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "x").unwrap();
+        }
+        let given: Vec<String> = etc_read_paths(etc.path())
+            .iter()
+            .map(|p| {
+                p.strip_prefix(etc.path())
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        let reachable = |f: &str| given.iter().any(|g| Path::new(f).starts_with(g));
+        for public in [
+            "passwd",
+            "hosts",
+            "python3.11/sitecustomize.py",
+            "java-17-openjdk/security/java.security",
+            "ssl/certs/ca.pem",
+            "ssl/openssl.cnf",
+            "pki/tls/certs/ca-bundle.crt",
+        ] {
+            assert!(reachable(public), "{public} not given: {given:?}");
+        }
+        for private in [
+            "shadow",
+            "gshadow",
+            "myservice/credentials.conf",
+            "ssh/ssh_host_ed25519_key",
+            "ssl/private/server.key",
+            "pki/tls/private/server.key",
+            "postgresql/16/main/pg_hba.conf",
+            "sudoers",
+        ] {
+            assert!(!reachable(private), "{private} given: {given:?}");
         }
     }
 

@@ -44,9 +44,11 @@ const REFUSALS: &[&str] = &[
     "permission denied",
 ];
 
-/// How `su` fails without capabilities: PAM gives up inside the sandbox, `setgroups` is
-/// refused outside it.
+/// How `su` fails without capabilities: PAM gives up inside the sandbox (its rules under
+/// `/etc/pam.d` are out of reach, or it cannot act on them), `setgroups` is refused outside
+/// it.
 const SU_REFUSALS: &[&str] = &[
+    "su: Critical error - immediate abort",
     "su: System error",
     "su: cannot set groups: Operation not permitted",
 ];
@@ -429,6 +431,13 @@ fn cases() -> Vec<Case> {
             all([NoLeak(&["root:"]), NoLeakOf("/etc/shadow")]),
         ),
         case("etc_gshadow", "cat /etc/gshadow", NoLeakOf("/etc/gshadow")),
+        // An /etc entry the allow-list does not name (PAM's rules): out of reach, also for
+        // a server run as root.
+        case(
+            "etc_unlisted",
+            "cat /etc/pam.d/other",
+            NoLeakOf("/etc/pam.d/other"),
+        ),
         case("list_root_home", "ls -a /root", NoLine("..")),
         case(
             "server_environ",
