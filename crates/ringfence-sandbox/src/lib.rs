@@ -17,6 +17,7 @@
 
 mod cgroup;
 mod kill;
+mod mounts;
 mod run;
 mod seccomp;
 mod spawn;
@@ -31,6 +32,7 @@ use landlock::{
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 use serde::{Deserialize, Serialize};
 
+pub use mounts::{MountError, NamespaceKind, read_only_outside};
 pub use run::{Ended, Exit, Helper, Outcome, Stream, run};
 pub use seccomp::Network;
 pub use spawn::{PATH, clean_env};
@@ -311,6 +313,10 @@ pub struct Applied {
     pub no_new_privs: bool,
     /// The system-call filter is installed (see [`Network`] for what it refuses).
     pub seccomp: bool,
+    /// Everything outside the writable directories is mounted read-only (a mount
+    /// namespace): modes, owners and times of files outside cannot be changed either.
+    #[serde(default)]
+    pub read_only_outside: bool,
     /// What bounds the number of processes (set by the helper; `None` when not asked).
     #[serde(default)]
     pub process_limit: Option<ProcessLimit>,
@@ -374,6 +380,16 @@ pub enum SandboxError {
 /// process that will execute the command, before it does. Paths of the policy that cannot be
 /// opened (missing on this machine) grant nothing and are skipped.
 pub fn restrict_self(policy: &Policy) -> Result<Applied, SandboxError> {
+    // First, while mounts may still be changed: Landlock and the filter forbid it after.
+    let read_only_outside = policy.require != Requirement::Off
+        && match read_only_outside(&policy.write, NamespaceKind::Auto) {
+            Ok(()) => true,
+            Err(MountError::Unavailable(why)) => {
+                tracing::debug!(%why, "files outside the roots stay writable by their owner's chmod and touch");
+                false
+            }
+            Err(MountError::Broken(why)) => return Err(SandboxError::Setup(why)),
+        };
     set_limits(&policy.limits)?;
     rustix::thread::set_no_new_privs(true).map_err(|e| SandboxError::Os {
         what: "no_new_privs",
@@ -411,6 +427,7 @@ pub fn restrict_self(policy: &Policy) -> Result<Applied, SandboxError> {
         scoped: abi >= SCOPED_ABI && enforcement != Enforcement::None,
         no_new_privs: status.no_new_privs || rustix::thread::no_new_privs().unwrap_or(false),
         seccomp,
+        read_only_outside,
         process_limit: None,
     })
 }

@@ -80,8 +80,48 @@ fn outcome<T>(r: std::io::Result<T>) -> &'static str {
     match r {
         Ok(_) => "ok",
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => "denied",
+        // EROFS: outside the writable roots everything is mounted read-only.
+        Err(e) if e.raw_os_error() == Some(30) => "read-only",
         Err(_) => "error",
     }
+}
+
+/// The way an ordinary user's server gets there: inside a new user namespace (taken here
+/// even by root). A user namespace needs a single-threaded process, and the test harness
+/// has two threads, so the probe runs in a forked child, which has only this one; it makes
+/// no allocation the other thread could hold a lock of (that thread waits for this test).
+#[allow(unsafe_code)]
+fn user_namespace_probe(dir: &Path, report: &dyn Fn(&str, &str)) {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: fork(2); the child only makes system calls and writes to stdout, then _exits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let r = ringfence_sandbox::read_only_outside(
+            &[dir.join("ws")],
+            ringfence_sandbox::NamespaceKind::User,
+        );
+        report("mounted", &format!("{:?}", r.map_err(|e| format!("{e:?}"))));
+        let chmod = |p: &str| {
+            outcome(std::fs::set_permissions(
+                dir.join(p),
+                std::fs::Permissions::from_mode(0o777),
+            ))
+        };
+        report("chmod_ws", chmod("ws/a.txt"));
+        report("chmod_secret", chmod("secret/c.txt"));
+        report(
+            "write_ws",
+            outcome(std::fs::write(dir.join("ws/userns.txt"), "x")),
+        );
+        report("uid", &rustix::process::getuid().as_raw().to_string());
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        // SAFETY: ends the forked child without running the parent's exit handlers.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child forked above; `status` is a valid out-pointer.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
 }
 
 /// The child's side: restrict, probe, report.
@@ -93,6 +133,11 @@ fn child_process_entry() {
     let dir = PathBuf::from(dir);
     println!(); // the harness's "test … " prefix ends here
     let report = |name: &str, value: &str| println!("report {name}={value}");
+    if case == "user_namespace" {
+        user_namespace_probe(&dir, &report);
+        report("done", "");
+        return;
+    }
     let applied = restrict_self(&policy(&dir, case == "exec")).unwrap();
     report("abi", &applied.landlock_abi.to_string());
     report(
@@ -122,6 +167,17 @@ fn child_process_entry() {
                 outcome(std::fs::write(dir.join("secret/y.txt"), "x")),
             );
             report("list_parent", outcome(std::fs::read_dir(&dir)));
+            use std::os::unix::fs::PermissionsExt;
+            let chmod = |p: &str| {
+                outcome(std::fs::set_permissions(
+                    dir.join(p),
+                    std::fs::Permissions::from_mode(0o777),
+                ))
+            };
+            report("chmod_ws", chmod("ws/a.txt"));
+            report("chmod_ro", chmod("ro/b.txt"));
+            report("chmod_secret", chmod("secret/c.txt"));
+            report("read_only_outside", &applied.read_only_outside.to_string());
             report("read_etc_hostname", outcome(std::fs::read("/etc/hostname")));
             report("write_dev_null", outcome(std::fs::write("/dev/null", "x")));
             // Asked of the kernel (prctl), not taken from the report.
@@ -171,6 +227,31 @@ fn value<'a>(lines: &'a [String], name: &str) -> &'a str {
 }
 
 #[test]
+fn inside_a_user_namespace_the_outside_is_read_only_too() {
+    let dir = layout();
+    let lines = child("user_namespace", dir.path());
+    assert_eq!(value(&lines, "mounted"), "Ok(())", "{lines:?}");
+    assert_eq!(value(&lines, "chmod_ws"), "ok");
+    assert_eq!(value(&lines, "write_ws"), "ok");
+    assert_eq!(value(&lines, "chmod_secret"), "read-only");
+    // The user is mapped to itself: files keep their owner.
+    assert_eq!(
+        value(&lines, "uid"),
+        rustix::process::getuid().as_raw().to_string()
+    );
+    assert!(dir.path().join("ws/userns.txt").exists());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &str| {
+        std::fs::metadata(dir.path().join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+    };
+    assert_eq!(mode("ws/a.txt") & 0o777, 0o777);
+    assert_ne!(mode("secret/c.txt") & 0o777, 0o777);
+}
+
+#[test]
 fn a_restricted_process_reaches_its_roots_and_nothing_else() {
     let dir = layout();
     let lines = child("files", dir.path());
@@ -182,9 +263,16 @@ fn a_restricted_process_reaches_its_roots_and_nothing_else() {
     assert_eq!(value(&lines, "read_ws"), "ok");
     assert_eq!(value(&lines, "write_ws"), "ok");
     assert_eq!(value(&lines, "read_ro"), "ok");
-    assert_eq!(value(&lines, "write_ro"), "denied");
+    // Outside the writable roots the mounts are read-only: the kernel says so before
+    // Landlock is asked.
+    assert_eq!(value(&lines, "read_only_outside"), "true", "{lines:?}");
+    assert_eq!(value(&lines, "write_ro"), "read-only");
     assert_eq!(value(&lines, "read_secret"), "denied");
-    assert_eq!(value(&lines, "write_secret"), "denied");
+    assert_eq!(value(&lines, "write_secret"), "read-only");
+    // Modes: Landlock does not control them; the read-only mounts do.
+    assert_eq!(value(&lines, "chmod_ws"), "ok");
+    assert_eq!(value(&lines, "chmod_ro"), "read-only");
+    assert_eq!(value(&lines, "chmod_secret"), "read-only");
     assert_eq!(value(&lines, "list_parent"), "denied");
     // Without the system paths in the policy, /etc is out of reach too.
     assert_eq!(value(&lines, "read_etc_hostname"), "denied");

@@ -41,7 +41,7 @@ pub struct RunShellCommand {
     pub(crate) running: Arc<Running>,
 }
 
-const DESCRIPTION: &str = "Execute a shell command (/bin/sh -c) and return its exit code, stdout and stderr. It runs in a kernel sandbox: it can write only inside the writable roots and its own temporary directory ($TMPDIR), read the roots and the system directories, and has no network unless the operator allowed it; privilege escalation (sudo, su) is refused. workingDirectory defaults to the current workspace and must lie inside a root. timeout: seconds, default 30, max 300; on timeout the command and every process it started are killed. Each stream shows up to 30,000 characters (beginning and end); the whole output is saved to a file whose path the result gives. stdin is empty; the environment is clean (PATH, HOME, LANG, TERM=dumb, TMPDIR).";
+const DESCRIPTION: &str = "Execute a shell command (/bin/sh -c) and return its exit code, stdout and stderr. It runs in a kernel sandbox: it can write only inside the writable roots and its own temporary directory ($TMPDIR) (elsewhere the file system is read-only), read the roots and the system directories, and has no network unless the operator allowed it; privilege escalation (sudo, su) is refused. workingDirectory defaults to the current workspace and must lie inside a root. timeout: seconds, default 30, max 300; on timeout the command and every process it started are killed. Each stream shows up to 30,000 characters (beginning and end); the whole output is saved to a file whose path the result gives. stdin is empty; the environment is clean (PATH, HOME, LANG, TERM=dumb, TMPDIR).";
 
 impl AsyncTool for RunShellCommand {
     type Args = RunShellCommandArgs;
@@ -411,6 +411,11 @@ fn sandbox_line(enabled: bool, network: Network, applied: &Applied) -> String {
     } else {
         "signals NOT scoped (an older kernel; the operator allowed a partial sandbox)".into()
     });
+    parts.push(if applied.read_only_outside {
+        "read-only outside the writable roots".into()
+    } else {
+        "no mount namespace here: modes and times of the user's files outside the roots are not protected".into()
+    });
     parts.push(if applied.seccomp {
         format!("seccomp filter (network {})", network.as_str())
     } else {
@@ -514,6 +519,7 @@ fn render(
             "enforcement": outcome.applied.enforcement,
             "scoped": outcome.applied.scoped,
             "seccomp": outcome.applied.seccomp,
+            "readOnlyOutside": outcome.applied.read_only_outside,
             "noNewPrivs": outcome.applied.no_new_privs,
             "network": network.as_str(),
             "processLimit": outcome.applied.process_limit,
