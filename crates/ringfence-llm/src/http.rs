@@ -215,7 +215,7 @@ impl Endpoint {
             let status = response.status();
             tracing::debug!(endpoint = %self.label, status = status.as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "model API answered");
             if status == StatusCode::TOO_MANY_REQUESTS {
-                let asked = retry_after(response.headers());
+                let asked = ringfence_net::retry_after(response.headers());
                 let wait = asked.unwrap_or(self.retry.backoff * 2u32.saturating_pow(attempt));
                 if attempt >= self.retry.retries || wait > self.retry.max_wait {
                     return Err(LlmError::RateLimited {
@@ -307,7 +307,7 @@ impl Endpoint {
         }
         LlmError::Transport {
             endpoint: self.label.clone(),
-            detail: self.scrub(&error_chain(&e)),
+            detail: self.scrub(&ringfence_net::error_chain(&e)),
         }
     }
 
@@ -354,60 +354,9 @@ fn api_message(v: &serde_json::Value) -> Option<String> {
     .find_map(|m| m.as_str().map(str::to_owned))
 }
 
-/// `Retry-After` as a wait: seconds (fractions allowed) or an HTTP date.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim();
-    if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0)
-            .then(|| Duration::from_secs_f64(secs.min(86_400.0)));
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(
-        at.duration_since(std::time::SystemTime::now())
-            .unwrap_or_default(),
-    )
-}
-
-/// An error and its causes, `: `-separated (reqwest's own message is often only "error
-/// sending request").
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let next = s.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = s.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_after_reads_seconds_and_dates() {
-        let mut h = reqwest::header::HeaderMap::new();
-        assert_eq!(retry_after(&h), None);
-        h.insert("retry-after", "3".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
-        h.insert("retry-after", "0.25".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
-        h.insert(
-            "retry-after",
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
-        );
-        assert_eq!(retry_after(&h), Some(Duration::ZERO));
-        h.insert("retry-after", "later".parse().unwrap());
-        assert_eq!(retry_after(&h), None);
-    }
 
     #[test]
     fn base_urls_lose_credentials_and_know_loopback() {

@@ -42,6 +42,41 @@ impl Default for Outbound {
 #[error("cannot make an HTTP client: {0}")]
 pub struct ClientError(#[source] reqwest::Error);
 
+/// `Retry-After` as a wait: delta seconds (fractions allowed, at most a day) or an HTTP date
+/// (a date in the past is no wait); `None` when absent or unreadable.
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::from_secs_f64(secs.min(86_400.0)));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
+}
+
+/// An error and its causes, `: `-separated, each cause once (reqwest's own message is often
+/// only "error sending request").
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let next = s.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = s.source();
+    }
+    text
+}
+
 /// What ringfence calls itself on the network: `ringfence/<version>`.
 pub fn user_agent() -> String {
     format!("ringfence/{}", env!("CARGO_PKG_VERSION"))
@@ -95,6 +130,51 @@ fn builder(outbound: &Outbound) -> reqwest::ClientBuilder {
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        let mut h = reqwest::header::HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", "3".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
+        h.insert("retry-after", "0.25".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        h.insert("retry-after", "1e9".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(86_400)));
+        h.insert(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+        for bad in ["later", "-1", "NaN"] {
+            h.insert("retry-after", bad.parse().unwrap());
+            assert_eq!(retry_after(&h), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_error_chain_names_each_cause_once() {
+        #[derive(Debug)]
+        struct E(&'static str, Option<Box<E>>);
+        impl std::fmt::Display for E {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for E {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                self.1.as_deref().map(|e| e as _)
+            }
+        }
+        let e = E(
+            "error sending request",
+            Some(Box::new(E(
+                "connection refused",
+                Some(Box::new(E("refused", None))),
+            ))),
+        );
+        assert_eq!(error_chain(&e), "error sending request: connection refused");
+    }
 
     /// A one-request HTTP server on loopback that answers `reply` (or nothing, when it is
     /// `None`) and hands back the request head it read.

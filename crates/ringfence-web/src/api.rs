@@ -124,7 +124,7 @@ impl Api {
                     .to_vec();
                 return Ok(Reply { status, body });
             }
-            let asked = retry_after(response.headers());
+            let asked = ringfence_net::retry_after(response.headers());
             let wait = asked.unwrap_or(self.retry.backoff * 2u32.saturating_pow(attempt));
             if attempt >= self.retry.retries || wait > self.retry.max_wait {
                 return Err(self.rate_limited(attempt + 1, asked));
@@ -170,7 +170,7 @@ impl Api {
                 format!(
                     "cannot reach {}: {}; check that it is up and the configured URL is right",
                     self.name,
-                    self.scrub(&error_chain(&e))
+                    self.scrub(&ringfence_net::error_chain(&e))
                 ),
             )
         } else {
@@ -179,7 +179,7 @@ impl Api {
                 format!(
                     "the request to {} failed: {}",
                     self.name,
-                    self.scrub(&error_chain(&e))
+                    self.scrub(&ringfence_net::error_chain(&e))
                 ),
             )
         }
@@ -284,24 +284,6 @@ pub(crate) fn api_message(v: &serde_json::Value) -> Option<String> {
         .find_map(|m| m.as_str().map(str::to_owned))
 }
 
-/// `Retry-After` as a wait: delta seconds (fractions allowed) or an HTTP date.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim();
-    if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0)
-            .then(|| Duration::from_secs_f64(secs.min(86_400.0)));
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(
-        at.duration_since(std::time::SystemTime::now())
-            .unwrap_or_default(),
-    )
-}
-
 /// `3 s`, `2 min 5 s`.
 fn human_secs(d: Duration) -> String {
     let secs = d.as_secs_f64().ceil() as u64;
@@ -314,42 +296,9 @@ fn human_secs(d: Duration) -> String {
     }
 }
 
-/// An error and its causes, `: `-separated (reqwest's own message is often just "error
-/// sending request").
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let next = s.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = s.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_after_takes_seconds_and_dates() {
-        let mut h = reqwest::header::HeaderMap::new();
-        assert_eq!(retry_after(&h), None);
-        h.insert("retry-after", "2".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
-        h.insert("retry-after", "0.5".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(500)));
-        h.insert(
-            "retry-after",
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
-        );
-        assert_eq!(retry_after(&h), Some(Duration::ZERO));
-        h.insert("retry-after", "soon".parse().unwrap());
-        assert_eq!(retry_after(&h), None);
-    }
 
     #[test]
     fn api_messages_are_found_in_the_usual_shapes() {

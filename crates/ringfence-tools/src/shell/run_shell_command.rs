@@ -183,12 +183,9 @@ impl RunShellCommand {
         // directory for a symlink so that the next call grants rights beneath the target.
         let roots = workspace.roots();
         for inner in roots.iter() {
-            let inner_path = ringfence_fs::normalize_lexically(inner.absolute_path());
             if let Some(outer) = roots.iter().find(|outer| {
-                let outer_path = ringfence_fs::normalize_lexically(outer.absolute_path());
                 outer.access() == Access::ReadWrite
-                    && outer_path != inner_path
-                    && inner_path.starts_with(&outer_path)
+                    && strictly_inside(inner.absolute_path(), outer.absolute_path())
             }) {
                 return Err(ToolError::new(
                     ToolErrorKind::Refused,
@@ -329,7 +326,7 @@ impl RunShellCommand {
             &args.command,
             &cwd,
             timeout,
-            (sandboxed, network, cfg.max_processes),
+            cfg,
             &outcome,
             out,
             err,
@@ -341,10 +338,14 @@ impl RunShellCommand {
 /// inside the protected directory (the default workspace under the data directory) grants
 /// only itself.
 fn contains_protected(root: &Path, protected: &Path) -> bool {
-    let root_n = ringfence_fs::normalize_lexically(root);
-    let prot_n = ringfence_fs::normalize_lexically(protected);
-    let strictly_inside = root_n != prot_n && root_n.starts_with(&prot_n);
-    ringfence_fs::paths_overlap(root, protected) && !strictly_inside
+    ringfence_fs::paths_overlap(root, protected) && !strictly_inside(root, protected)
+}
+
+/// Whether `inner` lies beneath `outer` and is not `outer` itself, by their spellings.
+fn strictly_inside(inner: &Path, outer: &Path) -> bool {
+    let inner = ringfence_fs::normalize_lexically(inner);
+    let outer = ringfence_fs::normalize_lexically(outer);
+    inner != outer && inner.starts_with(&outer)
 }
 
 /// The command's private temporary directory (0700, removed with everything in it).
@@ -437,11 +438,15 @@ fn render(
     command: &str,
     cwd: &Path,
     timeout: f64,
-    (sandbox, network, max_processes): (bool, Network, u64),
+    cfg: &ShellConfig,
     outcome: &ringfence_sandbox::Outcome,
     out: Captured,
     err: Captured,
 ) -> ToolOutput {
+    let sandbox = cfg.sandbox != Requirement::Off;
+    // Unconfined commands reach the network whatever the setting says.
+    let network = if sandbox { cfg.network } else { Network::Full };
+    let max_processes = cfg.max_processes;
     let (exit_code, signal) = match outcome.exit {
         Exit::Code(c) => (Some(c), None),
         Exit::Signal(s) => (None, Some(s)),
