@@ -1,7 +1,8 @@
 """Per-command overhead of the shell sandbox: `true` and `echo hi` spawned plain
 (`/bin/sh -c`), under ringfence's sandbox (its helper, started the way run_shell_command
 starts it: the small `ringfence-sandbox` helper beside the binary, spec on stdin, framed
-output back, a cgroup, then the second stage applying Landlock + seccomp + limits and
+output back, a cgroup, then the second stage making a read-only mount namespace and applying
+Landlock + seccomp + limits and
 executing `sh -c`), and under bwrap (bubblewrap: read-only bind of /, a writable workspace, no
 network namespace) — interleaved in one run, p50/p95 of each, and ringfence's added time.
 
@@ -21,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-MAGIC = b"\0ringfence-sandbox-1\n"
+# The helper's greeting: this, its build and protocol, a line break; the spec follows it.
+MAGIC = b"\0ringfence-sandbox-"
 
 
 def plain(cmd: str, ws: Path) -> None:
@@ -47,7 +49,7 @@ def spec(cmd: str, ws: Path, tmp: Path) -> bytes:
         "policy": {"read": read, "write": write,
                    "limits": {"processes": 256, "open_files": 1024, "file_size": 1 << 30,
                               "cpu_secs": 300, "address_space": 4 << 30},
-                   "network": "none", "require_landlock": True},
+                   "network": "none", "require": "full"},
         "max_processes": 256,
     }) + "\n").encode()
 
@@ -60,9 +62,10 @@ def sandboxed(binary: str, cmd: str, ws: Path, tmp: Path) -> None:
     p = subprocess.Popen(argv, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={})
     assert p.stdin and p.stdout
+    assert p.stdout.read(len(MAGIC)) == MAGIC
+    p.stdout.readline()  # the helper's build, which is the binary's own here
     p.stdin.write(spec(cmd, ws, tmp))
     p.stdin.flush()
-    assert p.stdout.read(len(MAGIC)) == MAGIC
     cgroup = None
     while True:
         kind, size = struct.unpack("<BI", p.stdout.read(5))

@@ -7,23 +7,31 @@
 use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags, Signal, kill_process, pidfd_open, pidfd_send_signal};
 
-/// Sends SIGKILL to `pid` if, once pinned, `is_ours(pid)` still recognises it. On a kernel
-/// without pidfds the check and the kill are by pid (a window of microseconds).
+/// Sends SIGKILL to `pid` if, once pinned, `is_ours(pid)` still recognises it. Where a pidfd
+/// cannot be had or used (a kernel before 5.3, a container's filter refusing the call, no
+/// descriptor left) the check and the kill are by pid (a window of microseconds): a process
+/// of the command is never spared for want of a pidfd.
 pub(crate) fn kill_pinned(pid: i32, is_ours: impl FnOnce(i32) -> bool) {
     let Some(p) = Pid::from_raw(pid) else { return };
     match pidfd_open(p, PidfdFlags::empty()) {
         Ok(fd) => {
             if is_ours(pid) {
-                let _ = pidfd_send_signal(&fd, Signal::KILL);
+                match pidfd_send_signal(&fd, Signal::KILL) {
+                    // Sent, or the pinned process ended: either way nothing more to do.
+                    Ok(()) | Err(Errno::SRCH) => {}
+                    Err(_) => {
+                        let _ = kill_process(p, Signal::KILL);
+                    }
+                }
             }
         }
-        Err(Errno::NOSYS) => {
+        // Gone already.
+        Err(Errno::SRCH) => {}
+        Err(_) => {
             if is_ours(pid) {
                 let _ = kill_process(p, Signal::KILL);
             }
         }
-        // Gone already (or never ours to see).
-        Err(_) => {}
     }
 }
 

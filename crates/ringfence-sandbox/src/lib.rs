@@ -32,7 +32,7 @@ use landlock::{
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 use serde::{Deserialize, Serialize};
 
-pub use mounts::{MountError, NamespaceKind, read_only_outside};
+pub use mounts::{Entered, MountError, NamespaceKind, read_only_outside};
 pub use run::{Ended, Exit, Helper, Outcome, Stream, run};
 pub use seccomp::Network;
 pub use spawn::{PATH, clean_env};
@@ -51,6 +51,11 @@ pub struct Policy {
     pub limits: Limits,
     /// Whether sockets may be opened (see the system-call filter).
     pub network: Network,
+    /// Processes the user runs already, outside the command: the kernel's per-user limit
+    /// counts them too, so they are added to `limits.processes` — unless the command runs
+    /// in a user namespace of its own, where only its own processes count.
+    #[serde(default)]
+    pub others_processes: u64,
     /// How much of the sandbox the kernel must enforce before the command runs.
     pub require: Requirement,
 }
@@ -150,42 +155,64 @@ pub fn system_read_paths() -> Vec<PathBuf> {
 }
 
 /// The entries of `etc` a command may read: those [`ETC_PUBLIC`] names (a name ending in
-/// `*` stands for every entry it begins), and the certificates of `ssl` and `pki` without
-/// their private keys. Anything else — password hashes, host keys, a service's credentials,
-/// whatever an installed program keeps there — stays out of reach, even for a server run as
-/// root, which file permissions would not stop.
+/// `*` stands for every entry it begins; a name with a `/` for that one path inside a
+/// directory), and the certificates of `ssl` and `pki` without their private keys. A listed
+/// *file* is given only if every user may read it (mode `o+r`): a configuration file made
+/// private (an `npmrc` holding a token) says itself that it is not for commands. Anything
+/// else — password hashes, host keys, a service's credentials, whatever an installed
+/// program keeps there — stays out of reach, even for a server run as root, which file
+/// permissions would not stop.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "system paths named for the sandbox's rules"
+)]
 pub fn etc_read_paths(etc: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let entries = list_dir(etc);
     let mut paths = Vec::new();
-    for entry in list_dir(etc) {
-        let Some(name) = entry.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        let public = ETC_PUBLIC.iter().any(|p| match p.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => name == *p,
-        });
-        match name {
-            "ssl" => paths.extend(
-                list_dir(&entry)
-                    .into_iter()
-                    .filter(|p| !p.ends_with("private")),
-            ),
-            "pki" => paths.extend(
-                ["ca-trust", "tls/certs", "tls/cert.pem", "java/cacerts"]
+    for public in ETC_PUBLIC {
+        match public.strip_suffix('*') {
+            Some(prefix) => paths.extend(
+                entries
                     .iter()
-                    .map(|sub| entry.join(sub)),
+                    .filter(|e| {
+                        e.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with(prefix))
+                    })
+                    .cloned(),
             ),
-            _ if public => paths.push(entry),
-            _ => {}
+            None => paths.push(etc.join(public)),
         }
     }
+    paths.extend(
+        list_dir(&etc.join("ssl"))
+            .into_iter()
+            .filter(|p| !p.ends_with("private")),
+    );
+    paths.extend(
+        ["ca-trust", "tls/certs", "tls/cert.pem", "java/cacerts"]
+            .iter()
+            .map(|sub| etc.join("pki").join(sub)),
+    );
+    paths.retain(|p| match std::fs::metadata(p) {
+        Ok(m) if m.is_file() => m.permissions().mode() & 0o004 != 0,
+        Ok(_) => true,
+        // Missing here: the rule is skipped when the policy is applied.
+        Err(_) => false,
+    });
     paths
 }
 
 /// The entries of `/etc` that hold nothing private and that programs read to run: users and
 /// groups by name (no hashes), name resolution, the dynamic linker, time zone and locale,
 /// shells' start-up files, system identification, file types, certificates, the
-/// alternatives links, and the system-wide settings of common tools and languages.
+/// alternatives links, package sources, and the system-wide settings of common tools and
+/// languages. Left out on purpose: `environment` and `fstab` (proxy and share passwords),
+/// `machine-id` (an identifier systemd asks to keep confidential), `apt` beyond its sources
+/// and keys (`auth.conf.d` holds subscription tokens), `default` beyond locale, keyboard
+/// and useradd (services' environment files hold their passwords), and tools' files that
+/// commonly hold credentials (`wgetrc`, `maven`).
 pub const ETC_PUBLIC: &[&str] = &[
     "passwd",
     "group",
@@ -210,8 +237,9 @@ pub const ETC_PUBLIC: &[&str] = &[
     "locale.alias",
     "locale.conf",
     "locale.gen",
-    "default",
-    "environment",
+    "default/locale",
+    "default/keyboard",
+    "default/useradd",
     "profile",
     "profile.d",
     "bash.bashrc",
@@ -233,9 +261,7 @@ pub const ETC_PUBLIC: &[&str] = &[
     "fedora-release",
     "system-release",
     "issue",
-    "machine-id",
     "mtab",
-    "fstab",
     "mime.types",
     "mailcap",
     "magic",
@@ -261,19 +287,23 @@ pub const ETC_PUBLIC: &[&str] = &[
     "sgml",
     "xml",
     "xdg",
-    "apt",
+    "apt/sources.list",
+    "apt/sources.list.d",
+    "apt/trusted.gpg",
+    "apt/trusted.gpg.d",
+    "apt/keyrings",
+    "apt/preferences",
+    "apt/preferences.d",
     "dpkg",
     "debconf.conf",
     "mke2fs.conf",
     "python*",
     "perl",
     "java*",
-    "maven",
     "ImageMagick*",
     "pip.conf",
     "npmrc",
     "gemrc",
-    "wgetrc",
     "gdb",
     "iproute2",
 ];
@@ -381,16 +411,25 @@ pub enum SandboxError {
 /// opened (missing on this machine) grant nothing and are skipped.
 pub fn restrict_self(policy: &Policy) -> Result<Applied, SandboxError> {
     // First, while mounts may still be changed: Landlock and the filter forbid it after.
-    let read_only_outside = policy.require != Requirement::Off
-        && match read_only_outside(&policy.write, NamespaceKind::Auto) {
-            Ok(()) => true,
+    let entered = if policy.require == Requirement::Off {
+        None
+    } else {
+        match read_only_outside(&policy.write, NamespaceKind::Auto) {
+            Ok(entered) => Some(entered),
             Err(MountError::Unavailable(why)) => {
                 tracing::debug!(%why, "files outside the roots stay writable by their owner's chmod and touch");
-                false
+                None
             }
             Err(MountError::Broken(why)) => return Err(SandboxError::Setup(why)),
-        };
-    set_limits(&policy.limits)?;
+        }
+    };
+    let mut limits = policy.limits;
+    limits.processes = process_limit(
+        policy.limits.processes,
+        policy.others_processes,
+        entered == Some(Entered::UserAndMount),
+    );
+    set_limits(&limits)?;
     rustix::thread::set_no_new_privs(true).map_err(|e| SandboxError::Os {
         what: "no_new_privs",
         source: e.into(),
@@ -427,9 +466,17 @@ pub fn restrict_self(policy: &Policy) -> Result<Applied, SandboxError> {
         scoped: abi >= SCOPED_ABI && enforcement != Enforcement::None,
         no_new_privs: status.no_new_privs || rustix::thread::no_new_privs().unwrap_or(false),
         seccomp,
-        read_only_outside,
+        read_only_outside: entered.is_some(),
         process_limit: None,
     })
+}
+
+/// The per-user process limit to set: the command's own `limit`, plus the user's processes
+/// already running (`others`) that the kernel counts against it — except in a user
+/// namespace of the command's own, where the kernel (from Linux 5.14) counts only the
+/// processes made inside it.
+fn process_limit(limit: Option<u64>, others: u64, own_user_namespace: bool) -> Option<u64> {
+    limit.map(|n| if own_user_namespace { n } else { n + others })
 }
 
 /// Gives up every capability (a server run as root hands its commands none): the bounding
@@ -507,6 +554,7 @@ mod tests {
     #[test]
     #[allow(clippy::disallowed_methods, reason = "a test's own fixture directory")]
     fn only_public_entries_of_etc_are_given() {
+        use std::os::unix::fs::PermissionsExt;
         let etc = tempfile::tempdir().unwrap();
         let files = [
             "passwd",
@@ -524,12 +572,27 @@ mod tests {
             "pki/tls/private/server.key",
             "postgresql/16/main/pg_hba.conf",
             "sudoers",
+            "apt/sources.list",
+            "apt/auth.conf.d/90ubuntu-advantage",
+            "default/locale",
+            "default/minio",
+            "environment",
+            "machine-id",
+            "npmrc",
+            "pip.conf",
         ];
         for f in files {
             let path = etc.path().join(f);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(&path, "x").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         }
+        // A listed file made private by its owner.
+        std::fs::set_permissions(
+            etc.path().join("npmrc"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
         let given: Vec<String> = etc_read_paths(etc.path())
             .iter()
             .map(|p| {
@@ -548,6 +611,9 @@ mod tests {
             "ssl/certs/ca.pem",
             "ssl/openssl.cnf",
             "pki/tls/certs/ca-bundle.crt",
+            "apt/sources.list",
+            "default/locale",
+            "pip.conf",
         ] {
             assert!(reachable(public), "{public} not given: {given:?}");
         }
@@ -560,9 +626,22 @@ mod tests {
             "pki/tls/private/server.key",
             "postgresql/16/main/pg_hba.conf",
             "sudoers",
+            "apt/auth.conf.d/90ubuntu-advantage",
+            "default/minio",
+            "environment",
+            "machine-id",
+            "npmrc",
         ] {
             assert!(!reachable(private), "{private} given: {given:?}");
         }
+    }
+
+    #[test]
+    fn the_process_limit_counts_the_users_other_processes_outside_a_user_namespace() {
+        assert_eq!(process_limit(Some(256), 40, false), Some(296));
+        // In the command's own user namespace the kernel counts its processes only.
+        assert_eq!(process_limit(Some(256), 40, true), Some(256));
+        assert_eq!(process_limit(None, 40, false), None);
     }
 
     #[test]

@@ -64,20 +64,27 @@ fn os_error(what: &str) -> String {
 /// [`MountError::Unavailable`]: nothing was made read-only (no namespace could be made
 /// here), and the writable directories are as they were. [`MountError::Broken`]: the change
 /// was only partly made; the command must not run.
+///
+/// Descriptors opened before the call still reach the file systems as they were: the
+/// caller must reopen its stdin (`/dev/null`) afterwards, or a command could change the
+/// mode of the file behind it through `/dev/stdin`.
 #[allow(unsafe_code)]
 #[allow(
     clippy::disallowed_methods,
     reason = "the policy's own paths, to tell directories from device files"
 )]
-pub fn read_only_outside(writable: &[PathBuf], kind: NamespaceKind) -> Result<(), MountError> {
+pub fn read_only_outside(writable: &[PathBuf], kind: NamespaceKind) -> Result<Entered, MountError> {
     use MountError::{Broken, Unavailable};
+    // Each directory by its real path: a root reached through a symlink is cloned and put
+    // back where it really is (move_mount does not follow a symlink at its target).
     let dirs: Vec<CString> = writable
         .iter()
         .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_dir()))
-        .map(|p| c_path(p))
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .map(|p| c_path(&p))
         .collect::<Result<_, _>>()
         .map_err(Unavailable)?;
-    enter_namespace(kind).map_err(Unavailable)?;
+    let entered = enter_namespace(kind)?;
     let root = c"/";
     // SAFETY: mount(2) with a NUL-terminated target and null source, type and data;
     // MS_REC | MS_PRIVATE only changes propagation within this (new) namespace.
@@ -159,33 +166,48 @@ pub fn read_only_outside(writable: &[PathBuf], kind: NamespaceKind) -> Result<()
             ))));
         }
     }
-    Ok(())
+    Ok(entered)
+}
+
+/// Which namespaces [`read_only_outside`] entered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entered {
+    /// A mount namespace alone.
+    Mount,
+    /// A mount namespace inside a new user namespace (in which the kernel counts the
+    /// process limit for the command's own processes only, from Linux 5.14).
+    UserAndMount,
 }
 
 /// Enters a new mount namespace: directly when allowed, else inside a new user namespace
 /// mapping this process's user and group to themselves (nothing else is mapped: files of
 /// other users show as the overflow user, and no privilege outside is gained).
+/// Nothing has changed when it fails before `unshare` succeeds; once in a user namespace, a
+/// failure to map the ids is [`MountError::Broken`] (files made there would have no owner).
 #[allow(unsafe_code)]
-fn enter_namespace(kind: NamespaceKind) -> Result<(), String> {
+fn enter_namespace(kind: NamespaceKind) -> Result<Entered, MountError> {
     if kind == NamespaceKind::Auto {
-        // SAFETY: unshare(2) of the mount namespace; this process is single-threaded here.
+        // SAFETY: unshare(2) of the mount namespace (the caller is single-threaded, or the
+        // thread gets a private copy of its file-system context).
         if unsafe { libc::unshare(libc::CLONE_NEWNS) } == 0 {
-            return Ok(());
+            return Ok(Entered::Mount);
         }
     }
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
-    // SAFETY: as above; a user namespace needs a single-threaded caller, which this is.
+    // SAFETY: as above; a user namespace needs a single-threaded caller (else EINVAL).
     if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
-        return Err(os_error("cannot make a user and mount namespace"));
+        return Err(MountError::Unavailable(os_error(
+            "cannot make a user and mount namespace",
+        )));
     }
     #[allow(clippy::disallowed_methods, reason = "/proc, not a user's file")]
     let write = |file: &str, text: String| {
         std::fs::write(format!("/proc/self/{file}"), text)
-            .map_err(|e| format!("cannot write /proc/self/{file}: {e}"))
+            .map_err(|e| MountError::Broken(format!("cannot write /proc/self/{file}: {e}")))
     };
     write("setgroups", "deny".into())?;
     write("uid_map", format!("{uid} {uid} 1\n"))?;
     write("gid_map", format!("{gid} {gid} 1\n"))?;
-    Ok(())
+    Ok(Entered::UserAndMount)
 }

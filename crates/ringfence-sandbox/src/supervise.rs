@@ -192,6 +192,13 @@ fn stage2_main(json: &str) -> i32 {
         }
     };
     applied.process_limit = stage.process_limit;
+    // stdin was opened before the mount namespace, on the machine's writable /dev: through
+    // /dev/stdin a command could change that file's mode and times. Reopened here, it is
+    // the namespace's /dev/null, on a read-only mount.
+    if let Err(e) = reopen_stdin() {
+        say("failed", &format!("cannot reopen the command's stdin: {e}"));
+        return 127;
+    }
     if let Err(e) = std::env::set_current_dir(&stage.cwd) {
         say(
             "failed",
@@ -228,6 +235,20 @@ fn stage2_main(json: &str) -> i32 {
         stage.shell.display()
     );
     127
+}
+
+/// Makes fd 0 a `/dev/null` opened now (in the command's namespace).
+#[allow(unsafe_code)]
+fn reopen_stdin() -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    #[allow(clippy::disallowed_methods, reason = "a device, not a user's file")]
+    let null = std::fs::File::open("/dev/null")?;
+    // SAFETY: dup2(2) of a descriptor this function owns onto fd 0; it reads or writes no
+    // memory of this process.
+    if unsafe { libc::dup2(null.as_raw_fd(), 0) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Marks every descriptor above stderr close-on-exec, so that only stdin, stdout and stderr
@@ -390,14 +411,14 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
             ProcessLimit::UserLimit
         });
     }
-    if let Some(n) = policy.limits.processes {
-        // (Root is exempt from this limit: no need to count.)
-        let others = if rustix::process::getuid().is_root() {
+    if policy.limits.processes.is_some() {
+        // (Root is exempt from this limit: no need to count.) The second stage adds them
+        // unless it runs in a user namespace of its own.
+        policy.others_processes = if rustix::process::getuid().is_root() {
             0
         } else {
             processes_of_user()
         };
-        policy.limits.processes = Some(n + others);
     }
     // The command restricts itself in a second stage (this binary again, which then
     // executes the shell): the helper stays outside the command's Landlock domain, so the

@@ -91,6 +91,7 @@ impl Layout {
                 limits: Limits::default(),
                 network: Network::None,
                 require: ringfence_sandbox::Requirement::Full,
+                others_processes: 0,
             },
             max_processes: Some(64),
         }
@@ -372,6 +373,48 @@ async fn a_helper_that_is_not_one_is_a_clear_error() {
     .await
     .unwrap_err();
     assert!(err.to_string().contains("without a report"), "{err}");
+}
+
+#[tokio::test]
+async fn a_writable_root_reached_through_a_symlink_stays_writable() {
+    // A configured root may be a symlink to the real directory: its writable copy goes back
+    // where the directory really is, and commands write there.
+    let l = Layout::new();
+    let link = l.path("wslink");
+    std::os::unix::fs::symlink(l.path("ws"), &link).unwrap();
+    let mut spec = l.spec("echo x > through-link.txt && chmod 600 through-link.txt && echo ran");
+    spec.cwd = link.clone();
+    for w in spec.policy.write.iter_mut() {
+        if *w == l.path("ws") {
+            *w = link.clone();
+        }
+    }
+    let r = run_spec(&spec, Duration::from_secs(30)).await;
+    assert_eq!(r.outcome.exit, Exit::Code(0), "{}", r.stderr);
+    assert!(r.outcome.applied.read_only_outside);
+    assert_eq!(r.stdout, "ran\n");
+    assert!(l.path("ws/through-link.txt").exists());
+}
+
+#[tokio::test]
+#[allow(clippy::disallowed_methods)]
+async fn the_commands_stdin_is_the_read_only_namespaces_dev_null() {
+    // stdin opened before the mount namespace would be the machine's /dev/null on a
+    // writable mount: its times (or, for a server run as root, its mode) could be changed
+    // through /dev/stdin. (Times only here: a mode change would break the machine's
+    // /dev/null if this ever regressed.)
+    use std::os::unix::fs::MetadataExt;
+    let l = Layout::new();
+    let before = std::fs::metadata("/dev/null").unwrap().mtime();
+    let r = sh(&l, "touch -m -d 2001-01-01 /dev/stdin; echo ran").await;
+    assert_eq!(r.stdout, "ran\n");
+    assert!(r.stderr.contains("Read-only file system"), "{}", r.stderr);
+    let after = std::fs::metadata("/dev/null").unwrap().mtime();
+    assert_ne!(
+        after, 978_307_200,
+        "the machine's /dev/null got the command's time"
+    );
+    assert!(after >= before || after > 978_307_200);
 }
 
 #[tokio::test]

@@ -72,6 +72,7 @@ fn policy(dir: &Path, system: bool) -> Policy {
             ..Limits::default()
         },
         network: ringfence_sandbox::Network::None,
+        others_processes: 0,
         require: ringfence_sandbox::Requirement::Full,
     }
 }
@@ -230,7 +231,7 @@ fn value<'a>(lines: &'a [String], name: &str) -> &'a str {
 fn inside_a_user_namespace_the_outside_is_read_only_too() {
     let dir = layout();
     let lines = child("user_namespace", dir.path());
-    assert_eq!(value(&lines, "mounted"), "Ok(())", "{lines:?}");
+    assert_eq!(value(&lines, "mounted"), "Ok(UserAndMount)", "{lines:?}");
     assert_eq!(value(&lines, "chmod_ws"), "ok");
     assert_eq!(value(&lines, "write_ws"), "ok");
     assert_eq!(value(&lines, "chmod_secret"), "read-only");

@@ -267,6 +267,8 @@ impl RunShellCommand {
                 limits: cfg.limits,
                 network,
                 require: cfg.sandbox,
+                // Counted by the helper, outside the sandbox.
+                others_processes: 0,
             },
             max_processes: Some(cfg.max_processes),
         };
