@@ -18,6 +18,7 @@ use ringfence_tools::journal::HISTORY_PER_FILE;
 use ringfence_tools::{FileKey, Journal, JournalEntry, JournalRecord};
 
 mod error;
+pub mod followups;
 pub mod memory;
 
 pub use error::StoreError;

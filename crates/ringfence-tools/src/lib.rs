@@ -10,10 +10,12 @@
 //! tools through one [`ToolRunner`]. Failures the model can fix are [`ToolError`]s,
 //! returned as tool results. Nothing here knows MCP.
 
+mod args;
 pub mod delegate;
 pub mod error;
 pub mod family;
 pub mod files;
+pub mod followups;
 pub mod images;
 pub mod journal;
 pub mod limits;

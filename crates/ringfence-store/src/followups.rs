@@ -1,0 +1,688 @@
+//! Follow-ups in `followups.db`: the rows the four tools keep per user, and the claims a
+//! scheduler takes on the ones that fall due.
+//!
+//! Any number of processes (`ringfence serve`, `ringfence scheduler`) may share one file.
+//! A due follow-up is *claimed* in one transaction: its status becomes `delivering`, with
+//! the claiming process's name and a lease. Only the holder of an unexpired lease may
+//! complete it, so it is delivered once; a process that dies between claim and delivery
+//! leaves a lease that expires, and the next claim takes the row again (the delivery then
+//! carries the same idempotency key, so a receiver can drop the rare duplicate of a
+//! delivery that did go out before the process died).
+
+use std::path::Path;
+
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+
+use ringfence_tools::error::BackendError;
+use ringfence_tools::followups::{
+    ChangeOutcome, Followup, FollowupBackend, ListFilter, Listed, Status,
+};
+
+use crate::{Durability, Schema, Store, StoreError};
+
+/// The follow-up database (`followups.db`).
+pub const FOLLOWUP_SCHEMA: Schema = Schema {
+    name: "followups",
+    migrations: &[
+        // 1: follow-ups, their numbering per user, and the scheduler's claims.
+        "CREATE TABLE followups (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            user TEXT NOT NULL,
+            number INTEGER NOT NULL,
+            context TEXT NOT NULL,
+            due_ms INTEGER NOT NULL,
+            status TEXT NOT NULL CHECK (status IN
+                ('pending', 'delivering', 'completed', 'cancelled', 'failed')),
+            created_ms INTEGER NOT NULL,
+            updated_ms INTEGER NOT NULL,
+            -- Not delivered before this (quiet hours, a retry's back-off); NULL: due_ms.
+            hold_ms INTEGER,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            lease_owner TEXT,
+            lease_until_ms INTEGER,
+            delivered_ms INTEGER,
+            delivered_via TEXT,
+            cancel_reason TEXT,
+            -- The same for every attempt of one follow-up: receivers drop duplicates by it.
+            idempotency_key TEXT NOT NULL
+        );
+        CREATE UNIQUE INDEX followups_number ON followups (user, number);
+        CREATE INDEX followups_ready ON followups (status, due_ms);
+        CREATE TABLE followup_counters (
+            user TEXT PRIMARY KEY,
+            last INTEGER NOT NULL
+        ) WITHOUT ROWID;",
+    ],
+};
+
+/// The columns [`from_row`] reads, in its order.
+const COLUMNS: &str = "number, context, due_ms, status, created_ms, updated_ms, attempts, \
+    last_error, delivered_ms, delivered_via, cancel_reason";
+
+fn from_row(r: &rusqlite::Row) -> rusqlite::Result<Followup> {
+    let status: String = r.get(3)?;
+    Ok(Followup {
+        id: r.get(0)?,
+        context: r.get(1)?,
+        due_ms: r.get(2)?,
+        status: Status::parse(&status).unwrap_or(Status::Failed),
+        created_ms: r.get(4)?,
+        updated_ms: r.get(5)?,
+        attempts: r.get(6)?,
+        last_error: r.get(7)?,
+        delivered_ms: r.get(8)?,
+        delivered_via: r.get(9)?,
+        cancel_reason: r.get(10)?,
+    })
+}
+
+/// A follow-up a scheduler claimed: deliver it, then [`FollowupDb::complete`] or
+/// [`FollowupDb::retry_or_fail`] it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    /// The row (not the user's number).
+    pub row: i64,
+    pub user: String,
+    /// The user's number for it (`followup_id`).
+    pub number: i64,
+    pub context: String,
+    pub due_ms: i64,
+    /// This attempt's number, from 1.
+    pub attempt: i64,
+    pub idempotency_key: String,
+}
+
+/// Whose follow-ups a scheduler may deliver now (proactive messages on).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Deliverable {
+    /// Every user's but these.
+    AllBut(Vec<String>),
+    /// Only these users'.
+    Only(Vec<String>),
+}
+
+/// The follow-up database.
+#[derive(Debug)]
+pub struct FollowupDb {
+    store: Store,
+}
+
+fn backend(e: impl Into<StoreError>) -> BackendError {
+    BackendError::new(e.into())
+}
+
+impl FollowupDb {
+    /// Opens (creating) the database at `path`.
+    pub fn open(path: &Path) -> Result<FollowupDb, StoreError> {
+        Ok(FollowupDb {
+            store: Store::open_schema(path, Durability::Full, &FOLLOWUP_SCHEMA)?,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.store.path()
+    }
+
+    /// One user's follow-up by its number.
+    fn find(
+        tx: &rusqlite::Transaction,
+        user: &str,
+        number: i64,
+    ) -> rusqlite::Result<Option<Followup>> {
+        tx.query_row(
+            &format!("SELECT {COLUMNS} FROM followups WHERE user = ?1 AND number = ?2"),
+            params![user, number],
+            from_row,
+        )
+        .optional()
+    }
+
+    /// Claims up to `limit` follow-ups that are due at `now_ms` (their hold passed) for the
+    /// users `deliverable` allows, and those whose earlier claim's lease expired, for
+    /// `lease_ms`; oldest due first.
+    pub fn claim_due(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: usize,
+        deliverable: &Deliverable,
+    ) -> Result<Vec<Claim>, StoreError> {
+        let mut conn = self.store.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (users, negate) = match deliverable {
+            Deliverable::AllBut(u) => (u, true),
+            Deliverable::Only(u) => (u, false),
+        };
+        if !negate && users.is_empty() {
+            return Ok(Vec::new());
+        }
+        let users_json = serde_json::to_string(users).unwrap_or_else(|_| "[]".into());
+        let user_filter = if negate {
+            "user NOT IN (SELECT value FROM json_each(?3))"
+        } else {
+            "user IN (SELECT value FROM json_each(?3))"
+        };
+        let claims = {
+            let mut select = tx.prepare_cached(&format!(
+                "SELECT id, user, number, context, due_ms, attempts, idempotency_key
+                 FROM followups
+                 WHERE ((status = 'pending' AND due_ms <= ?1 AND (hold_ms IS NULL OR hold_ms <= ?1))
+                     OR (status = 'delivering' AND lease_until_ms <= ?1))
+                   AND {user_filter}
+                 ORDER BY due_ms, id
+                 LIMIT ?2"
+            ))?;
+            let rows = select.query_map(params![now_ms, limit as i64, users_json], |r| {
+                Ok(Claim {
+                    row: r.get(0)?,
+                    user: r.get(1)?,
+                    number: r.get(2)?,
+                    context: r.get(3)?,
+                    due_ms: r.get(4)?,
+                    attempt: r.get::<_, i64>(5)? + 1,
+                    idempotency_key: r.get(6)?,
+                })
+            })?;
+            rows.collect::<Result<Vec<_>, _>>()?
+        };
+        {
+            let mut claim = tx.prepare_cached(
+                "UPDATE followups SET status = 'delivering', lease_owner = ?2,
+                     lease_until_ms = ?3, attempts = attempts + 1, updated_ms = ?4
+                 WHERE id = ?1",
+            )?;
+            for c in &claims {
+                claim.execute(params![c.row, owner, now_ms + lease_ms, now_ms])?;
+            }
+        }
+        tx.commit()?;
+        Ok(claims)
+    }
+
+    /// Marks a claimed follow-up delivered, if `owner` still holds its claim (a lease that
+    /// expired may have been taken by another process: then `false`, nothing changes).
+    pub fn complete(
+        &self,
+        row: i64,
+        owner: &str,
+        via: &str,
+        at_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let n = self.store.conn().execute(
+            "UPDATE followups SET status = 'completed', delivered_ms = ?3, delivered_via = ?4,
+                 lease_owner = NULL, lease_until_ms = NULL, last_error = NULL, updated_ms = ?3
+             WHERE id = ?1 AND status = 'delivering' AND lease_owner = ?2",
+            params![row, owner, at_ms, via],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// A claimed follow-up whose delivery failed: back to pending until `retry_at_ms`, or
+    /// `failed` once `max_attempts` attempts were made; the error is kept either way.
+    /// `false` if `owner` no longer holds the claim.
+    pub fn retry_or_fail(
+        &self,
+        row: i64,
+        owner: &str,
+        error: &str,
+        retry_at_ms: i64,
+        max_attempts: i64,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let n = self.store.conn().execute(
+            "UPDATE followups SET
+                 status = iif(attempts >= ?5, 'failed', 'pending'),
+                 hold_ms = iif(attempts >= ?5, hold_ms, ?4),
+                 last_error = ?3, lease_owner = NULL, lease_until_ms = NULL, updated_ms = ?6
+             WHERE id = ?1 AND status = 'delivering' AND lease_owner = ?2",
+            params![row, owner, error, retry_at_ms, max_attempts, now_ms],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Gives a claim back without counting it as an attempt, held until `until_ms` (a
+    /// follow-up that fell in its user's quiet hours). `false` if the claim is not `owner`'s.
+    pub fn hold(
+        &self,
+        row: i64,
+        owner: &str,
+        until_ms: i64,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let n = self.store.conn().execute(
+            "UPDATE followups SET status = 'pending', hold_ms = ?3, attempts = attempts - 1,
+                 lease_owner = NULL, lease_until_ms = NULL, updated_ms = ?4
+             WHERE id = ?1 AND status = 'delivering' AND lease_owner = ?2",
+            params![row, owner, until_ms, now_ms],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// When the next follow-up becomes claimable (a due or held time, or a lease's end),
+    /// whoever's it is; `None` when nothing waits.
+    pub fn next_ready_ms(&self) -> Result<Option<i64>, StoreError> {
+        let v: Option<i64> = self.store.conn().query_row(
+            "SELECT min(t) FROM (
+                 SELECT max(due_ms, coalesce(hold_ms, due_ms)) AS t FROM followups
+                     WHERE status = 'pending'
+                 UNION ALL
+                 SELECT lease_until_ms FROM followups WHERE status = 'delivering')",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(v)
+    }
+
+    /// How many follow-ups are in each status (for metrics and the CLI).
+    pub fn counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let conn = self.store.conn();
+        let mut q =
+            conn.prepare("SELECT status, count(*) FROM followups GROUP BY status ORDER BY status")?;
+        let rows = q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+}
+
+impl FollowupBackend for FollowupDb {
+    fn schedule(
+        &self,
+        user: &str,
+        context: &str,
+        due_ms: i64,
+        now_ms: i64,
+    ) -> Result<Followup, BackendError> {
+        let mut conn = self.store.conn();
+        let mut run = || -> Result<Followup, StoreError> {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let number: i64 = tx.query_row(
+                "INSERT INTO followup_counters (user, last) VALUES (?1, 1)
+                 ON CONFLICT (user) DO UPDATE SET last = last + 1 RETURNING last",
+                params![user],
+                |r| r.get(0),
+            )?;
+            let key = idempotency_key(user, number, now_ms);
+            tx.execute(
+                "INSERT INTO followups (user, number, context, due_ms, status, created_ms,
+                     updated_ms, idempotency_key)
+                 VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?5, ?6)",
+                params![user, number, context, due_ms, now_ms, key],
+            )?;
+            let f = Self::find(&tx, user, number)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+            tx.commit()?;
+            Ok(f)
+        };
+        run().map_err(backend)
+    }
+
+    fn list(&self, user: &str, filter: ListFilter, limit: usize) -> Result<Listed, BackendError> {
+        let conn = self.store.conn();
+        let (cond, order) = match filter {
+            ListFilter::Pending => ("status IN ('pending', 'delivering')", "due_ms, number"),
+            ListFilter::Completed => ("status = 'completed'", "delivered_ms DESC, number DESC"),
+            ListFilter::All => ("1", "number DESC"),
+        };
+        let run = || -> Result<Listed, StoreError> {
+            let total: i64 = conn.query_row(
+                &format!("SELECT count(*) FROM followups WHERE user = ?1 AND {cond}"),
+                params![user],
+                |r| r.get(0),
+            )?;
+            let mut q = conn.prepare(&format!(
+                "SELECT {COLUMNS} FROM followups WHERE user = ?1 AND {cond} ORDER BY {order} LIMIT ?2"
+            ))?;
+            let rows = q.query_map(params![user, limit as i64], from_row)?;
+            Ok(Listed {
+                followups: rows.collect::<Result<Vec<_>, _>>()?,
+                total: total as usize,
+            })
+        };
+        run().map_err(backend)
+    }
+
+    fn update(
+        &self,
+        user: &str,
+        id: i64,
+        context: Option<&str>,
+        due_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<ChangeOutcome, BackendError> {
+        let mut conn = self.store.conn();
+        let mut run = || -> Result<ChangeOutcome, StoreError> {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(f) = Self::find(&tx, user, id)? else {
+                return Ok(ChangeOutcome::NotFound);
+            };
+            if f.status != Status::Pending {
+                return Ok(ChangeOutcome::NotPending(f));
+            }
+            // A new time starts afresh: no hold from quiet hours or an earlier retry.
+            tx.execute(
+                "UPDATE followups SET context = coalesce(?3, context),
+                     due_ms = coalesce(?4, due_ms),
+                     hold_ms = iif(?4 IS NULL, hold_ms, NULL),
+                     updated_ms = ?5
+                 WHERE user = ?1 AND number = ?2",
+                params![user, id, context, due_ms, now_ms],
+            )?;
+            let f = Self::find(&tx, user, id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+            tx.commit()?;
+            Ok(ChangeOutcome::Changed(f))
+        };
+        run().map_err(backend)
+    }
+
+    fn cancel(
+        &self,
+        user: &str,
+        id: i64,
+        reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<ChangeOutcome, BackendError> {
+        let mut conn = self.store.conn();
+        let mut run = || -> Result<ChangeOutcome, StoreError> {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(f) = Self::find(&tx, user, id)? else {
+                return Ok(ChangeOutcome::NotFound);
+            };
+            if f.status != Status::Pending {
+                return Ok(ChangeOutcome::NotPending(f));
+            }
+            tx.execute(
+                "UPDATE followups SET status = 'cancelled', cancel_reason = ?3, updated_ms = ?4
+                 WHERE user = ?1 AND number = ?2",
+                params![user, id, reason, now_ms],
+            )?;
+            let f = Self::find(&tx, user, id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+            tx.commit()?;
+            Ok(ChangeOutcome::Changed(f))
+        };
+        run().map_err(backend)
+    }
+}
+
+/// A key that names one follow-up for good (every attempt carries it).
+fn idempotency_key(user: &str, number: i64, created_ms: i64) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(user.as_bytes());
+    h.update(&[0]);
+    h.update(&number.to_le_bytes());
+    h.update(&created_ms.to_le_bytes());
+    format!("rf-followup-{}", &h.finalize().to_hex()[..32])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: i64 = 60_000;
+
+    fn db() -> (tempfile::TempDir, FollowupDb) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = FollowupDb::open(&dir.path().join("followups.db")).unwrap();
+        (dir, db)
+    }
+
+    fn everyone() -> Deliverable {
+        Deliverable::AllBut(Vec::new())
+    }
+
+    #[test]
+    fn numbers_are_per_user_and_lists_are_ordered() {
+        let (_d, db) = db();
+        let a1 = db.schedule("alice", "interview", 90 * MIN, 0).unwrap();
+        let a2 = db.schedule("alice", "dentist", 30 * MIN, 0).unwrap();
+        let b1 = db.schedule("bob", "bob's", 10 * MIN, 0).unwrap();
+        assert_eq!((a1.id, a2.id, b1.id), (1, 2, 1));
+        assert_eq!(a1.status, Status::Pending);
+        let pending = db.list("alice", ListFilter::Pending, 10).unwrap();
+        assert_eq!(pending.total, 2);
+        // Soonest first.
+        assert_eq!(
+            pending.followups.iter().map(|f| f.id).collect::<Vec<_>>(),
+            vec![2, 1]
+        );
+        let limited = db.list("alice", ListFilter::Pending, 1).unwrap();
+        assert_eq!((limited.followups.len(), limited.total), (1, 2));
+        assert!(
+            db.list("alice", ListFilter::Completed, 10)
+                .unwrap()
+                .followups
+                .is_empty()
+        );
+        // Bob sees only his.
+        let bob = db.list("bob", ListFilter::All, 10).unwrap();
+        assert_eq!(bob.followups.len(), 1);
+        assert_eq!(bob.followups[0].context, "bob's");
+    }
+
+    #[test]
+    fn another_users_number_is_not_found_and_only_pending_ones_change() {
+        let (_d, db) = db();
+        db.schedule("alice", "a", 10 * MIN, 0).unwrap();
+        assert_eq!(
+            db.update("bob", 1, Some("x"), None, 1).unwrap(),
+            ChangeOutcome::NotFound
+        );
+        assert_eq!(
+            db.cancel("bob", 1, None, 1).unwrap(),
+            ChangeOutcome::NotFound
+        );
+        let ChangeOutcome::Changed(f) =
+            db.update("alice", 1, Some("b"), Some(20 * MIN), 5).unwrap()
+        else {
+            panic!("not changed")
+        };
+        assert_eq!(
+            (f.context.as_str(), f.due_ms, f.updated_ms),
+            ("b", 20 * MIN, 5)
+        );
+        let ChangeOutcome::Changed(f) = db.update("alice", 1, None, Some(30 * MIN), 6).unwrap()
+        else {
+            panic!("not changed")
+        };
+        assert_eq!((f.context.as_str(), f.due_ms), ("b", 30 * MIN));
+        let ChangeOutcome::Changed(f) = db.cancel("alice", 1, Some("resolved"), 7).unwrap() else {
+            panic!("not cancelled")
+        };
+        assert_eq!(f.status, Status::Cancelled);
+        assert_eq!(f.cancel_reason.as_deref(), Some("resolved"));
+        assert!(matches!(
+            db.update("alice", 1, Some("c"), None, 8).unwrap(),
+            ChangeOutcome::NotPending(f) if f.status == Status::Cancelled
+        ));
+        // Cancelled ones show under "all", not "pending".
+        assert_eq!(db.list("alice", ListFilter::Pending, 10).unwrap().total, 0);
+        assert_eq!(db.list("alice", ListFilter::All, 10).unwrap().total, 1);
+    }
+
+    #[test]
+    fn a_due_follow_up_is_claimed_once_and_completed_by_its_claimant() {
+        let (_d, db) = db();
+        db.schedule("alice", "soon", 10 * MIN, 0).unwrap();
+        db.schedule("alice", "later", 60 * MIN, 0).unwrap();
+        assert!(
+            db.claim_due("p1", 5 * MIN, MIN, 10, &everyone())
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(db.next_ready_ms().unwrap(), Some(10 * MIN));
+        let claims = db.claim_due("p1", 10 * MIN, MIN, 10, &everyone()).unwrap();
+        assert_eq!(claims.len(), 1);
+        let c = &claims[0];
+        assert_eq!((c.number, c.attempt, c.context.as_str()), (1, 1, "soon"));
+        assert!(c.idempotency_key.starts_with("rf-followup-"));
+        // Claimed: nobody else gets it while the lease runs.
+        assert!(
+            db.claim_due("p2", 10 * MIN + 1, MIN, 10, &everyone())
+                .unwrap()
+                .is_empty()
+        );
+        // Pending lists still show it, as being delivered; it cannot be changed now.
+        let listed = db.list("alice", ListFilter::Pending, 10).unwrap();
+        assert_eq!(listed.followups[0].status, Status::Delivering);
+        assert!(matches!(
+            db.cancel("alice", 1, None, 10 * MIN).unwrap(),
+            ChangeOutcome::NotPending(_)
+        ));
+        assert!(!db.complete(c.row, "p2", "mcp", 10 * MIN + 2).unwrap());
+        assert!(
+            db.complete(c.row, "p1", "mcp,webhook", 10 * MIN + 2)
+                .unwrap()
+        );
+        let done = db.list("alice", ListFilter::Completed, 10).unwrap();
+        assert_eq!(
+            done.followups[0].delivered_via.as_deref(),
+            Some("mcp,webhook")
+        );
+        assert_eq!(done.followups[0].delivered_ms, Some(10 * MIN + 2));
+        assert!(matches!(
+            db.update("alice", 1, Some("x"), None, 11 * MIN).unwrap(),
+            ChangeOutcome::NotPending(f) if f.status == Status::Completed
+        ));
+    }
+
+    #[test]
+    fn an_expired_lease_is_taken_over_with_the_same_key() {
+        let (_d, db) = db();
+        db.schedule("alice", "x", MIN, 0).unwrap();
+        let first = db.claim_due("dead", MIN, MIN, 10, &everyone()).unwrap();
+        // The claimant died: after the lease, another process claims it again.
+        assert!(
+            db.claim_due("p2", 2 * MIN - 1, MIN, 10, &everyone())
+                .unwrap()
+                .is_empty()
+        );
+        let second = db.claim_due("p2", 2 * MIN, MIN, 10, &everyone()).unwrap();
+        assert_eq!(second.len(), 1);
+        assert_eq!(second[0].attempt, 2);
+        assert_eq!(second[0].idempotency_key, first[0].idempotency_key);
+        // The late first claimant cannot complete it any more.
+        assert!(!db.complete(first[0].row, "dead", "mcp", 2 * MIN).unwrap());
+        assert!(db.complete(second[0].row, "p2", "mcp", 2 * MIN).unwrap());
+    }
+
+    #[test]
+    fn failed_deliveries_are_retried_then_given_up_and_holds_wait() {
+        let (_d, db) = db();
+        db.schedule("alice", "x", MIN, 0).unwrap();
+        let c = db
+            .claim_due("p", MIN, MIN, 10, &everyone())
+            .unwrap()
+            .remove(0);
+        assert!(
+            db.retry_or_fail(c.row, "p", "HTTP 500", 3 * MIN, 2, MIN)
+                .unwrap()
+        );
+        assert!(
+            db.claim_due("p", 2 * MIN, MIN, 10, &everyone())
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(db.next_ready_ms().unwrap(), Some(3 * MIN));
+        let c = db
+            .claim_due("p", 3 * MIN, MIN, 10, &everyone())
+            .unwrap()
+            .remove(0);
+        assert_eq!(c.attempt, 2);
+        assert!(
+            db.retry_or_fail(c.row, "p", "HTTP 502", 5 * MIN, 2, 3 * MIN)
+                .unwrap()
+        );
+        let all = db.list("alice", ListFilter::All, 10).unwrap();
+        assert_eq!(all.followups[0].status, Status::Failed);
+        assert_eq!(all.followups[0].attempts, 2);
+        assert_eq!(all.followups[0].last_error.as_deref(), Some("HTTP 502"));
+        assert!(
+            db.claim_due("p", 9 * MIN, MIN, 10, &everyone())
+                .unwrap()
+                .is_empty()
+        );
+        // Quiet hours: held without counting an attempt.
+        db.schedule("alice", "y", MIN, 0).unwrap();
+        let c = db
+            .claim_due("p", 10 * MIN, MIN, 10, &everyone())
+            .unwrap()
+            .remove(0);
+        assert!(db.hold(c.row, "p", 20 * MIN, 10 * MIN).unwrap());
+        assert!(
+            db.claim_due("p", 19 * MIN, MIN, 10, &everyone())
+                .unwrap()
+                .is_empty()
+        );
+        let c = db
+            .claim_due("p", 20 * MIN, MIN, 10, &everyone())
+            .unwrap()
+            .remove(0);
+        assert_eq!(c.attempt, 1);
+    }
+
+    #[test]
+    fn only_users_with_proactive_messages_are_claimed() {
+        let (_d, db) = db();
+        db.schedule("alice", "a", MIN, 0).unwrap();
+        db.schedule("bob", "b", MIN, 0).unwrap();
+        let users = |d: &Deliverable| {
+            let mut u: Vec<String> = db
+                .claim_due("p", MIN, MIN, 10, d)
+                .unwrap()
+                .into_iter()
+                .map(|c| c.user)
+                .collect();
+            u.sort();
+            u
+        };
+        assert!(users(&Deliverable::Only(Vec::new())).is_empty());
+        assert_eq!(
+            users(&Deliverable::AllBut(vec!["bob".into()])),
+            vec!["alice"]
+        );
+        assert_eq!(users(&Deliverable::Only(vec!["bob".into()])), vec!["bob"]);
+    }
+
+    #[test]
+    fn processes_sharing_the_file_claim_each_follow_up_once() {
+        let (dir, db) = db();
+        for i in 0..1000 {
+            db.schedule(&format!("u{}", i % 7), "x", MIN, 0).unwrap();
+        }
+        let path = dir.path().join("followups.db");
+        let claimed: Vec<Vec<i64>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..3)
+                .map(|p| {
+                    let path = path.clone();
+                    s.spawn(move || {
+                        let db = FollowupDb::open(&path).unwrap();
+                        let owner = format!("p{p}");
+                        let mut rows = Vec::new();
+                        loop {
+                            let batch = db
+                                .claim_due(&owner, MIN, 60 * MIN, 25, &everyone())
+                                .unwrap();
+                            if batch.is_empty() {
+                                break;
+                            }
+                            for c in batch {
+                                assert!(db.complete(c.row, &owner, "test", MIN).unwrap());
+                                rows.push(c.row);
+                            }
+                        }
+                        rows
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut all: Vec<i64> = claimed.concat();
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(
+            (n, all.len()),
+            (1000, 1000),
+            "a follow-up was claimed twice or never"
+        );
+    }
+}
