@@ -34,6 +34,22 @@ pub struct SectionInput<'a> {
 }
 
 impl SectionInput<'_> {
+    /// A true/false variable (`true`, `1`, `yes` / `false`, `0`, `no`); `None` when unset or
+    /// empty, an error naming the variable otherwise.
+    pub fn flag(&self, var: &str) -> Result<Option<bool>, ConfigError> {
+        let Some(v) = self.env.get(var).filter(|v| !v.trim().is_empty()) else {
+            return Ok(None);
+        };
+        match v.trim() {
+            "true" | "1" | "yes" => Ok(Some(true)),
+            "false" | "0" | "no" => Ok(Some(false)),
+            other => Err(ConfigError::invalid(
+                var,
+                format!("`{other}` is not true or false"),
+            )),
+        }
+    }
+
     /// The table `[name]` of the file, or `T::default()` when the file has none. Parsed from
     /// the file's text, so an error names its line and column like every other key's.
     pub fn table<T: DeserializeOwned + Default>(&self, name: &str) -> Result<T, ConfigError> {

@@ -17,6 +17,7 @@ use crate::supervisor::Supervisor;
 
 pub mod delegate;
 pub mod files;
+pub mod followups;
 pub mod images;
 pub mod memory;
 pub mod shell;
@@ -118,6 +119,7 @@ impl<P: FamilyPlug> Plug for P {
 pub const FAMILIES: &[&dyn Plug] = &[
     &files::FilesPlug,
     &memory::MemoryPlug,
+    &followups::FollowupsPlug,
     &web::WebPlug,
     &images::ImagesPlug,
     &shell::ShellPlug,

@@ -203,7 +203,11 @@ fn tools_prints_definitions_in_three_formats() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 2);
     fails_closed(
-        ringfence(tmp.path()).args(["--disable-tools", "files,memory,web,images", "tools"]),
+        ringfence(tmp.path()).args([
+            "--disable-tools",
+            "files,memory,followups,web,images",
+            "tools",
+        ]),
         "every tool is disabled",
     );
     fails_closed(

@@ -38,23 +38,9 @@ impl DelegateSettings {
     pub fn resolve(input: &SectionInput<'_>) -> Result<DelegateSettings, ConfigError> {
         let t: DelegateTable = input.table(SECTION)?;
         let key = |k: &str| format!("{SECTION}.{k}");
-        let mut enabled = t.enabled.unwrap_or(false);
-        if let Some(v) = input
-            .env
-            .get(RINGFENCE_DELEGATE_ENABLED)
-            .filter(|v| !v.trim().is_empty())
-        {
-            enabled = match v.trim() {
-                "true" | "1" | "yes" => true,
-                "false" | "0" | "no" => false,
-                other => {
-                    return Err(ConfigError::invalid(
-                        RINGFENCE_DELEGATE_ENABLED,
-                        format!("`{other}` is not true or false"),
-                    ));
-                }
-            };
-        }
+        let enabled = input
+            .flag(RINGFENCE_DELEGATE_ENABLED)?
+            .unwrap_or(t.enabled.unwrap_or(false));
         let d = DelegateLimits::default();
         let in_range = |name: &str, v: Option<u64>, default: u64, max: u64| match v {
             None => Ok(default),

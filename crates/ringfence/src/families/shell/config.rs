@@ -60,23 +60,9 @@ impl ShellSettings {
     pub fn resolve(input: &SectionInput<'_>) -> Result<ShellSettings, ConfigError> {
         let t: ShellTable = input.table(SECTION)?;
         let key = |k: &str| format!("{SECTION}.{k}");
-        let mut enabled = t.enabled.unwrap_or(false);
-        if let Some(v) = input
-            .env
-            .get(RINGFENCE_SHELL_ENABLED)
-            .filter(|v| !v.trim().is_empty())
-        {
-            enabled = match v.trim() {
-                "true" | "1" | "yes" => true,
-                "false" | "0" | "no" => false,
-                other => {
-                    return Err(ConfigError::invalid(
-                        RINGFENCE_SHELL_ENABLED,
-                        format!("`{other}` is not true or false"),
-                    ));
-                }
-            };
-        }
+        let enabled = input
+            .flag(RINGFENCE_SHELL_ENABLED)?
+            .unwrap_or(t.enabled.unwrap_or(false));
         let network = match t.network.as_deref().map(str::trim) {
             None | Some("none") => Network::None,
             Some("full") => Network::Full,

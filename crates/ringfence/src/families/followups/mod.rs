@@ -1,0 +1,139 @@
+//! The follow-up family: the four tools over `followups.db`, and (in `serve`, and in
+//! `ringfence scheduler`) the scheduler that delivers what falls due.
+
+use std::sync::{Arc, OnceLock};
+
+use ringfence_store::followups::FollowupDb;
+use ringfence_tools::error::BackendError;
+use ringfence_tools::followups::{
+    self as family, ChangeOutcome, DeliveryPolicy, Followup, FollowupBackend, FollowupServices,
+    ListFilter, Listed, SystemClock, UserDelivery,
+};
+use ringfence_tools::{Family, FamilyInfo};
+
+use super::{FamilyEnv, FamilyPlug};
+use crate::config::{Config, ConfigError, SectionInput};
+
+mod config;
+
+pub use config::{Channel, ChannelKind, EmailChannel, FollowupSettings};
+
+pub struct FollowupsPlug;
+
+impl FamilyPlug for FollowupsPlug {
+    type Settings = FollowupSettings;
+    const SECTION: Option<&'static str> = Some(config::SECTION);
+    const ENV_VARS: &'static [&'static str] = config::ENV_VARS;
+
+    fn info(&self) -> &'static FamilyInfo {
+        &family::INFO
+    }
+
+    fn settings(&self, input: &SectionInput<'_>) -> Result<FollowupSettings, ConfigError> {
+        FollowupSettings::resolve(input)
+    }
+
+    fn build(&self, settings: &FollowupSettings, _env: &FamilyEnv<'_>) -> Result<Family, String> {
+        let db = Arc::new(LazyFollowups {
+            cell: OnceLock::new(),
+            path: settings.db_path.clone(),
+        });
+        Ok(family::family(FollowupServices {
+            backend: db,
+            delivery: Arc::new(Policy(settings.clone())),
+            clock: Arc::new(SystemClock),
+        }))
+    }
+}
+
+/// The resolved `[followups]` settings (for the scheduler and the `followups` commands).
+pub fn settings(config: &Config) -> &FollowupSettings {
+    config.families.get(family::INFO.name)
+}
+
+/// The users' delivery settings, from the configuration.
+#[derive(Debug)]
+struct Policy(FollowupSettings);
+
+impl DeliveryPolicy for Policy {
+    fn for_user(&self, user: &str) -> UserDelivery {
+        let s = &self.0;
+        let own = s.users.get(user);
+        let (zone_name, zone) = own
+            .and_then(|u| u.zone.clone())
+            .unwrap_or_else(|| (s.zone_name.clone(), s.zone.clone()));
+        UserDelivery {
+            proactive: s.proactive_for(user),
+            enable_hint: format!(
+                "an operator sets [followups] proactive = true, or followups.users.{user}.proactive = true, or {}=true",
+                config::RINGFENCE_FOLLOWUPS_PROACTIVE
+            ),
+            zone,
+            zone_name,
+            quiet_hours: own.and_then(|u| u.quiet_hours).unwrap_or(s.quiet_hours),
+            channels: s
+                .channels
+                .iter()
+                .filter(|c| c.serves(user))
+                .map(|c| c.name().to_owned())
+                .collect(),
+        }
+    }
+}
+
+/// `followups.db`, opened on first use.
+#[derive(Debug)]
+struct LazyFollowups {
+    cell: OnceLock<Result<Arc<FollowupDb>, String>>,
+    path: std::path::PathBuf,
+}
+
+impl LazyFollowups {
+    fn get(&self) -> Result<&Arc<FollowupDb>, BackendError> {
+        self.cell
+            .get_or_init(|| {
+                FollowupDb::open(&self.path)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| BackendError::new(std::io::Error::other(e.clone())))
+    }
+}
+
+impl FollowupBackend for LazyFollowups {
+    fn schedule(
+        &self,
+        user: &str,
+        context: &str,
+        due_ms: i64,
+        now_ms: i64,
+    ) -> Result<Followup, BackendError> {
+        self.get()?.schedule(user, context, due_ms, now_ms)
+    }
+
+    fn list(&self, user: &str, filter: ListFilter, limit: usize) -> Result<Listed, BackendError> {
+        self.get()?.list(user, filter, limit)
+    }
+
+    fn update(
+        &self,
+        user: &str,
+        id: i64,
+        context: Option<&str>,
+        due_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<ChangeOutcome, BackendError> {
+        self.get()?.update(user, id, context, due_ms, now_ms)
+    }
+
+    fn cancel(
+        &self,
+        user: &str,
+        id: i64,
+        reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<ChangeOutcome, BackendError> {
+        self.get()?.cancel(user, id, reason, now_ms)
+    }
+}
