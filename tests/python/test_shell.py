@@ -83,14 +83,20 @@ async def test_the_seed_example_runs_git_log_in_the_project(ringfence_bin, dirs)
 async def test_a_write_outside_the_roots_fails_at_the_kernel(ringfence_bin, dirs, tmp_path):
     ws, data = dirs
     outside = tmp_path / "outside.txt"
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-BESIDE-THE-ROOT\n")
     async with serve(ringfence_bin, ws, data, preset=None,
                      options=("--tools", "shell"), env=ON) as srv:
         result = await srv.call("run_shell_command", {
-            "command": f"echo x > {outside}; echo inside > in.txt; cat {data}/* 2>&1 | head -3",
+            "command": f"echo x > {outside}; echo inside > in.txt; cat {secret}",
         })
         assert not is_error(result), text_of(result)
         s = structured(result)
-        assert "Permission denied" in s["stderr"] + s["stdout"], s
+        out = s["stderr"] + s["stdout"]
+        # Outside the writable roots the file system is read-only; reading is refused.
+        assert f"cannot create {outside}: Read-only file system" in out, s
+        assert f"cat: {secret}: Permission denied" in out, s
+        assert "SECRET-BESIDE-THE-ROOT" not in out
     assert not outside.exists()
     assert (ws / "in.txt").read_text() == "inside\n"
 
