@@ -251,6 +251,8 @@ pub struct UserDelivery {
     pub quiet_hours: Option<QuietHours>,
     /// The channels that carry them (`mcp`, `webhook`, …).
     pub channels: Vec<String>,
+    /// Why nothing can reach this user even with proactive messages on, if so.
+    pub undeliverable: Option<String>,
 }
 
 /// The users' delivery settings, as the tools report them.
@@ -435,6 +437,11 @@ fn delivery_note(d: &UserDelivery, due_ms: i64) -> Option<String> {
         return Some(format!(
             "Proactive messages are off for this user: the follow-up is kept, but nothing will be delivered until they are turned on ({}).",
             d.enable_hint
+        ));
+    }
+    if let Some(why) = &d.undeliverable {
+        return Some(format!(
+            "The follow-up is kept, but it cannot be delivered: {why}."
         ));
     }
     let q = d.quiet_hours?;

@@ -5,6 +5,7 @@ mod audit;
 mod call;
 mod memory;
 mod model;
+mod scheduler;
 mod serve;
 mod serve_http;
 mod token_hash;
@@ -123,6 +124,9 @@ enum Command {
     /// Truths and memories: list, back up, move (JSON lines).
     #[command(subcommand)]
     Memory(memory::MemoryCommand),
+    /// Deliver follow-ups as they fall due, until SIGTERM or SIGINT (beside `serve` or
+    /// instead of it; any number may share a data directory).
+    Scheduler,
 }
 
 impl Cli {
@@ -134,7 +138,8 @@ impl Cli {
             | Command::TokenHash
             | Command::Audit { .. }
             | Command::Model(_)
-            | Command::Memory(_) => Vec::new(),
+            | Command::Memory(_)
+            | Command::Scheduler => Vec::new(),
         };
         Overrides {
             config: self.config.clone(),
@@ -171,7 +176,10 @@ pub fn run_main() -> ExitCode {
     // access counts): a one-off `call` opens what its tool needs when it needs it, and does
     // not wait at exit for a model it never used.
     let background = matches!(cli.command, Command::Serve { .. });
-    if matches!(cli.command, Command::Serve { .. } | Command::Call { .. }) {
+    if matches!(
+        cli.command,
+        Command::Serve { .. } | Command::Call { .. } | Command::Scheduler
+    ) {
         // What an earlier version left readable by every local account (0644 in 0755
         // directories) becomes private before anything is served.
         crate::data_dir::make_private(&config.data_dir);
@@ -202,6 +210,7 @@ pub fn run_main() -> ExitCode {
         ),
         Command::Model(cmd) => model::run(&config, cmd),
         Command::Memory(cmd) => memory::run(&config, cmd),
+        Command::Scheduler => scheduler::run(&config),
         Command::Serve {
             http,
             tls_cert,

@@ -32,6 +32,9 @@ struct FollowupsTable {
     quiet_hours: Option<String>,
     /// Delivery attempts before a follow-up is marked failed (default 5).
     max_attempts: Option<u32>,
+    /// How long a scheduler's claim holds before another may take the follow-up over, if
+    /// the claimant died (default 120 s).
+    lease_secs: Option<u64>,
     channels: Option<Vec<ChannelTable>>,
     users: Option<BTreeMap<String, UserTable>>,
 }
@@ -81,7 +84,11 @@ struct ChannelTable {
 #[derive(Clone, PartialEq, Eq)]
 pub enum ChannelKind {
     /// POST of the delivery document, signed with HMAC-SHA256 over the body.
-    Webhook { url: String, secret: String },
+    Webhook {
+        url: String,
+        secret: String,
+        timeout: Duration,
+    },
     /// A program with the document on stdin.
     Command {
         argv: Vec<String>,
@@ -96,10 +103,11 @@ pub enum ChannelKind {
 impl std::fmt::Debug for ChannelKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ChannelKind::Webhook { url, .. } => f
+            ChannelKind::Webhook { url, timeout, .. } => f
                 .debug_struct("Webhook")
                 .field("url", url)
                 .field("secret", &"<redacted>")
+                .field("timeout", timeout)
                 .finish(),
             ChannelKind::Command { argv, timeout } => f
                 .debug_struct("Command")
@@ -127,6 +135,7 @@ pub struct EmailChannel {
     pub from: String,
     /// `None`: each user's configured address.
     pub to: Option<String>,
+    pub timeout: Duration,
 }
 
 /// A resolved channel.
@@ -144,6 +153,15 @@ impl Channel {
             ChannelKind::Command { .. } => "command",
             ChannelKind::Email(_) => "email",
             ChannelKind::Mcp => "mcp",
+        }
+    }
+
+    /// The longest a delivery through this channel may take.
+    pub fn timeout(&self) -> Duration {
+        match &self.kind {
+            ChannelKind::Webhook { timeout, .. } | ChannelKind::Command { timeout, .. } => *timeout,
+            ChannelKind::Email(e) => e.timeout,
+            ChannelKind::Mcp => Duration::from_secs(10),
         }
     }
 
@@ -173,6 +191,7 @@ pub struct FollowupSettings {
     pub zone: TimeZone,
     pub quiet_hours: Option<QuietHours>,
     pub max_attempts: i64,
+    pub lease: Duration,
     pub channels: Vec<Channel>,
     pub users: BTreeMap<String, UserSettings>,
     /// `followups.db` under the data directory.
@@ -198,6 +217,16 @@ impl FollowupSettings {
                 return Err(ConfigError::invalid(
                     key("max_attempts"),
                     format!("{n} is out of range: 1 to 100"),
+                ));
+            }
+        };
+        let lease = match t.lease_secs {
+            None => Duration::from_secs(120),
+            Some(n @ 5..=3600) => Duration::from_secs(n),
+            Some(n) => {
+                return Err(ConfigError::invalid(
+                    key("lease_secs"),
+                    format!("{n} is out of range: 5 to 3600"),
                 ));
             }
         };
@@ -234,6 +263,19 @@ impl FollowupSettings {
         for (i, c) in t.channels.unwrap_or_default().into_iter().enumerate() {
             channels.push(resolve_channel(input, i, c, &users)?);
         }
+        // A claim must outlast any delivery, or a slow one could be taken over and sent twice.
+        if let Some(slowest) = channels.iter().map(Channel::timeout).max()
+            && slowest >= lease
+        {
+            return Err(ConfigError::invalid(
+                key("lease_secs"),
+                format!(
+                    "{} s is not longer than a channel's timeout_secs ({} s): a slow delivery could be claimed again and sent twice; raise lease_secs or lower the timeout",
+                    lease.as_secs(),
+                    slowest.as_secs()
+                ),
+            ));
+        }
         // The MCP channel is on whenever delivery is, unless an operator listed it already.
         if !channels.iter().any(|c| c.kind == ChannelKind::Mcp) {
             channels.push(Channel {
@@ -247,10 +289,16 @@ impl FollowupSettings {
             zone,
             quiet_hours,
             max_attempts,
+            lease,
             channels,
             users,
             db_path: input.data_dir.join("followups.db"),
         })
+    }
+
+    /// Whether anyone's follow-ups are delivered (the default, or a user's override).
+    pub fn delivers_for_anyone(&self) -> bool {
+        self.proactive || self.users.values().any(|u| u.proactive == Some(true))
     }
 
     /// Whether `user`'s follow-ups are delivered.
@@ -402,6 +450,7 @@ fn resolve_channel(
             ChannelKind::Webhook {
                 url: parsed.to_string(),
                 secret,
+                timeout,
             }
         }
         "command" => {
@@ -476,6 +525,7 @@ fn resolve_channel(
                 credentials,
                 from,
                 to: c.to,
+                timeout,
             })
         }
         _ => ChannelKind::Mcp,
@@ -566,6 +616,11 @@ quiet_hours = ""
                 "followups.quiet_hours",
             ),
             ("[followups]\nmax_attempts = 0\n", "followups.max_attempts"),
+            ("[followups]\nlease_secs = 2\n", "followups.lease_secs"),
+            (
+                "[followups]\nlease_secs = 10\n[[followups.channels]]\nkind = \"command\"\ncommand = [\"true\"]\ntimeout_secs = 20\n",
+                "followups.lease_secs",
+            ),
             ("[followups]\nsurprise = 1\n", "surprise"),
             (
                 "[[followups.channels]]\nkind = \"pigeon\"\n",

@@ -15,8 +15,9 @@ use super::{FamilyEnv, FamilyPlug};
 use crate::config::{Config, ConfigError, SectionInput};
 
 mod config;
+pub mod scheduler;
 
-pub use config::{Channel, ChannelKind, EmailChannel, FollowupSettings};
+pub use config::FollowupSettings;
 
 pub struct FollowupsPlug;
 
@@ -33,11 +34,25 @@ impl FamilyPlug for FollowupsPlug {
         FollowupSettings::resolve(input)
     }
 
-    fn build(&self, settings: &FollowupSettings, _env: &FamilyEnv<'_>) -> Result<Family, String> {
+    fn build(&self, settings: &FollowupSettings, env: &FamilyEnv<'_>) -> Result<Family, String> {
         let db = Arc::new(LazyFollowups {
             cell: OnceLock::new(),
             path: settings.db_path.clone(),
         });
+        // `serve` delivers what falls due while it runs, when anyone's follow-ups can be.
+        if env.background && settings.delivers_for_anyone() {
+            let (db, settings) = (db.clone(), settings.clone());
+            env.supervisor.spawn("followup-scheduler", move |stop| {
+                match db
+                    .get()
+                    .map_err(|e| e.to_string())
+                    .and_then(|db| scheduler::Scheduler::new(db.clone(), settings).map(Arc::new))
+                {
+                    Ok(s) => s.run_blocking(&|wait| stop.wait(wait)),
+                    Err(e) => tracing::error!(error = %e, "the follow-up scheduler cannot start"),
+                }
+            });
+        }
         Ok(family::family(FollowupServices {
             backend: db,
             delivery: Arc::new(Policy(settings.clone())),
@@ -75,10 +90,34 @@ impl DeliveryPolicy for Policy {
                 .channels
                 .iter()
                 .filter(|c| c.serves(user))
-                .map(|c| c.name().to_owned())
+                .map(|c| {
+                    if scheduler::channel_is_built(c) {
+                        c.name().to_owned()
+                    } else {
+                        format!("{} (not built yet)", c.name())
+                    }
+                })
                 .collect(),
+            undeliverable: (!s
+                .channels
+                .iter()
+                .any(|c| c.serves(user) && scheduler::channel_is_built(c)))
+            .then(|| {
+                "no channel that this version can deliver through serves this user yet (webhook and command work; mcp and email are still to come): configure a [[followups.channels]] of kind webhook or command".to_owned()
+            }),
         }
     }
+}
+
+/// Opens `followups.db` (made 0600 by the store), making its directory (0700) if missing.
+pub fn open_db(path: &std::path::Path) -> Result<Arc<FollowupDb>, String> {
+    if let Some(dir) = path.parent() {
+        ringfence_fs::create_private_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    FollowupDb::open(path)
+        .map(Arc::new)
+        .map_err(|e| format!("cannot open the follow-up database: {e}"))
 }
 
 /// `followups.db`, opened on first use.
@@ -91,11 +130,7 @@ struct LazyFollowups {
 impl LazyFollowups {
     fn get(&self) -> Result<&Arc<FollowupDb>, BackendError> {
         self.cell
-            .get_or_init(|| {
-                FollowupDb::open(&self.path)
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string())
-            })
+            .get_or_init(|| open_db(&self.path))
             .as_ref()
             .map_err(|e| BackendError::new(std::io::Error::other(e.clone())))
     }

@@ -1,0 +1,51 @@
+//! `scheduler`: delivers follow-ups as they fall due, in the foreground, until SIGTERM or
+//! SIGINT — for people whose MCP client is not always open (a systemd user unit runs it;
+//! see the README). It may run beside any number of `serve` processes on the same data
+//! directory: each follow-up is claimed once.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{fail, runtime};
+use crate::config::Config;
+use crate::families::followups::{self, scheduler::Scheduler};
+use crate::supervisor::Supervisor;
+
+pub(super) fn run(config: &Config) -> ExitCode {
+    let settings = followups::settings(config).clone();
+    if !settings.delivers_for_anyone() {
+        return fail(
+            "follow-up delivery is off for every user: set [followups] proactive = true (or followups.users.<name>.proactive = true), or RINGFENCE_FOLLOWUPS_PROACTIVE=true",
+        );
+    }
+    let db = match followups::open_db(&settings.db_path) {
+        Ok(db) => db,
+        Err(e) => return fail(&e),
+    };
+    let scheduler = match Scheduler::new(db, settings) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return fail(&format!("cannot start the scheduler: {e}")),
+    };
+    let supervisor = Supervisor::new();
+    supervisor.spawn("followup-scheduler", move |stop| {
+        scheduler.run_blocking(&|wait| stop.wait(wait))
+    });
+    let waited = runtime().block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        Ok::<(), std::io::Error>(())
+    });
+    tracing::info!("follow-up scheduler stopping");
+    // A delivery in flight finishes (or its claim expires and another process takes it).
+    supervisor.shutdown(Duration::from_secs(30));
+    match waited {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&format!("cannot wait for signals: {e}")),
+    }
+}

@@ -1,0 +1,413 @@
+//! The scheduler: claims follow-ups as they fall due and delivers them through the user's
+//! channels. It runs inside `ringfence serve` (a supervisor job) and as `ringfence
+//! scheduler`; any number of them may share one data directory, since each follow-up is
+//! claimed with a lease (see `ringfence_store::followups`).
+//!
+//! A claimed follow-up whose user is in quiet hours is held until they end (no attempt is
+//! counted). Otherwise it goes to every channel that serves the user at once; it is
+//! delivered when at least one channel took it (the others' errors are logged), else it is
+//! retried with exponential back-off (30 s, 1 min, 2 min, … at most 1 h) until
+//! `max_attempts`, then marked failed with the last error.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ringfence_store::followups::{Claim, Deliverable, FollowupDb};
+use ringfence_tools::time::{format_in_zone, format_iso_ms};
+use serde_json::json;
+
+use super::config::{Channel, ChannelKind, FollowupSettings};
+
+/// Follow-ups claimed per round.
+const BATCH: usize = 64;
+/// Deliveries in flight at once.
+const PARALLEL: usize = 16;
+/// The longest wait between two looks at the database (other processes schedule too).
+const MAX_IDLE: Duration = Duration::from_secs(1);
+
+/// The channels built so far. `email` and `mcp` are still to come: the tools say so.
+pub fn channel_is_built(c: &Channel) -> bool {
+    matches!(
+        c.kind,
+        ChannelKind::Webhook { .. } | ChannelKind::Command { .. }
+    )
+}
+
+pub struct Scheduler {
+    db: Arc<FollowupDb>,
+    settings: FollowupSettings,
+    /// Names this process in claims: host, pid and a random part.
+    owner: String,
+    http: reqwest::Client,
+}
+
+/// What one round did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Round {
+    pub delivered: usize,
+    pub retried: usize,
+    pub held: usize,
+}
+
+impl Scheduler {
+    pub fn new(db: Arc<FollowupDb>, settings: FollowupSettings) -> Result<Scheduler, String> {
+        let http = ringfence_net::client(&ringfence_net::Outbound {
+            connect_timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(300),
+        })
+        .map_err(|e| e.to_string())?;
+        let host = rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned();
+        let owner = format!(
+            "{host}:{}:{}",
+            std::process::id(),
+            &blake3::hash(format!("{:?}", std::time::SystemTime::now()).as_bytes()).to_hex()[..8]
+        );
+        Ok(Scheduler {
+            db,
+            settings,
+            owner,
+            http,
+        })
+    }
+
+    /// Whose follow-ups may be delivered now: users with proactive messages on and at least
+    /// one built channel.
+    fn deliverable(&self) -> Deliverable {
+        let s = &self.settings;
+        let usable = |user: &str| {
+            s.proactive_for(user)
+                && s.channels
+                    .iter()
+                    .any(|c| c.serves(user) && channel_is_built(c))
+        };
+        // Users named anywhere in the configuration; everyone else takes the defaults.
+        let mut named: Vec<String> = s.users.keys().cloned().collect();
+        for c in &s.channels {
+            named.extend(c.users.iter().flatten().cloned());
+        }
+        named.sort();
+        named.dedup();
+        let default_usable = s.proactive
+            && s.channels
+                .iter()
+                .any(|c| c.users.is_none() && channel_is_built(c));
+        if default_usable {
+            Deliverable::AllBut(named.into_iter().filter(|u| !usable(u)).collect())
+        } else {
+            Deliverable::Only(named.into_iter().filter(|u| usable(u)).collect())
+        }
+    }
+
+    /// Runs until `stop` says so, each round then a sleep until the next follow-up is ready
+    /// (at most [`MAX_IDLE`]).
+    pub fn run_blocking(self: &Arc<Self>, stop: &dyn Fn(Duration) -> bool) {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                tracing::error!(error = %e, "the follow-up scheduler cannot start");
+                return;
+            }
+        };
+        tracing::info!(owner = %self.owner, "follow-up scheduler running");
+        loop {
+            let now = ringfence_tools::time::now_ms();
+            match rt.block_on(self.round(now)) {
+                Ok(r) if r != Round::default() => tracing::info!(
+                    delivered = r.delivered,
+                    retried = r.retried,
+                    held = r.held,
+                    "follow-ups"
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "follow-up scheduler round failed"),
+            }
+            let next = self.db.next_ready_ms().ok().flatten();
+            let now = ringfence_tools::time::now_ms();
+            let wait = next
+                .map(|t| {
+                    Duration::from_millis((t - now).clamp(0, MAX_IDLE.as_millis() as i64) as u64)
+                })
+                .unwrap_or(MAX_IDLE);
+            if stop(wait.max(Duration::from_millis(10))) {
+                return;
+            }
+        }
+    }
+
+    /// One round: claim what is due at `now_ms` and deliver it, [`PARALLEL`] at a time.
+    /// Returns when every claim of the round is settled.
+    pub async fn round(self: &Arc<Self>, now_ms: i64) -> Result<Round, String> {
+        let mut total = Round::default();
+        loop {
+            let claims = self
+                .db
+                .claim_due(
+                    &self.owner,
+                    now_ms,
+                    self.settings.lease.as_millis() as i64,
+                    BATCH,
+                    &self.deliverable(),
+                )
+                .map_err(|e| e.to_string())?;
+            let n = claims.len();
+            let mut claims = claims.into_iter();
+            let mut running = tokio::task::JoinSet::new();
+            loop {
+                while running.len() < PARALLEL
+                    && let Some(c) = claims.next()
+                {
+                    let me = self.clone();
+                    running.spawn(async move { me.settle(c, now_ms).await });
+                }
+                let Some(r) = running.join_next().await else {
+                    break;
+                };
+                let r = r.unwrap_or_default();
+                total.delivered += r.delivered;
+                total.retried += r.retried;
+                total.held += r.held;
+            }
+            if n < BATCH {
+                return Ok(total);
+            }
+        }
+    }
+
+    async fn settle(&self, c: Claim, now_ms: i64) -> Round {
+        let user = self.settings.users.get(&c.user);
+        let (zone_name, zone) = user
+            .and_then(|u| u.zone.clone())
+            .unwrap_or_else(|| (self.settings.zone_name.clone(), self.settings.zone.clone()));
+        let quiet = user
+            .and_then(|u| u.quiet_hours)
+            .unwrap_or(self.settings.quiet_hours);
+        if let Some(q) = quiet {
+            let until = q.next_allowed(now_ms, &zone);
+            if until != now_ms {
+                let _ = self.db.hold(c.row, &self.owner, until, now_ms);
+                return Round {
+                    held: 1,
+                    ..Round::default()
+                };
+            }
+        }
+        let doc = json!({
+            "id": c.number,
+            "user": c.user,
+            "context": c.context,
+            "message": c.context,
+            "scheduled_for": format_iso_ms(c.due_ms),
+            "scheduled_for_local": format_in_zone(c.due_ms, &zone),
+            "timezone": zone_name,
+            "delivered_at": format_iso_ms(now_ms),
+            "late_by_seconds": ((now_ms - c.due_ms).max(0) as f64) / 1000.0,
+            "attempt": c.attempt,
+            "idempotency_key": c.idempotency_key,
+        });
+        let body = serde_json::to_vec(&doc).unwrap_or_default();
+        let channels: Vec<Channel> = self
+            .settings
+            .channels
+            .iter()
+            .filter(|ch| ch.serves(&c.user) && channel_is_built(ch))
+            .cloned()
+            .collect();
+        // Every channel at once.
+        let mut sending = tokio::task::JoinSet::new();
+        for ch in channels {
+            let (http, body, key) = (self.http.clone(), body.clone(), c.idempotency_key.clone());
+            sending.spawn(async move {
+                let r = deliver(&http, &ch, &body, &key).await;
+                (ch.name(), r)
+            });
+        }
+        let mut via = Vec::new();
+        let mut errors = Vec::new();
+        while let Some(done) = sending.join_next().await {
+            match done {
+                Ok((name, Ok(()))) => via.push(name),
+                Ok((name, Err(e))) => errors.push(format!("{name}: {e}")),
+                Err(e) => errors.push(format!("a delivery task failed: {e}")),
+            }
+        }
+        via.sort_unstable();
+        errors.sort();
+        let done = ringfence_tools::time::now_ms();
+        if !via.is_empty() {
+            if !errors.is_empty() {
+                tracing::warn!(user = %c.user, followup = c.number, errors = %errors.join("; "), "a follow-up channel failed");
+            }
+            match self.db.complete(c.row, &self.owner, &via.join(","), done) {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(
+                    user = %c.user,
+                    followup = c.number,
+                    "delivered after the claim expired: another process may deliver it again (same idempotency key)"
+                ),
+                Err(e) => tracing::warn!(error = %e, "cannot record a delivery"),
+            }
+            return Round {
+                delivered: 1,
+                ..Round::default()
+            };
+        }
+        let error = if errors.is_empty() {
+            "no delivery channel serves this user".to_owned()
+        } else {
+            errors.join("; ")
+        };
+        let _ = self.db.retry_or_fail(
+            c.row,
+            &self.owner,
+            &error,
+            done + backoff(c.attempt).as_millis() as i64,
+            self.settings.max_attempts,
+            done,
+        );
+        Round {
+            retried: 1,
+            ..Round::default()
+        }
+    }
+}
+
+async fn deliver(
+    http: &reqwest::Client,
+    ch: &Channel,
+    body: &[u8],
+    key: &str,
+) -> Result<(), String> {
+    match &ch.kind {
+        ChannelKind::Webhook {
+            url,
+            secret,
+            timeout,
+        } => webhook(http, url, secret, *timeout, body, key).await,
+        ChannelKind::Command { argv, timeout } => command(argv, *timeout, body).await,
+        ChannelKind::Email(_) | ChannelKind::Mcp => Err("this channel is not built yet".into()),
+    }
+}
+
+/// The wait before attempt `attempt + 1`: 30 s doubled per attempt, at most an hour.
+fn backoff(attempt: i64) -> Duration {
+    let secs = 30u64.saturating_mul(1u64 << (attempt.clamp(1, 20) - 1) as u32);
+    Duration::from_secs(secs.min(3600))
+}
+
+/// `sha256=<hex of HMAC-SHA256(secret, body)>`: what the `X-Ringfence-Signature` header
+/// carries.
+pub fn signature(secret: &str, body: &[u8]) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
+    let tag = ring::hmac::sign(&key, body);
+    let hex: String = tag.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256={hex}")
+}
+
+async fn webhook(
+    http: &reqwest::Client,
+    url: &str,
+    secret: &str,
+    timeout: Duration,
+    body: &[u8],
+    key: &str,
+) -> Result<(), String> {
+    let response = http
+        .post(url)
+        .timeout(timeout)
+        .header("Content-Type", "application/json")
+        .header("X-Ringfence-Signature", signature(secret, body))
+        .header("Idempotency-Key", key)
+        .body(body.to_vec())
+        .send()
+        .await
+        .map_err(|e| ringfence_net::error_chain(&e))?;
+    let status = response.status();
+    if status.is_success() {
+        Ok(())
+    } else if status.is_redirection() {
+        Err(format!("HTTP {status}: redirects are not followed"))
+    } else {
+        Err(format!("HTTP {status}"))
+    }
+}
+
+async fn command(argv: &[String], timeout: Duration, body: &[u8]) -> Result<(), String> {
+    use tokio::io::AsyncWriteExt;
+    let mut child = tokio::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", argv[0]))?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let body = body.to_vec();
+    let feed = async move {
+        let _ = stdin.write_all(&body).await;
+        let _ = stdin.shutdown().await;
+    };
+    let run = async {
+        feed.await;
+        child.wait_with_output().await
+    };
+    match tokio::time::timeout(timeout, run).await {
+        Err(_) => Err(format!(
+            "{} did not finish within {} s and was killed",
+            argv[0],
+            timeout.as_secs()
+        )),
+        Ok(Err(e)) => Err(format!("{}: {e}", argv[0])),
+        Ok(Ok(out)) if out.status.success() => Ok(()),
+        Ok(Ok(out)) => {
+            let said = String::from_utf8_lossy(&out.stderr);
+            let said = said
+                .trim()
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(200)
+                .collect::<String>();
+            Err(format!(
+                "{} failed ({}){}",
+                argv[0],
+                out.status,
+                if said.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {said}")
+                }
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_an_hour() {
+        assert_eq!(backoff(1), Duration::from_secs(30));
+        assert_eq!(backoff(2), Duration::from_secs(60));
+        assert_eq!(backoff(5), Duration::from_secs(480));
+        assert_eq!(backoff(12), Duration::from_secs(3600));
+        assert_eq!(backoff(99), Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn the_signature_is_hmac_sha256_of_the_body() {
+        // RFC 4231, test case 2.
+        assert_eq!(
+            signature("Jefe", b"what do ya want for nothing?"),
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+}
