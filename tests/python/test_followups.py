@@ -417,3 +417,39 @@ async def test_a_scheduler_killed_mid_delivery_is_taken_over_after_its_lease(tmp
         assert a["idempotency_key"] == b["idempotency_key"]
         listed = call_cli(tmp_path, cfg, "list_followups", {"status": "completed"})
         assert "#1 completed" in listed["text"], listed
+
+
+def test_followups_list_export_and_import(tmp_path):
+    cfg = config(tmp_path, '[followups]\ntimezone = "UTC"\n')
+    call_cli(tmp_path, cfg, "schedule_followup", {"context": "first", "minutes_from_now": 60})
+    call_cli(tmp_path, cfg, "schedule_followup", {"context": "second", "minutes_from_now": 30})
+    call_cli(tmp_path, cfg, "cancel_followup", {"followup_id": 2, "reason": "no longer needed"})
+
+    def cli(data: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(_binary()), "--config", str(cfg), "--data-dir", str(data),
+                               "followups", *args], input=stdin, capture_output=True,
+                              text=True, env=env_for(tmp_path), timeout=60)
+
+    listed = cli(tmp_path / "data", "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].startswith("local\t#1\tpending\t") and lines[0].endswith("\tfirst"), lines
+    assert "cancelled: no longer needed" in lines[1], lines
+    assert cli(tmp_path / "data", "list", "--status", "pending").stdout.count("\n") == 1
+    assert cli(tmp_path / "data", "list", "--status", "soon").returncode == 2
+
+    export = tmp_path / "followups.jsonl"
+    assert cli(tmp_path / "data", "export", "-o", str(export)).returncode == 0
+    records = [json.loads(line) for line in export.read_text().splitlines()]
+    assert [r["context"] for r in records] == ["first", "second"]
+    assert records[1]["cancel_reason"] == "no longer needed"
+
+    other = tmp_path / "other-data"
+    done = cli(other, "import", str(export), "--user", "alice")
+    assert done.returncode == 0 and "imported 2 follow-ups (0 already here)" in done.stderr
+    again = cli(other, "import", "-", stdin=export.read_text())
+    assert "imported 0 follow-ups (2 already here)" in again.stderr, again.stderr
+    assert cli(other, "list", "--user", "alice").stdout.count("\talice\t") == 0
+    assert cli(other, "list", "--user", "alice").stdout.count("alice\t#") == 2
+    bad = cli(other, "import", "-", stdin='{"not": "a follow-up"}\n')
+    assert bad.returncode != 0 and "line 1: not a follow-up record" in bad.stderr

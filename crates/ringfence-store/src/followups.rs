@@ -285,6 +285,128 @@ impl FollowupDb {
     }
 }
 
+/// One follow-up as `ringfence followups export` writes it (JSON lines) and `import` reads
+/// it back. Times are milliseconds since the Unix epoch.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ExportRecord {
+    pub user: String,
+    /// The user's number for it when exported (a new one is given on import).
+    pub id: i64,
+    pub context: String,
+    pub due_ms: i64,
+    pub status: String,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+    #[serde(default)]
+    pub attempts: i64,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub delivered_ms: Option<i64>,
+    #[serde(default)]
+    pub delivered_via: Option<String>,
+    #[serde(default)]
+    pub cancel_reason: Option<String>,
+    pub idempotency_key: String,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    pub imported: usize,
+    /// Already there (the same idempotency key).
+    pub skipped: usize,
+}
+
+impl FollowupDb {
+    /// Every follow-up (of `user`, when given), by user and number.
+    pub fn export(&self, user: Option<&str>) -> Result<Vec<ExportRecord>, StoreError> {
+        let conn = self.store.conn();
+        let mut q = conn.prepare(
+            "SELECT user, number, context, due_ms, status, created_ms, updated_ms, attempts,
+                 last_error, delivered_ms, delivered_via, cancel_reason, idempotency_key
+             FROM followups WHERE (?1 IS NULL OR user = ?1) ORDER BY user, number",
+        )?;
+        let rows = q.query_map(params![user], |r| {
+            Ok(ExportRecord {
+                user: r.get(0)?,
+                id: r.get(1)?,
+                context: r.get(2)?,
+                due_ms: r.get(3)?,
+                status: r.get(4)?,
+                created_ms: r.get(5)?,
+                updated_ms: r.get(6)?,
+                attempts: r.get(7)?,
+                last_error: r.get(8)?,
+                delivered_ms: r.get(9)?,
+                delivered_via: r.get(10)?,
+                cancel_reason: r.get(11)?,
+                idempotency_key: r.get(12)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Stores exported follow-ups (for `user`, when given, else each line's), numbered anew
+    /// per user, in one transaction. One whose idempotency key is already here is skipped,
+    /// so an import can be repeated; one that was being delivered becomes pending again.
+    pub fn import(
+        &self,
+        records: &[ExportRecord],
+        user: Option<&str>,
+    ) -> Result<ImportReport, StoreError> {
+        let mut conn = self.store.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut report = ImportReport::default();
+        for r in records {
+            let owner = user.unwrap_or(&r.user);
+            let exists: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM followups WHERE idempotency_key = ?1)",
+                params![r.idempotency_key],
+                |row| row.get(0),
+            )?;
+            if exists {
+                report.skipped += 1;
+                continue;
+            }
+            let status = match Status::parse(&r.status) {
+                Some(Status::Delivering) | None => Status::Pending,
+                Some(s) => s,
+            };
+            let number: i64 = tx.query_row(
+                "INSERT INTO followup_counters (user, last) VALUES (?1, 1)
+                 ON CONFLICT (user) DO UPDATE SET last = last + 1 RETURNING last",
+                params![owner],
+                |row| row.get(0),
+            )?;
+            tx.execute(
+                "INSERT INTO followups (user, number, context, due_ms, status, created_ms,
+                     updated_ms, attempts, last_error, delivered_ms, delivered_via,
+                     cancel_reason, idempotency_key)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                params![
+                    owner,
+                    number,
+                    r.context,
+                    r.due_ms,
+                    status.as_str(),
+                    r.created_ms,
+                    r.updated_ms,
+                    r.attempts,
+                    r.last_error,
+                    r.delivered_ms,
+                    r.delivered_via,
+                    r.cancel_reason,
+                    r.idempotency_key
+                ],
+            )?;
+            report.imported += 1;
+        }
+        tx.commit()?;
+        Ok(report)
+    }
+}
+
 impl FollowupBackend for FollowupDb {
     fn schedule(
         &self,
@@ -403,13 +525,27 @@ impl FollowupBackend for FollowupDb {
     }
 }
 
-/// A key that names one follow-up for good (every attempt carries it).
+/// A key that names one follow-up for good (every attempt carries it, an export keeps it):
+/// the user, the number and the time, made unique across databases and processes by the
+/// clock's nanoseconds, the process and a counter.
 fn idempotency_key(user: &str, number: i64, created_ms: i64) -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
     let mut h = blake3::Hasher::new();
     h.update(user.as_bytes());
     h.update(&[0]);
     h.update(&number.to_le_bytes());
     h.update(&created_ms.to_le_bytes());
+    h.update(&nanos.to_le_bytes());
+    h.update(&std::process::id().to_le_bytes());
+    h.update(
+        &COUNTER
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .to_le_bytes(),
+    );
     format!("rf-followup-{}", &h.finalize().to_hex()[..32])
 }
 
@@ -640,6 +776,63 @@ mod tests {
             vec!["alice"]
         );
         assert_eq!(users(&Deliverable::Only(vec!["bob".into()])), vec!["bob"]);
+    }
+
+    #[test]
+    fn an_export_imports_into_another_database_once() {
+        let (_d, db) = db();
+        db.schedule("alice", "a", MIN, 0).unwrap();
+        db.schedule("alice", "b", 2 * MIN, 0).unwrap();
+        db.cancel("alice", 2, Some("done"), 1).unwrap();
+        db.schedule("bob", "c", MIN, 0).unwrap();
+        let c = db
+            .claim_due("p", MIN, MIN, 10, &Deliverable::Only(vec!["bob".into()]))
+            .unwrap();
+        assert_eq!(c.len(), 1);
+        let all = db.export(None).unwrap();
+        assert_eq!(all.len(), 3);
+        assert_eq!(db.export(Some("bob")).unwrap().len(), 1);
+        let (_d2, other) = super::tests::db();
+        other.schedule("alice", "already here", MIN, 0).unwrap();
+        let report = other.import(&all, None).unwrap();
+        assert_eq!(
+            report,
+            ImportReport {
+                imported: 3,
+                skipped: 0
+            }
+        );
+        // Again: nothing new.
+        assert_eq!(
+            other.import(&all, None).unwrap(),
+            ImportReport {
+                imported: 0,
+                skipped: 3
+            }
+        );
+        let alice = other.list("alice", ListFilter::All, 10).unwrap();
+        // Numbered after what was there; the cancelled one keeps its reason.
+        let mut got: Vec<(i64, String, Status)> = alice
+            .followups
+            .iter()
+            .map(|f| (f.id, f.context.clone(), f.status))
+            .collect();
+        got.sort_by_key(|g| g.0);
+        assert_eq!(
+            got,
+            vec![
+                (1, "already here".into(), Status::Pending),
+                (2, "a".into(), Status::Pending),
+                (3, "b".into(), Status::Cancelled)
+            ]
+        );
+        // Bob's was being delivered: pending again, to be claimed afresh.
+        let bob = other.list("bob", ListFilter::All, 10).unwrap();
+        assert_eq!(bob.followups[0].status, Status::Pending);
+        // Imported for another user.
+        let (_d3, third) = super::tests::db();
+        third.import(&all, Some("carol")).unwrap();
+        assert_eq!(third.list("carol", ListFilter::All, 10).unwrap().total, 3);
     }
 
     #[test]

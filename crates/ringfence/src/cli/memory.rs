@@ -120,7 +120,6 @@ fn list(db: &MemoryDb, user: Option<&str>, kind: Option<&str>) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-#[allow(clippy::disallowed_methods)] // the operator's own export file
 fn export(
     db: &MemoryDb,
     user: Option<&str>,
@@ -136,43 +135,17 @@ fn export(
         Ok(r) => r,
         Err(e) => return fail(&e.to_string()),
     };
-    let mut text = String::new();
-    for r in &rows {
-        text.push_str(&serde_json::to_string(r).unwrap_or_default());
-        text.push('\n');
-    }
-    match output {
-        None => print_out(&text),
-        Some(path) => {
-            // Written beside, then renamed: an interrupted export never leaves a half file
-            // under the name asked for.
-            let tmp = path.with_extension("partial");
-            let written = std::fs::write(&tmp, &text)
-                .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
-                .and_then(|_| std::fs::rename(&tmp, path));
-            if let Err(e) = written {
-                let _ = std::fs::remove_file(&tmp);
-                return fail(&format!("cannot write {}: {e}", path.display()));
-            }
-        }
+    if let Err(e) = super::write_json_lines(&rows, output) {
+        return fail(&e);
     }
     say(&format!("exported {} rows", rows.len()));
     ExitCode::SUCCESS
 }
 
-#[allow(clippy::disallowed_methods)] // the operator's own import file
 fn import(db: &MemoryDb, file: &Path, user: Option<&str>) -> ExitCode {
-    let text = if file.as_os_str() == "-" {
-        let mut s = String::new();
-        if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut s) {
-            return fail(&format!("cannot read stdin: {e}"));
-        }
-        s
-    } else {
-        match std::fs::read_to_string(file) {
-            Ok(s) => s,
-            Err(e) => return fail(&format!("cannot read {}: {e}", file.display())),
-        }
+    let text = match super::read_input(file) {
+        Ok(t) => t,
+        Err(e) => return fail(&e),
     };
     let mut rows = Vec::new();
     let mut failed = 0usize;

@@ -3,6 +3,7 @@
 
 mod audit;
 mod call;
+mod followups;
 mod memory;
 mod model;
 mod scheduler;
@@ -127,6 +128,9 @@ enum Command {
     /// Deliver follow-ups as they fall due, until SIGTERM or SIGINT (beside `serve` or
     /// instead of it; any number may share a data directory).
     Scheduler,
+    /// Follow-ups: list, back up, move (JSON lines).
+    #[command(subcommand)]
+    Followups(followups::FollowupsCommand),
 }
 
 impl Cli {
@@ -139,6 +143,7 @@ impl Cli {
             | Command::Audit { .. }
             | Command::Model(_)
             | Command::Memory(_)
+            | Command::Followups(_)
             | Command::Scheduler => Vec::new(),
         };
         Overrides {
@@ -211,6 +216,7 @@ pub fn run_main() -> ExitCode {
         Command::Model(cmd) => model::run(&config, cmd),
         Command::Memory(cmd) => memory::run(&config, cmd),
         Command::Scheduler => scheduler::run(&config),
+        Command::Followups(cmd) => followups::run(&config, cmd),
         Command::Serve {
             http,
             tls_cert,
@@ -276,6 +282,50 @@ fn fail(msg: &str) -> ExitCode {
 }
 
 /// Progress and results of the model and memory commands, on stderr.
+/// Writes `rows` as JSON lines with [`write_output`].
+fn write_json_lines<T: serde::Serialize>(
+    rows: &[T],
+    output: Option<&std::path::Path>,
+) -> Result<(), String> {
+    let mut text = String::new();
+    for r in rows {
+        text.push_str(&serde_json::to_string(r).map_err(|e| e.to_string())?);
+        text.push('\n');
+    }
+    write_output(&text, output)
+}
+
+/// Writes an export to `output` (beside, then renamed: an interrupted export never leaves a
+/// half file under the name asked for), or to stdout.
+#[allow(clippy::disallowed_methods)] // the operator's own export file
+fn write_output(text: &str, output: Option<&std::path::Path>) -> Result<(), String> {
+    let Some(path) = output else {
+        print_out(text);
+        return Ok(());
+    };
+    let tmp = path.with_extension("partial");
+    let written = std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
+        .and_then(|_| std::fs::rename(&tmp, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot write {}: {e}", path.display())
+    })
+}
+
+/// The text of an import file, or of stdin for `-`.
+#[allow(clippy::disallowed_methods)] // the operator's own import file
+fn read_input(file: &std::path::Path) -> Result<String, String> {
+    if file.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+            .map_err(|e| format!("cannot read stdin: {e}"))?;
+        Ok(s)
+    } else {
+        std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))
+    }
+}
+
 #[allow(clippy::print_stderr)]
 fn say(line: &str) {
     eprintln!("{line}");
