@@ -453,3 +453,64 @@ def test_followups_list_export_and_import(tmp_path):
     assert cli(other, "list", "--user", "alice").stdout.count("alice\t#") == 2
     bad = cli(other, "import", "-", stdin='{"not": "a follow-up"}\n')
     assert bad.returncode != 0 and "line 1: not a follow-up record" in bad.stderr
+
+
+class FakeChat(http.server.BaseHTTPRequestHandler):
+    """POST /v1/chat/completions answering `reply` as plain text (or HTTP 500 when None)."""
+
+    reply: str | None = None
+    requests: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeChat.requests.append(body)
+        if FakeChat.reply is None:
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        data = json.dumps({
+            "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": FakeChat.reply}}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 12, "total_tokens": 62},
+        }).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("reply", ["How did the interview go? I hope it went well!", None])
+async def test_the_llm_writes_the_check_in_or_the_context_goes_as_is(tmp_path, reply):
+    FakeChat.reply, FakeChat.requests = reply, []
+    chat = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeChat)
+    threading.Thread(target=chat.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{chat.server_address[1]}/v1"
+    try:
+        with receiver() as hook:
+            cfg = webhook_config(tmp_path, hook.url)
+            cfg.write_text(cfg.read_text() + f'[llm]\nprovider = "openai"\nbase_url = "{base}"\n'
+                           'model = "check-in-writer"\n')
+            call_cli(tmp_path, cfg, "schedule_followup", {
+                "context": "Check in after job interview to see how it went",
+                "minutes_from_now": 0.01})
+            proc = scheduler(tmp_path, cfg)
+            try:
+                [req] = await anyio.to_thread.run_sync(lambda: hook.wait_for(1, 30))
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=40)
+        doc = req["doc"]
+        assert doc["context"] == "Check in after job interview to see how it went"
+        assert doc["message"] == (reply or doc["context"]), doc
+        # The model was asked with the note, and nothing else of the user's.
+        sent = json.dumps(FakeChat.requests[0])
+        assert "Check in after job interview to see how it went" in sent
+    finally:
+        chat.shutdown()
+        chat.server_close()

@@ -23,7 +23,7 @@ pub(super) fn run(config: &Config) -> ExitCode {
         Ok(db) => db,
         Err(e) => return fail(&e),
     };
-    let scheduler = match Scheduler::new(db, settings) {
+    let scheduler = match Scheduler::new(db, settings, followups::check_in_writer(config)) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(&format!("cannot start the scheduler: {e}")),
     };

@@ -121,8 +121,9 @@ fn shell_settings(config: &Config) -> &ShellSettings {
         .get::<ShellSettings>(ringfence_tools::shell::FAMILY)
 }
 
-/// The model of an HTTP API, its key read from the process environment.
-fn api_model(
+/// The model of an HTTP API, its key read from the process environment (also what writes
+/// follow-up check-ins).
+pub(crate) fn api_model(
     cfg: &ProviderConfig,
     timeout: Option<std::time::Duration>,
 ) -> Result<Arc<dyn ChatModel>, ringfence_llm::LlmError> {

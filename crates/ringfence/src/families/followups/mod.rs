@@ -42,12 +42,11 @@ impl FamilyPlug for FollowupsPlug {
         // `serve` delivers what falls due while it runs, when anyone's follow-ups can be.
         if env.background && settings.delivers_for_anyone() {
             let (db, settings) = (db.clone(), settings.clone());
+            let writer = check_in_writer(env.config);
             env.supervisor.spawn("followup-scheduler", move |stop| {
-                match db
-                    .get()
-                    .map_err(|e| e.to_string())
-                    .and_then(|db| scheduler::Scheduler::new(db.clone(), settings).map(Arc::new))
-                {
+                match db.get().map_err(|e| e.to_string()).and_then(|db| {
+                    scheduler::Scheduler::new(db.clone(), settings, writer).map(Arc::new)
+                }) {
                     Ok(s) => s.run_blocking(&|wait| stop.wait(wait)),
                     Err(e) => tracing::error!(error = %e, "the follow-up scheduler cannot start"),
                 }
@@ -58,6 +57,22 @@ impl FamilyPlug for FollowupsPlug {
             delivery: Arc::new(Policy(settings.clone())),
             clock: Arc::new(SystemClock),
         }))
+    }
+}
+
+/// The model that writes check-ins: `[llm]` when it is an HTTP API (with `sampling` there is
+/// no client to ask when a follow-up falls due), else none — the context is sent as is.
+pub fn check_in_writer(config: &Config) -> Option<Arc<dyn ringfence_llm::ChatModel>> {
+    let llm = config.llm.as_ref()?;
+    let crate::config::LlmSource::Api(cfg) = &llm.source else {
+        return None;
+    };
+    match super::delegate::api_model(cfg, llm.timeout) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            tracing::warn!(error = %e, "follow-ups are sent with their context as written: the [llm] model cannot be used");
+            None
+        }
     }
 }
 

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ringfence_llm::{ChatModel, ChatRequest, Message};
 use ringfence_store::followups::{Claim, Deliverable, FollowupDb};
 use ringfence_tools::time::{format_in_zone, format_iso_ms};
 use serde_json::json;
@@ -33,9 +34,14 @@ pub fn channel_is_built(c: &Channel) -> bool {
     )
 }
 
+/// The longest the model may take to write a check-in before the context is sent as is.
+pub const WRITER_TIMEOUT: Duration = Duration::from_secs(15);
+
 pub struct Scheduler {
     db: Arc<FollowupDb>,
     settings: FollowupSettings,
+    /// Writes each check-in from its context (`[llm]` with an HTTP API), if configured.
+    writer: Option<Arc<dyn ChatModel>>,
     /// Names this process in claims: host, pid and a random part.
     owner: String,
     http: reqwest::Client,
@@ -50,7 +56,32 @@ pub struct Round {
 }
 
 impl Scheduler {
-    pub fn new(db: Arc<FollowupDb>, settings: FollowupSettings) -> Result<Scheduler, String> {
+    pub fn new(
+        db: Arc<FollowupDb>,
+        settings: FollowupSettings,
+        writer: Option<Arc<dyn ChatModel>>,
+    ) -> Result<Scheduler, String> {
+        // Writing comes before sending, within the claim: it must fit beside the slowest
+        // channel, or a slow round could be claimed again and sent twice.
+        let slowest = settings
+            .channels
+            .iter()
+            .map(Channel::timeout)
+            .max()
+            .unwrap_or_default();
+        let writer = match writer {
+            Some(w) if slowest + WRITER_TIMEOUT >= settings.lease => {
+                tracing::warn!(
+                    lease_secs = settings.lease.as_secs(),
+                    "follow-ups are sent with their context as written: lease_secs leaves no room for the model ({} s) beside the slowest channel ({} s)",
+                    WRITER_TIMEOUT.as_secs(),
+                    slowest.as_secs()
+                );
+                drop(w);
+                None
+            }
+            w => w,
+        };
         let http = ringfence_net::client(&ringfence_net::Outbound {
             connect_timeout: Duration::from_secs(10),
             timeout: Duration::from_secs(300),
@@ -68,6 +99,7 @@ impl Scheduler {
         Ok(Scheduler {
             db,
             settings,
+            writer,
             owner,
             http,
         })
@@ -197,11 +229,12 @@ impl Scheduler {
                 };
             }
         }
+        let message = self.message(&c, &zone).await;
         let doc = json!({
             "id": c.number,
             "user": c.user,
             "context": c.context,
-            "message": c.context,
+            "message": message,
             "scheduled_for": format_iso_ms(c.due_ms),
             "scheduled_for_local": format_in_zone(c.due_ms, &zone),
             "timezone": zone_name,
@@ -273,6 +306,36 @@ impl Scheduler {
         Round {
             retried: 1,
             ..Round::default()
+        }
+    }
+
+    /// The check-in the user reads: written by the model from the context where one is
+    /// configured, else (or if it fails or says nothing) the context itself.
+    async fn message(&self, c: &Claim, zone: &ringfence_tools::time::TimeZone) -> String {
+        let Some(model) = &self.writer else {
+            return c.context.clone();
+        };
+        let request = ChatRequest {
+            system: "You are a personal assistant following up with your user, as you said you would. Write the check-in message itself: one to three short, warm sentences, addressed to the user, based only on the note you left yourself. No greeting line, no signature, no quotes.".to_owned(),
+            messages: vec![Message::user(format!(
+                "Your note: {}\nYou scheduled this for {}.",
+                c.context,
+                format_in_zone(c.due_ms, zone)
+            ))],
+            tools: Vec::new(),
+            max_tokens: 200,
+        };
+        match tokio::time::timeout(WRITER_TIMEOUT, model.chat(request)).await {
+            Ok(Ok(answer)) if !answer.text().trim().is_empty() => answer.text().trim().to_owned(),
+            Ok(Ok(_)) => c.context.clone(),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, model = %model.describe(), "the check-in could not be written; sending the context");
+                c.context.clone()
+            }
+            Err(_) => {
+                tracing::warn!(model = %model.describe(), "the model took too long to write a check-in; sending the context");
+                c.context.clone()
+            }
         }
     }
 }
