@@ -1,13 +1,27 @@
-"""End-to-end tests of seed 003's four follow-up tools through the real binary, with the
-official MCP Python SDK as the client: the seed's documented calls verbatim, the errors it
-names, argument errors naming their range, time zones and quiet hours in the results, the
-proactive-messages setting, persistence across a restart, and per-user isolation over HTTP.
+"""End-to-end tests of seed 003's four follow-up tools and their delivery through the real
+binary, with the official MCP Python SDK as the client: the seed's documented calls
+verbatim, the errors it names, argument errors naming their range, time zones and quiet
+hours in the results, the proactive-messages setting, persistence across a restart,
+per-user isolation over HTTP; then delivery to a signed webhook receiver and a command
+started by the test, late delivery by the standalone scheduler, retries and failure, three
+schedulers on one data directory, a scheduler killed mid-delivery, check-ins written by a
+fake model, and the followups commands.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import http.server
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import anyio
 import pytest
@@ -15,7 +29,7 @@ import pytest
 from test_http import call, client, token_hash
 from test_http_users import serve as serve_http
 from test_sdk_client import (  # noqa: F401 (fixtures)
-    TEST_TIMEOUT_S, dirs, is_error, ringfence_bin, serve, structured, text_of,
+    TEST_TIMEOUT_S, _binary, dirs, is_error, ringfence_bin, serve, structured, text_of,
 )
 
 pytestmark = pytest.mark.anyio
@@ -126,7 +140,11 @@ async def test_bad_arguments_name_the_range(ringfence_bin, dirs):
 async def test_off_quiet_hours_and_a_restart(ringfence_bin, dirs):
     ws, data = dirs
     # Proactive messages off (the default): scheduling works and says nothing will come.
-    cfg = config(ws.parent, '[followups]\ntimezone = "UTC"\nquiet_hours = "00:00-23:59"\n')
+    # Quiet from an hour ago to three hours ahead (UTC): the follow-up, 30 minutes out,
+    # falls inside whatever the time of day.
+    now = time.gmtime()
+    quiet = f"{(now.tm_hour - 1) % 24:02d}:00-{(now.tm_hour + 3) % 24:02d}:00"
+    cfg = config(ws.parent, f'[followups]\ntimezone = "UTC"\nquiet_hours = "{quiet}"\n')
     with anyio.fail_after(TEST_TIMEOUT_S):
         async with followups_server(ringfence_bin, ws, data, cfg) as srv:
             r = await srv.call("schedule_followup", {"context": "water the plants",
@@ -136,14 +154,14 @@ async def test_off_quiet_hours_and_a_restart(ringfence_bin, dirs):
             assert "Proactive messages are off" in text_of(r)
             assert "RINGFENCE_FOLLOWUPS_PROACTIVE=true" in text_of(r)
         cfg.write_text('[followups]\nproactive = true\ntimezone = "UTC"\n'
-                       'quiet_hours = "00:00-23:59"\n'
+                       f'quiet_hours = "{quiet}"\n'
                        '[[followups.channels]]\nkind = "command"\ncommand = ["true"]\n')
         # A restart keeps it; with delivery on, quiet hours say when it will come.
         async with followups_server(ringfence_bin, ws, data, cfg) as srv:
             s = structured(await srv.call("list_followups", {}))
             assert [f["context"] for f in s["followups"]] == ["water the plants"]
             r = await srv.call("update_followup", {"followup_id": 1, "context": "water the ferns"})
-            assert "quiet hours (00:00-23:59, UTC)" in text_of(r), text_of(r)
+            assert f"quiet hours ({quiet}, UTC)" in text_of(r), text_of(r)
             r = await srv.call("schedule_followup", {"context": "second", "minutes_from_now": 5})
             assert structured(r)["followupId"] == 2
 
@@ -182,19 +200,7 @@ async def test_users_never_reach_each_others_follow_ups_over_http(tmp_path):
 
 # --- delivery ---------------------------------------------------------------------------
 
-import hashlib  # noqa: E402
-import hmac  # noqa: E402
-import http.server  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import signal  # noqa: E402
-import subprocess  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from contextlib import contextmanager  # noqa: E402
-from typing import Callable, Iterator  # noqa: E402
 
-from test_sdk_client import _binary  # noqa: E402
 
 SECRET = "webhook-secret-7f3a"
 
@@ -286,7 +292,13 @@ def scheduler(tmp: Path, cfg: Path, name: str = "scheduler") -> subprocess.Popen
 
 
 def signed_ok(req: dict[str, Any]) -> bool:
-    want = "sha256=" + hmac.new(SECRET.encode(), req["body"], hashlib.sha256).hexdigest()
+    """The signature a receiver checks: HMAC-SHA256 of "<timestamp>." + body, with a
+    timestamp close to now (an old request replayed is refused)."""
+    ts = req["headers"]["x-ringfence-timestamp"]
+    if abs(int(ts) - time.time()) > 300:
+        return False
+    signed = ts.encode() + b"." + req["body"]
+    want = "sha256=" + hmac.new(SECRET.encode(), signed, hashlib.sha256).hexdigest()
     return hmac.compare_digest(req["headers"]["x-ringfence-signature"], want)
 
 
@@ -440,6 +452,7 @@ def test_followups_list_export_and_import(tmp_path):
 
     export = tmp_path / "followups.jsonl"
     assert cli(tmp_path / "data", "export", "-o", str(export)).returncode == 0
+    assert export.stat().st_mode & 0o777 == 0o600
     records = [json.loads(line) for line in export.read_text().splitlines()]
     assert [r["context"] for r in records] == ["first", "second"]
     assert records[1]["cancel_reason"] == "no longer needed"
@@ -449,7 +462,6 @@ def test_followups_list_export_and_import(tmp_path):
     assert done.returncode == 0 and "imported 2 follow-ups (0 already here)" in done.stderr
     again = cli(other, "import", "-", stdin=export.read_text())
     assert "imported 0 follow-ups (2 already here)" in again.stderr, again.stderr
-    assert cli(other, "list", "--user", "alice").stdout.count("\talice\t") == 0
     assert cli(other, "list", "--user", "alice").stdout.count("alice\t#") == 2
     bad = cli(other, "import", "-", stdin='{"not": "a follow-up"}\n')
     assert bad.returncode != 0 and "line 1: not a follow-up record" in bad.stderr
@@ -514,3 +526,30 @@ async def test_the_llm_writes_the_check_in_or_the_context_goes_as_is(tmp_path, r
     finally:
         chat.shutdown()
         chat.server_close()
+
+
+async def test_a_command_that_leaves_a_child_behind_is_delivered_at_once(tmp_path):
+    # The program exits 0 at once but leaves a child holding its stderr: the delivery counts
+    # when the program exits (not at the timeout), and the child goes with its group.
+    out = tmp_path / "got.json"
+    marker = f"sleep 50.{os.getpid()}"
+    cfg = config(tmp_path, '[followups]\nproactive = true\n[[followups.channels]]\n'
+                 'kind = "command"\ntimeout_secs = 60\n'
+                 f'command = ["/bin/sh", "-c", "cat > {out}; ({marker} &); exit 0"]\n')
+    call_cli(tmp_path, cfg, "schedule_followup", {"context": "quick", "minutes_from_now": 0.01})
+    proc = scheduler(tmp_path, cfg)
+    try:
+        started = time.monotonic()
+        for _ in range(300):
+            listed = call_cli(tmp_path, cfg, "list_followups", {"status": "completed"})
+            if "#1 completed" in listed["text"]:
+                break
+            await anyio.sleep(0.1)
+        assert "#1 completed" in listed["text"], listed
+        assert time.monotonic() - started < 20
+        assert json.loads(out.read_text())["context"] == "quick"
+        left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+        assert left.stdout.strip() == "", "the command's child outlived its delivery"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=40)

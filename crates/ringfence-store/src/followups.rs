@@ -53,6 +53,8 @@ pub const FOLLOWUP_SCHEMA: Schema = Schema {
             user TEXT PRIMARY KEY,
             last INTEGER NOT NULL
         ) WITHOUT ROWID;",
+        // 2: an idempotency key names one follow-up (imports look rows up by it).
+        "CREATE UNIQUE INDEX followups_key ON followups (idempotency_key);",
     ],
 };
 
@@ -102,6 +104,24 @@ pub enum Deliverable {
     Only(Vec<String>),
 }
 
+/// The SQL condition selecting the users `deliverable` allows (the list bound as JSON to
+/// the parameter `param`), or `None` when it allows nobody.
+fn user_filter(deliverable: &Deliverable, param: &str) -> Option<(String, String)> {
+    let (users, negate) = match deliverable {
+        Deliverable::AllBut(u) => (u, true),
+        Deliverable::Only(u) => (u, false),
+    };
+    if !negate && users.is_empty() {
+        return None;
+    }
+    let json = serde_json::to_string(users).unwrap_or_else(|_| "[]".into());
+    let not = if negate { "NOT " } else { "" };
+    Some((
+        format!("user {not}IN (SELECT value FROM json_each({param}))"),
+        json,
+    ))
+}
+
 /// The follow-up database.
 #[derive(Debug)]
 pub struct FollowupDb {
@@ -140,7 +160,8 @@ impl FollowupDb {
 
     /// Claims up to `limit` follow-ups that are due at `now_ms` (their hold passed) for the
     /// users `deliverable` allows, and those whose earlier claim's lease expired, for
-    /// `lease_ms`; oldest due first.
+    /// `lease_ms`; oldest due first. A follow-up whose claims expired `max_attempts` times
+    /// (its process died each time) is marked failed instead of claimed again.
     pub fn claim_due(
         &self,
         owner: &str,
@@ -148,22 +169,23 @@ impl FollowupDb {
         lease_ms: i64,
         limit: usize,
         deliverable: &Deliverable,
+        max_attempts: i64,
     ) -> Result<Vec<Claim>, StoreError> {
+        let Some((user_filter, users_json)) = user_filter(deliverable, "?3") else {
+            return Ok(Vec::new());
+        };
         let mut conn = self.store.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (users, negate) = match deliverable {
-            Deliverable::AllBut(u) => (u, true),
-            Deliverable::Only(u) => (u, false),
-        };
-        if !negate && users.is_empty() {
-            return Ok(Vec::new());
-        }
-        let users_json = serde_json::to_string(users).unwrap_or_else(|_| "[]".into());
-        let user_filter = if negate {
-            "user NOT IN (SELECT value FROM json_each(?3))"
-        } else {
-            "user IN (SELECT value FROM json_each(?3))"
-        };
+        tx.execute(
+            &format!(
+                "UPDATE followups SET status = 'failed', lease_owner = NULL,
+                     lease_until_ms = NULL, updated_ms = ?1,
+                     last_error = 'the process delivering it stopped before it finished, ' || attempts || ' times'
+                 WHERE status = 'delivering' AND lease_until_ms <= ?1 AND attempts >= ?2
+                   AND {user_filter}"
+            ),
+            params![now_ms, max_attempts, users_json],
+        )?;
         let claims = {
             let mut select = tx.prepare_cached(&format!(
                 "SELECT id, user, number, context, due_ms, attempts, idempotency_key
@@ -262,14 +284,20 @@ impl FollowupDb {
 
     /// When the next follow-up becomes claimable (a due or held time, or a lease's end),
     /// whoever's it is; `None` when nothing waits.
-    pub fn next_ready_ms(&self) -> Result<Option<i64>, StoreError> {
+    pub fn next_ready_ms(&self, deliverable: &Deliverable) -> Result<Option<i64>, StoreError> {
+        let Some((user_filter, users_json)) = user_filter(deliverable, "?1") else {
+            return Ok(None);
+        };
         let v: Option<i64> = self.store.conn().query_row(
-            "SELECT min(t) FROM (
-                 SELECT max(due_ms, coalesce(hold_ms, due_ms)) AS t FROM followups
-                     WHERE status = 'pending'
-                 UNION ALL
-                 SELECT lease_until_ms FROM followups WHERE status = 'delivering')",
-            [],
+            &format!(
+                "SELECT min(t) FROM (
+                     SELECT max(due_ms, coalesce(hold_ms, due_ms)) AS t FROM followups
+                         WHERE status = 'pending' AND {user_filter}
+                     UNION ALL
+                     SELECT lease_until_ms FROM followups
+                         WHERE status = 'delivering' AND {user_filter})"
+            ),
+            params![users_json],
             |r| r.get(0),
         )?;
         Ok(v)
@@ -358,8 +386,22 @@ impl FollowupDb {
         let mut conn = self.store.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut report = ImportReport::default();
-        for r in records {
+        for (i, r) in records.iter().enumerate() {
             let owner = user.unwrap_or(&r.user);
+            let bad = |why: &str| StoreError::InvalidRecord(format!("record {}: {why}", i + 1));
+            if owner.trim().is_empty() {
+                return Err(bad("no user"));
+            }
+            let n = r.context.trim().chars().count();
+            if n == 0 || n > ringfence_tools::followups::MAX_CONTEXT_CHARS {
+                return Err(bad(&format!(
+                    "the context must have 1 to {} characters",
+                    ringfence_tools::followups::MAX_CONTEXT_CHARS
+                )));
+            }
+            if r.idempotency_key.trim().is_empty() {
+                return Err(bad("no idempotency_key"));
+            }
             let exists: bool = tx.query_row(
                 "SELECT EXISTS (SELECT 1 FROM followups WHERE idempotency_key = ?1)",
                 params![r.idempotency_key],
@@ -485,6 +527,8 @@ impl FollowupBackend for FollowupDb {
                 "UPDATE followups SET context = coalesce(?3, context),
                      due_ms = coalesce(?4, due_ms),
                      hold_ms = iif(?4 IS NULL, hold_ms, NULL),
+                     attempts = iif(?4 IS NULL, attempts, 0),
+                     last_error = iif(?4 IS NULL, last_error, NULL),
                      updated_ms = ?5
                  WHERE user = ?1 AND number = ?2",
                 params![user, id, context, due_ms, now_ms],
@@ -509,11 +553,19 @@ impl FollowupBackend for FollowupDb {
             let Some(f) = Self::find(&tx, user, id)? else {
                 return Ok(ChangeOutcome::NotFound);
             };
-            if f.status != Status::Pending {
+            // One claimed by a process that died (its lease ended) may be cancelled too.
+            let abandoned: bool = tx.query_row(
+                "SELECT status = 'delivering' AND lease_until_ms <= ?3 FROM followups
+                 WHERE user = ?1 AND number = ?2",
+                params![user, id, now_ms],
+                |r| r.get(0),
+            )?;
+            if f.status != Status::Pending && !abandoned {
                 return Ok(ChangeOutcome::NotPending(f));
             }
             tx.execute(
-                "UPDATE followups SET status = 'cancelled', cancel_reason = ?3, updated_ms = ?4
+                "UPDATE followups SET status = 'cancelled', cancel_reason = ?3, updated_ms = ?4,
+                     lease_owner = NULL, lease_until_ms = NULL
                  WHERE user = ?1 AND number = ?2",
                 params![user, id, reason, now_ms],
             )?;
@@ -640,19 +692,21 @@ mod tests {
         db.schedule("alice", "soon", 10 * MIN, 0).unwrap();
         db.schedule("alice", "later", 60 * MIN, 0).unwrap();
         assert!(
-            db.claim_due("p1", 5 * MIN, MIN, 10, &everyone())
+            db.claim_due("p1", 5 * MIN, MIN, 10, &everyone(), 9)
                 .unwrap()
                 .is_empty()
         );
-        assert_eq!(db.next_ready_ms().unwrap(), Some(10 * MIN));
-        let claims = db.claim_due("p1", 10 * MIN, MIN, 10, &everyone()).unwrap();
+        assert_eq!(db.next_ready_ms(&everyone()).unwrap(), Some(10 * MIN));
+        let claims = db
+            .claim_due("p1", 10 * MIN, MIN, 10, &everyone(), 9)
+            .unwrap();
         assert_eq!(claims.len(), 1);
         let c = &claims[0];
         assert_eq!((c.number, c.attempt, c.context.as_str()), (1, 1, "soon"));
         assert!(c.idempotency_key.starts_with("rf-followup-"));
         // Claimed: nobody else gets it while the lease runs.
         assert!(
-            db.claim_due("p2", 10 * MIN + 1, MIN, 10, &everyone())
+            db.claim_due("p2", 10 * MIN + 1, MIN, 10, &everyone(), 9)
                 .unwrap()
                 .is_empty()
         );
@@ -684,14 +738,16 @@ mod tests {
     fn an_expired_lease_is_taken_over_with_the_same_key() {
         let (_d, db) = db();
         db.schedule("alice", "x", MIN, 0).unwrap();
-        let first = db.claim_due("dead", MIN, MIN, 10, &everyone()).unwrap();
+        let first = db.claim_due("dead", MIN, MIN, 10, &everyone(), 9).unwrap();
         // The claimant died: after the lease, another process claims it again.
         assert!(
-            db.claim_due("p2", 2 * MIN - 1, MIN, 10, &everyone())
+            db.claim_due("p2", 2 * MIN - 1, MIN, 10, &everyone(), 9)
                 .unwrap()
                 .is_empty()
         );
-        let second = db.claim_due("p2", 2 * MIN, MIN, 10, &everyone()).unwrap();
+        let second = db
+            .claim_due("p2", 2 * MIN, MIN, 10, &everyone(), 9)
+            .unwrap();
         assert_eq!(second.len(), 1);
         assert_eq!(second[0].attempt, 2);
         assert_eq!(second[0].idempotency_key, first[0].idempotency_key);
@@ -705,7 +761,7 @@ mod tests {
         let (_d, db) = db();
         db.schedule("alice", "x", MIN, 0).unwrap();
         let c = db
-            .claim_due("p", MIN, MIN, 10, &everyone())
+            .claim_due("p", MIN, MIN, 10, &everyone(), 9)
             .unwrap()
             .remove(0);
         assert!(
@@ -713,13 +769,13 @@ mod tests {
                 .unwrap()
         );
         assert!(
-            db.claim_due("p", 2 * MIN, MIN, 10, &everyone())
+            db.claim_due("p", 2 * MIN, MIN, 10, &everyone(), 9)
                 .unwrap()
                 .is_empty()
         );
-        assert_eq!(db.next_ready_ms().unwrap(), Some(3 * MIN));
+        assert_eq!(db.next_ready_ms(&everyone()).unwrap(), Some(3 * MIN));
         let c = db
-            .claim_due("p", 3 * MIN, MIN, 10, &everyone())
+            .claim_due("p", 3 * MIN, MIN, 10, &everyone(), 9)
             .unwrap()
             .remove(0);
         assert_eq!(c.attempt, 2);
@@ -732,24 +788,24 @@ mod tests {
         assert_eq!(all.followups[0].attempts, 2);
         assert_eq!(all.followups[0].last_error.as_deref(), Some("HTTP 502"));
         assert!(
-            db.claim_due("p", 9 * MIN, MIN, 10, &everyone())
+            db.claim_due("p", 9 * MIN, MIN, 10, &everyone(), 9)
                 .unwrap()
                 .is_empty()
         );
         // Quiet hours: held without counting an attempt.
         db.schedule("alice", "y", MIN, 0).unwrap();
         let c = db
-            .claim_due("p", 10 * MIN, MIN, 10, &everyone())
+            .claim_due("p", 10 * MIN, MIN, 10, &everyone(), 9)
             .unwrap()
             .remove(0);
         assert!(db.hold(c.row, "p", 20 * MIN, 10 * MIN).unwrap());
         assert!(
-            db.claim_due("p", 19 * MIN, MIN, 10, &everyone())
+            db.claim_due("p", 19 * MIN, MIN, 10, &everyone(), 9)
                 .unwrap()
                 .is_empty()
         );
         let c = db
-            .claim_due("p", 20 * MIN, MIN, 10, &everyone())
+            .claim_due("p", 20 * MIN, MIN, 10, &everyone(), 9)
             .unwrap()
             .remove(0);
         assert_eq!(c.attempt, 1);
@@ -762,7 +818,7 @@ mod tests {
         db.schedule("bob", "b", MIN, 0).unwrap();
         let users = |d: &Deliverable| {
             let mut u: Vec<String> = db
-                .claim_due("p", MIN, MIN, 10, d)
+                .claim_due("p", MIN, MIN, 10, d, 9)
                 .unwrap()
                 .into_iter()
                 .map(|c| c.user)
@@ -786,7 +842,7 @@ mod tests {
         db.cancel("alice", 2, Some("done"), 1).unwrap();
         db.schedule("bob", "c", MIN, 0).unwrap();
         let c = db
-            .claim_due("p", MIN, MIN, 10, &Deliverable::Only(vec!["bob".into()]))
+            .claim_due("p", MIN, MIN, 10, &Deliverable::Only(vec!["bob".into()]), 9)
             .unwrap();
         assert_eq!(c.len(), 1);
         let all = db.export(None).unwrap();
@@ -836,6 +892,100 @@ mod tests {
     }
 
     #[test]
+    fn undeliverable_users_neither_wake_the_scheduler_nor_get_claimed() {
+        let (_d, db) = db();
+        db.schedule("quiet", "a", MIN, 0).unwrap();
+        db.schedule("alice", "b", 5 * MIN, 0).unwrap();
+        let not_quiet = Deliverable::AllBut(vec!["quiet".into()]);
+        // Only alice's row decides when to look again; nobody's means never.
+        assert_eq!(db.next_ready_ms(&not_quiet).unwrap(), Some(5 * MIN));
+        assert_eq!(
+            db.next_ready_ms(&Deliverable::Only(Vec::new())).unwrap(),
+            None
+        );
+        assert!(
+            db.claim_due("p", 2 * MIN, MIN, 10, &not_quiet, 9)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_claim_abandoned_too_often_fails_and_an_abandoned_one_can_be_cancelled() {
+        let (_d, db) = db();
+        db.schedule("alice", "crashes its deliverer", MIN, 0)
+            .unwrap();
+        db.schedule("alice", "cancel me", MIN, 0).unwrap();
+        // Both claimed; the process dies twice.
+        assert_eq!(
+            db.claim_due("p1", MIN, MIN, 10, &everyone(), 2)
+                .unwrap()
+                .len(),
+            2
+        );
+        assert!(matches!(
+            db.cancel("alice", 2, None, MIN + 1).unwrap(),
+            ChangeOutcome::NotPending(_)
+        ));
+        // After the lease, the abandoned claim may be cancelled.
+        assert!(matches!(
+            db.cancel("alice", 2, Some("stale"), 2 * MIN).unwrap(),
+            ChangeOutcome::Changed(f) if f.status == Status::Cancelled
+        ));
+        let again = db
+            .claim_due("p2", 2 * MIN, MIN, 10, &everyone(), 2)
+            .unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].attempt, 2);
+        // Abandoned again at the limit: failed, not claimed a third time.
+        assert!(
+            db.claim_due("p3", 3 * MIN, MIN, 10, &everyone(), 2)
+                .unwrap()
+                .is_empty()
+        );
+        let f = &db.list("alice", ListFilter::All, 10).unwrap().followups[1];
+        assert_eq!(f.status, Status::Failed);
+        assert!(
+            f.last_error
+                .as_deref()
+                .unwrap()
+                .contains("stopped before it finished, 2 times")
+        );
+    }
+
+    #[test]
+    fn a_new_time_starts_the_attempts_afresh_and_bad_imports_store_nothing() {
+        let (_d, db) = db();
+        db.schedule("alice", "x", MIN, 0).unwrap();
+        let c = db
+            .claim_due("p", MIN, MIN, 10, &everyone(), 9)
+            .unwrap()
+            .remove(0);
+        db.retry_or_fail(c.row, "p", "HTTP 500", 2 * MIN, 9, MIN)
+            .unwrap();
+        let ChangeOutcome::Changed(f) = db.update("alice", 1, None, Some(10 * MIN), MIN).unwrap()
+        else {
+            panic!("not changed")
+        };
+        assert_eq!((f.attempts, f.last_error), (0, None));
+        let mut records = db.export(None).unwrap();
+        records[0].idempotency_key = "rf-followup-other".into();
+        let mut empty = records[0].clone();
+        empty.context = "  ".into();
+        empty.idempotency_key = "rf-followup-empty".into();
+        let (_d2, other) = super::tests::db();
+        let e = other
+            .import(&[records[0].clone(), empty], None)
+            .unwrap_err();
+        assert!(e.to_string().contains("record 2: the context"), "{e}");
+        assert_eq!(
+            other.export(None).unwrap().len(),
+            0,
+            "a bad import stored something"
+        );
+    }
+
+    #[test]
     fn processes_sharing_the_file_claim_each_follow_up_once() {
         let (dir, db) = db();
         for i in 0..1000 {
@@ -852,7 +1002,7 @@ mod tests {
                         let mut rows = Vec::new();
                         loop {
                             let batch = db
-                                .claim_due(&owner, MIN, 60 * MIN, 25, &everyone())
+                                .claim_due(&owner, MIN, 60 * MIN, 25, &everyone(), 9)
                                 .unwrap();
                             if batch.is_empty() {
                                 break;

@@ -281,7 +281,6 @@ fn fail(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Progress and results of the model and memory commands, on stderr.
 /// Writes `rows` as JSON lines with [`write_output`].
 fn write_json_lines<T: serde::Serialize>(
     rows: &[T],
@@ -304,9 +303,22 @@ fn write_output(text: &str, output: Option<&std::path::Path>) -> Result<(), Stri
         return Ok(());
     };
     let tmp = path.with_extension("partial");
-    let written = std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
-        .and_then(|_| std::fs::rename(&tmp, path));
+    // People's memories and follow-ups: readable by the operator's account only.
+    let written = {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| {
+                f.write_all(text.as_bytes())?;
+                f.sync_all()
+            })
+            .and_then(|_| std::fs::rename(&tmp, path))
+    };
     written.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         format!("cannot write {}: {e}", path.display())
@@ -326,6 +338,7 @@ fn read_input(file: &std::path::Path) -> Result<String, String> {
     }
 }
 
+/// Progress and results of the model, memory and followups commands, on stderr.
 #[allow(clippy::print_stderr)]
 fn say(line: &str) {
     eprintln!("{line}");

@@ -105,7 +105,13 @@ impl std::fmt::Debug for ChannelKind {
         match self {
             ChannelKind::Webhook { url, timeout, .. } => f
                 .debug_struct("Webhook")
-                .field("url", url)
+                // The host only: a chat webhook's path is its secret.
+                .field(
+                    "url",
+                    &url::Url::parse(url)
+                        .ok()
+                        .and_then(|u| u.host_str().map(str::to_owned)),
+                )
                 .field("secret", &"<redacted>")
                 .field("timeout", timeout)
                 .finish(),
@@ -434,11 +440,11 @@ fn resolve_channel(
                 .url
                 .ok_or_else(|| ConfigError::invalid(key("url"), "a webhook channel needs url"))?;
             let parsed = url::Url::parse(url.trim())
-                .map_err(|e| ConfigError::invalid(key("url"), format!("`{url}`: {e}")))?;
+                .map_err(|e| ConfigError::invalid(key("url"), format!("not a URL: {e}")))?;
             if !matches!(parsed.scheme(), "http" | "https") {
                 return Err(ConfigError::invalid(
                     key("url"),
-                    format!("`{url}` is not an http(s) URL"),
+                    format!("`{}:` is not http or https", parsed.scheme()),
                 ));
             }
             let secret = secret(input, &key("secret"), c.secret, c.secret_env)?.ok_or_else(|| {

@@ -19,9 +19,7 @@ use serde_json::json;
 
 use super::config::{Channel, ChannelKind, FollowupSettings};
 
-/// Follow-ups claimed per round.
-const BATCH: usize = 64;
-/// Deliveries in flight at once.
+/// Deliveries in flight at once (and follow-ups claimed at once).
 const PARALLEL: usize = 16;
 /// The longest wait between two looks at the database (other processes schedule too).
 const MAX_IDLE: Duration = Duration::from_secs(1);
@@ -148,8 +146,7 @@ impl Scheduler {
         };
         tracing::info!(owner = %self.owner, "follow-up scheduler running");
         loop {
-            let now = ringfence_tools::time::now_ms();
-            match rt.block_on(self.round(now)) {
+            match rt.block_on(self.round()) {
                 Ok(r) if r != Round::default() => tracing::info!(
                     delivered = r.delivered,
                     retried = r.retried,
@@ -159,7 +156,7 @@ impl Scheduler {
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "follow-up scheduler round failed"),
             }
-            let next = self.db.next_ready_ms().ok().flatten();
+            let next = self.db.next_ready_ms(&self.deliverable()).ok().flatten();
             let now = ringfence_tools::time::now_ms();
             let wait = next
                 .map(|t| {
@@ -172,40 +169,38 @@ impl Scheduler {
         }
     }
 
-    /// One round: claim what is due at `now_ms` and deliver it, [`PARALLEL`] at a time.
-    /// Returns when every claim of the round is settled.
-    pub async fn round(self: &Arc<Self>, now_ms: i64) -> Result<Round, String> {
+    /// One round: claim what is due now and deliver it, [`PARALLEL`] claims at a time —
+    /// each batch claimed only when it can start at once, at the time it is claimed, so a
+    /// lease never runs out while its follow-up waits its turn. Returns when nothing due is
+    /// left to claim.
+    pub async fn round(self: &Arc<Self>) -> Result<Round, String> {
         let mut total = Round::default();
         loop {
+            let now_ms = ringfence_tools::time::now_ms();
             let claims = self
                 .db
                 .claim_due(
                     &self.owner,
                     now_ms,
                     self.settings.lease.as_millis() as i64,
-                    BATCH,
+                    PARALLEL,
                     &self.deliverable(),
+                    self.settings.max_attempts,
                 )
                 .map_err(|e| e.to_string())?;
             let n = claims.len();
-            let mut claims = claims.into_iter();
             let mut running = tokio::task::JoinSet::new();
-            loop {
-                while running.len() < PARALLEL
-                    && let Some(c) = claims.next()
-                {
-                    let me = self.clone();
-                    running.spawn(async move { me.settle(c, now_ms).await });
-                }
-                let Some(r) = running.join_next().await else {
-                    break;
-                };
+            for c in claims {
+                let me = self.clone();
+                running.spawn(async move { me.settle(c, now_ms).await });
+            }
+            while let Some(r) = running.join_next().await {
                 let r = r.unwrap_or_default();
                 total.delivered += r.delivered;
                 total.retried += r.retried;
                 total.held += r.held;
             }
-            if n < BATCH {
+            if n < PARALLEL {
                 return Ok(total);
             }
         }
@@ -363,11 +358,14 @@ fn backoff(attempt: i64) -> Duration {
     Duration::from_secs(secs.min(3600))
 }
 
-/// `sha256=<hex of HMAC-SHA256(secret, body)>`: what the `X-Ringfence-Signature` header
-/// carries.
-pub fn signature(secret: &str, body: &[u8]) -> String {
+/// `sha256=<hex of HMAC-SHA256(secret, "<timestamp>." + body)>`: what the
+/// `X-Ringfence-Signature` header carries, `timestamp` being the `X-Ringfence-Timestamp`
+/// header (Unix seconds), so a receiver can refuse an old request replayed.
+pub fn signature(secret: &str, timestamp: i64, body: &[u8]) -> String {
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
-    let tag = ring::hmac::sign(&key, body);
+    let mut signed = format!("{timestamp}.").into_bytes();
+    signed.extend_from_slice(body);
+    let tag = ring::hmac::sign(&key, &signed);
     let hex: String = tag.as_ref().iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256={hex}")
 }
@@ -380,16 +378,20 @@ async fn webhook(
     body: &[u8],
     key: &str,
 ) -> Result<(), String> {
+    let timestamp = ringfence_tools::time::now_ms() / 1000;
     let response = http
         .post(url)
         .timeout(timeout)
         .header("Content-Type", "application/json")
-        .header("X-Ringfence-Signature", signature(secret, body))
+        .header("X-Ringfence-Timestamp", timestamp.to_string())
+        .header("X-Ringfence-Signature", signature(secret, timestamp, body))
         .header("Idempotency-Key", key)
         .body(body.to_vec())
         .send()
         .await
-        .map_err(|e| ringfence_net::error_chain(&e))?;
+        // Never the URL in the message: a chat webhook's path is its secret, and the message
+        // reaches the model through list_followups.
+        .map_err(|e| ringfence_net::error_chain(&e.without_url()))?;
     let status = response.status();
     if status.is_success() {
         Ok(())
@@ -400,48 +402,107 @@ async fn webhook(
     }
 }
 
+/// What a command channel's program gets of the server's environment: enough to reach the
+/// user's desktop or a bot, nothing of ringfence's (webhook secrets, API keys).
+const COMMAND_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XDG_RUNTIME_DIR",
+    "DBUS_SESSION_BUS_ADDRESS",
+];
+
+/// Runs a command channel's program with the document on stdin, in a process group of its
+/// own: it has delivered when it exits 0. Only its own exit is waited for (a background
+/// child keeping stderr open does not hold the delivery), at most 4 KiB of its stderr is
+/// kept, and at the timeout its whole group is killed.
 async fn command(argv: &[String], timeout: Duration, body: &[u8]) -> Result<(), String> {
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut child = tokio::process::Command::new(&argv[0])
         .args(&argv[1..])
+        .env_clear()
+        .envs(
+            COMMAND_ENV
+                .iter()
+                .filter_map(|k| Some((*k, std::env::var_os(k)?))),
+        )
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", argv[0]))?;
+    let group = child
+        .id()
+        .and_then(|id| rustix::process::Pid::from_raw(id as i32));
+    let kill_group = || {
+        if let Some(g) = group {
+            let _ = rustix::process::kill_process_group(g, rustix::process::Signal::KILL);
+        }
+    };
     let mut stdin = child.stdin.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
     let body = body.to_vec();
-    let feed = async move {
-        let _ = stdin.write_all(&body).await;
-        let _ = stdin.shutdown().await;
-    };
     let run = async {
-        feed.await;
-        child.wait_with_output().await
+        // A program that does not read its stdin must not block the delivery: the write
+        // is abandoned when the program exits.
+        let feed = async {
+            let _ = stdin.write_all(&body).await;
+            let _ = stdin.shutdown().await;
+            drop(stdin);
+            std::future::pending::<()>().await
+        };
+        let mut said = Vec::new();
+        let read = async {
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                if said.len() < 4096 {
+                    said.extend_from_slice(&buf[..n.min(4096 - said.len())]);
+                }
+            }
+            std::future::pending::<()>().await
+        };
+        let status = tokio::select! {
+            s = child.wait() => s,
+            _ = feed => unreachable!("never ends"),
+            _ = read => unreachable!("never ends"),
+        };
+        (status, said)
     };
-    match tokio::time::timeout(timeout, run).await {
+    let outcome = tokio::time::timeout(timeout, run).await;
+    // Whatever the program left behind goes with it.
+    kill_group();
+    match outcome {
         Err(_) => Err(format!(
             "{} did not finish within {} s and was killed",
             argv[0],
             timeout.as_secs()
         )),
-        Ok(Err(e)) => Err(format!("{}: {e}", argv[0])),
-        Ok(Ok(out)) if out.status.success() => Ok(()),
-        Ok(Ok(out)) => {
-            let said = String::from_utf8_lossy(&out.stderr);
-            let said = said
+        Ok((Err(e), _)) => Err(format!("{}: {e}", argv[0])),
+        Ok((Ok(status), _)) if status.success() => Ok(()),
+        Ok((Ok(status), said)) => {
+            let said = String::from_utf8_lossy(&said);
+            let said: String = said
                 .trim()
                 .lines()
                 .next()
                 .unwrap_or("")
                 .chars()
                 .take(200)
-                .collect::<String>();
+                .collect();
             Err(format!(
-                "{} failed ({}){}",
+                "{} failed ({status}){}",
                 argv[0],
-                out.status,
                 if said.is_empty() {
                     String::new()
                 } else {
@@ -466,11 +527,16 @@ mod tests {
     }
 
     #[test]
-    fn the_signature_is_hmac_sha256_of_the_body() {
-        // RFC 4231, test case 2.
-        assert_eq!(
-            signature("Jefe", b"what do ya want for nothing?"),
-            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
+    fn the_signature_is_hmac_sha256_of_the_timestamp_and_the_body() {
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"Jefe");
+        let expected: String = ring::hmac::sign(&key, b"1700000000.{\"id\":1}")
+            .as_ref()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let got = signature("Jefe", 1_700_000_000, b"{\"id\":1}");
+        assert_eq!(got, format!("sha256={expected}"));
+        // Another time, another signature: an old request cannot be replayed as new.
+        assert_ne!(signature("Jefe", 1_700_000_001, b"{\"id\":1}"), got);
     }
 }
