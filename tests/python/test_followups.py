@@ -553,3 +553,64 @@ async def test_a_command_that_leaves_a_child_behind_is_delivered_at_once(tmp_pat
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=40)
+
+
+async def test_the_email_channel_sends_through_an_smtp_server(tmp_path):
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import AuthResult, LoginPassword
+
+    received: list[Any] = []
+    logins: list[tuple[bytes, bytes]] = []
+
+    class Handler:
+        async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:  # noqa: N802
+            received.append(envelope)
+            return "250 OK"
+
+    def authenticator(_server: Any, _session: Any, _envelope: Any, mechanism: str,
+                      data: Any) -> AuthResult:
+        if isinstance(data, LoginPassword):
+            logins.append((data.login, data.password))
+            return AuthResult(success=data.password == b"mail-pass")
+        return AuthResult(success=False)
+
+    import socket
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    smtp = Controller(Handler(), hostname="127.0.0.1", port=port, authenticator=authenticator,
+                      auth_require_tls=False)
+    smtp.start()
+    try:
+        cfg = config(tmp_path, '[followups]\nproactive = true\ntimezone = "Europe/Berlin"\n'
+                     '[[followups.channels]]\nkind = "email"\nsmtp_host = "127.0.0.1"\n'
+                     f'smtp_port = {port}\nstarttls = false\nusername = "iris"\n'
+                     'password_env = "RF_MAIL_PASS"\nfrom = "iris@example.org"\n'
+                     '[followups.users.local]\nemail = "me@example.org"\n')
+        env = {**env_for(tmp_path), "RF_MAIL_PASS": "mail-pass"}
+        out = subprocess.run(ringfence(tmp_path, cfg, "call", "schedule_followup", json.dumps(
+            {"context": "Check in after job interview to see how it went",
+             "minutes_from_now": 0.01})), capture_output=True, text=True, env=env, timeout=60)
+        assert out.returncode == 0, out.stderr
+        log = open(tmp_path / "scheduler.log", "wb")  # noqa: SIM115
+        proc = subprocess.Popen(ringfence(tmp_path, cfg, "scheduler"), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=log, env=env)
+        try:
+            for _ in range(300):
+                if received:
+                    break
+                await anyio.sleep(0.1)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=40)
+        assert received, (tmp_path / "scheduler.log").read_text()
+        mail = received[0]
+        assert mail.mail_from == "iris@example.org" and mail.rcpt_tos == ["me@example.org"]
+        text = mail.content.decode()
+        assert "Subject: Follow-up: Check in after job interview to see how it went" in text
+        assert "Message-ID: <rf-followup-" in text
+        assert "scheduled for" in text and "(Europe/Berlin)" in text
+        assert logins == [(b"iris", b"mail-pass")]
+    finally:
+        smtp.stop()

@@ -118,7 +118,7 @@ impl DeliveryPolicy for Policy {
                 .iter()
                 .any(|c| c.serves(user) && scheduler::channel_is_built(c)))
             .then(|| {
-                "no channel that this version can deliver through serves this user yet (webhook and command work; mcp and email are still to come): configure a [[followups.channels]] of kind webhook or command".to_owned()
+                "no channel that this version can deliver through serves this user yet (webhook, command and email work; mcp is still to come): configure a [[followups.channels]] of kind webhook, command or email".to_owned()
             }),
         }
     }

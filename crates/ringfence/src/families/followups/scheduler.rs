@@ -24,12 +24,9 @@ const PARALLEL: usize = 16;
 /// The longest wait between two looks at the database (other processes schedule too).
 const MAX_IDLE: Duration = Duration::from_secs(1);
 
-/// The channels built so far. `email` and `mcp` are still to come: the tools say so.
+/// The channels built so far. `mcp` is still to come: the tools say so.
 pub fn channel_is_built(c: &Channel) -> bool {
-    matches!(
-        c.kind,
-        ChannelKind::Webhook { .. } | ChannelKind::Command { .. }
-    )
+    !matches!(c.kind, ChannelKind::Mcp)
 }
 
 /// The longest the model may take to write a check-in before the context is sent as is.
@@ -248,10 +245,15 @@ impl Scheduler {
             .collect();
         // Every channel at once.
         let mut sending = tokio::task::JoinSet::new();
+        let address = user.and_then(|u| u.email.clone());
         for ch in channels {
             let (http, body, key) = (self.http.clone(), body.clone(), c.idempotency_key.clone());
+            let (doc, address) = (doc.clone(), address.clone());
             sending.spawn(async move {
-                let r = deliver(&http, &ch, &body, &key).await;
+                let r = match &ch.kind {
+                    ChannelKind::Email(mail) => email(mail, address.as_deref(), &doc, &key).await,
+                    _ => deliver(&http, &ch, &body, &key).await,
+                };
                 (ch.name(), r)
             });
         }
@@ -348,8 +350,66 @@ async fn deliver(
             timeout,
         } => webhook(http, url, secret, *timeout, body, key).await,
         ChannelKind::Command { argv, timeout } => command(argv, *timeout, body).await,
-        ChannelKind::Email(_) | ChannelKind::Mcp => Err("this channel is not built yet".into()),
+        ChannelKind::Email(_) => Err("an email channel is sent by `email`".into()),
+        ChannelKind::Mcp => Err("this channel is not built yet".into()),
     }
+}
+
+/// A mail to the channel's address or the user's: the check-in as subject and first
+/// paragraph, the note and the times below, the idempotency key as Message-ID (so a mail
+/// sent twice threads as one).
+async fn email(
+    mail: &super::config::EmailChannel,
+    user_address: Option<&str>,
+    doc: &serde_json::Value,
+    key: &str,
+) -> Result<(), String> {
+    use lettre::message::header::ContentType;
+    use lettre::transport::smtp::authentication::Credentials;
+    use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
+    let to = mail
+        .to
+        .as_deref()
+        .or(user_address)
+        .ok_or("no address for this user (followups.users.<name>.email)")?;
+    let text = |k: &str| doc[k].as_str().unwrap_or_default().to_owned();
+    let message = text("message");
+    let first_line = message.lines().next().unwrap_or_default();
+    let mut subject: String = first_line.chars().take(70).collect();
+    if subject.len() < first_line.len() {
+        subject.push('…');
+    }
+    let body = format!(
+        "{message}\n\n--\nYour follow-up, scheduled for {} ({}).\nNote: {}\n",
+        text("scheduled_for_local"),
+        text("timezone"),
+        text("context")
+    );
+    let email = lettre::Message::builder()
+        .from(mail.from.parse().map_err(|e| format!("from: {e}"))?)
+        .to(to.parse().map_err(|e| format!("to: {e}"))?)
+        .subject(format!("Follow-up: {subject}"))
+        .message_id(Some(format!("<{key}@ringfence.invalid>")))
+        .header(ContentType::TEXT_PLAIN)
+        .body(body)
+        .map_err(|e| e.to_string())?;
+    let builder = if mail.starttls {
+        AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&mail.host)
+            .map_err(|e| e.to_string())?
+    } else {
+        // Allowed by the configuration only for a server on loopback.
+        AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&mail.host)
+    };
+    let mut builder = builder.port(mail.port).timeout(Some(mail.timeout));
+    if let Some((user, password)) = &mail.credentials {
+        builder = builder.credentials(Credentials::new(user.clone(), password.clone()));
+    }
+    builder
+        .build()
+        .send(email)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("SMTP {}:{}: {e}", mail.host, mail.port))
 }
 
 /// The wait before attempt `attempt + 1`: 30 s doubled per attempt, at most an hour.
