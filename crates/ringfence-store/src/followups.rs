@@ -55,6 +55,12 @@ pub const FOLLOWUP_SCHEMA: Schema = Schema {
         ) WITHOUT ROWID;",
         // 2: an idempotency key names one follow-up (imports look rows up by it).
         "CREATE UNIQUE INDEX followups_key ON followups (idempotency_key);",
+        // 3: held follow-ups and running claims in time order, so the scheduler's looks at
+        // the database read what is ready, not every pending row.
+        "CREATE INDEX followups_held ON followups (hold_ms)
+             WHERE status = 'pending' AND hold_ms IS NOT NULL;
+         CREATE INDEX followups_leases ON followups (lease_until_ms)
+             WHERE status = 'delivering';",
     ],
 };
 
@@ -188,11 +194,19 @@ impl FollowupDb {
         )?;
         let claims = {
             let mut select = tx.prepare_cached(&format!(
-                "SELECT id, user, number, context, due_ms, attempts, idempotency_key
-                 FROM followups
-                 WHERE ((status = 'pending' AND due_ms <= ?1 AND (hold_ms IS NULL OR hold_ms <= ?1))
-                     OR (status = 'delivering' AND lease_until_ms <= ?1))
-                   AND {user_filter}
+                // Three index-ordered parts (due and not held; held until now; claims whose
+                // lease ended) instead of one OR, which would read every pending row.
+                "SELECT id, user, number, context, due_ms, attempts, idempotency_key FROM (
+                     SELECT * FROM followups INDEXED BY followups_ready
+                         WHERE status = 'pending' AND due_ms <= ?1 AND hold_ms IS NULL
+                           AND {user_filter}
+                     UNION ALL
+                     SELECT * FROM followups INDEXED BY followups_held
+                         WHERE status = 'pending' AND hold_ms IS NOT NULL AND hold_ms <= ?1
+                           AND due_ms <= ?1 AND {user_filter}
+                     UNION ALL
+                     SELECT * FROM followups INDEXED BY followups_leases
+                         WHERE status = 'delivering' AND lease_until_ms <= ?1 AND {user_filter})
                  ORDER BY due_ms, id
                  LIMIT ?2"
             ))?;
@@ -290,12 +304,20 @@ impl FollowupDb {
         };
         let v: Option<i64> = self.store.conn().query_row(
             &format!(
+                // The first of each part in index order (a held row's time is its hold,
+                // which a new due time clears).
                 "SELECT min(t) FROM (
-                     SELECT max(due_ms, coalesce(hold_ms, due_ms)) AS t FROM followups
-                         WHERE status = 'pending' AND {user_filter}
+                     SELECT (SELECT due_ms FROM followups INDEXED BY followups_ready
+                             WHERE status = 'pending' AND hold_ms IS NULL AND {user_filter}
+                             ORDER BY due_ms LIMIT 1) AS t
                      UNION ALL
-                     SELECT lease_until_ms FROM followups
-                         WHERE status = 'delivering' AND {user_filter})"
+                     SELECT (SELECT max(due_ms, hold_ms) FROM followups INDEXED BY followups_held
+                             WHERE status = 'pending' AND hold_ms IS NOT NULL AND {user_filter}
+                             ORDER BY hold_ms LIMIT 1)
+                     UNION ALL
+                     SELECT (SELECT lease_until_ms FROM followups INDEXED BY followups_leases
+                             WHERE status = 'delivering' AND {user_filter}
+                             ORDER BY lease_until_ms LIMIT 1))"
             ),
             params![users_json],
             |r| r.get(0),
