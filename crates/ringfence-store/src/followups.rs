@@ -535,16 +535,9 @@ impl FollowupBackend for FollowupDb {
         due_ms: Option<i64>,
         now_ms: i64,
     ) -> Result<ChangeOutcome, BackendError> {
-        let mut conn = self.store.conn();
-        let mut run = || -> Result<ChangeOutcome, StoreError> {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let Some(f) = Self::find(&tx, user, id)? else {
-                return Ok(ChangeOutcome::NotFound);
-            };
-            if f.status != Status::Pending {
-                return Ok(ChangeOutcome::NotPending(f));
-            }
-            // A new time starts afresh: no hold from quiet hours or an earlier retry.
+        // Only a pending follow-up; a new time starts afresh: no hold from quiet hours or an
+        // earlier retry, no attempts counted.
+        self.change(user, id, now_ms, false, |tx| {
             tx.execute(
                 "UPDATE followups SET context = coalesce(?3, context),
                      due_ms = coalesce(?4, due_ms),
@@ -554,12 +547,8 @@ impl FollowupBackend for FollowupDb {
                      updated_ms = ?5
                  WHERE user = ?1 AND number = ?2",
                 params![user, id, context, due_ms, now_ms],
-            )?;
-            let f = Self::find(&tx, user, id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
-            tx.commit()?;
-            Ok(ChangeOutcome::Changed(f))
-        };
-        run().map_err(backend)
+            )
+        })
     }
 
     fn cancel(
@@ -569,28 +558,47 @@ impl FollowupBackend for FollowupDb {
         reason: Option<&str>,
         now_ms: i64,
     ) -> Result<ChangeOutcome, BackendError> {
-        let mut conn = self.store.conn();
-        let mut run = || -> Result<ChangeOutcome, StoreError> {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let Some(f) = Self::find(&tx, user, id)? else {
-                return Ok(ChangeOutcome::NotFound);
-            };
-            // One claimed by a process that died (its lease ended) may be cancelled too.
-            let abandoned: bool = tx.query_row(
-                "SELECT status = 'delivering' AND lease_until_ms <= ?3 FROM followups
-                 WHERE user = ?1 AND number = ?2",
-                params![user, id, now_ms],
-                |r| r.get(0),
-            )?;
-            if f.status != Status::Pending && !abandoned {
-                return Ok(ChangeOutcome::NotPending(f));
-            }
+        // A pending one, or one claimed by a process that died (its lease ended).
+        self.change(user, id, now_ms, true, |tx| {
             tx.execute(
                 "UPDATE followups SET status = 'cancelled', cancel_reason = ?3, updated_ms = ?4,
                      lease_owner = NULL, lease_until_ms = NULL
                  WHERE user = ?1 AND number = ?2",
                 params![user, id, reason, now_ms],
-            )?;
+            )
+        })
+    }
+}
+
+impl FollowupDb {
+    /// Changes one of `user`'s follow-ups with `apply`, in one transaction, if it is pending
+    /// (or, with `abandoned_too`, being delivered by a claim whose lease ended); returns it
+    /// as it is afterwards.
+    fn change(
+        &self,
+        user: &str,
+        id: i64,
+        now_ms: i64,
+        abandoned_too: bool,
+        apply: impl FnOnce(&rusqlite::Transaction) -> rusqlite::Result<usize>,
+    ) -> Result<ChangeOutcome, BackendError> {
+        let mut conn = self.store.conn();
+        let run = || -> Result<ChangeOutcome, StoreError> {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(f) = Self::find(&tx, user, id)? else {
+                return Ok(ChangeOutcome::NotFound);
+            };
+            let abandoned = abandoned_too
+                && tx.query_row(
+                    "SELECT status = 'delivering' AND lease_until_ms <= ?3 FROM followups
+                     WHERE user = ?1 AND number = ?2",
+                    params![user, id, now_ms],
+                    |r| r.get::<_, bool>(0),
+                )?;
+            if f.status != Status::Pending && !abandoned {
+                return Ok(ChangeOutcome::NotPending(f));
+            }
+            apply(&tx)?;
             let f = Self::find(&tx, user, id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
             tx.commit()?;
             Ok(ChangeOutcome::Changed(f))

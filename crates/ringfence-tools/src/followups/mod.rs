@@ -394,6 +394,29 @@ fn structured(f: &Followup, d: &UserDelivery) -> Value {
     })
 }
 
+/// The answer to a schedule or an update: `headline`, then when it is due (the user's
+/// time, UTC, how far off), the context and the delivery note; structured the same, with
+/// the proactive setting and the note.
+fn confirmation(headline: String, f: &Followup, d: &UserDelivery, now_ms: i64) -> (String, Value) {
+    let mut out = format!(
+        "{headline} {} ({}; {} UTC), {}.\nContext: {}\n",
+        format_in_zone(f.due_ms, &d.zone),
+        d.zone_name,
+        format_iso_ms(f.due_ms),
+        relative(f.due_ms, now_ms),
+        f.context
+    );
+    let note = delivery_note(d, f.due_ms);
+    if let Some(n) = &note {
+        out.push_str(n);
+        out.push('\n');
+    }
+    let mut s = structured(f, d);
+    s["proactive"] = d.proactive.into();
+    s["deliveryNote"] = note.into();
+    (out, s)
+}
+
 /// One line: `#3 2026-12-04T18:45:00+01:00 (17:45Z) pending — context`.
 fn line(f: &Followup, d: &UserDelivery, now_ms: i64) -> String {
     let mut s = format!(

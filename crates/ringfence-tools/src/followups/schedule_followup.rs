@@ -5,9 +5,8 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{FollowupServices, context, delivery_note, due_in, number, relative, storage_failed};
+use super::{FollowupServices, confirmation, context, due_in, number, storage_failed};
 use crate::error::ToolResult;
-use crate::time::{format_in_zone, format_iso_ms};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -50,24 +49,9 @@ impl BlockingTool for ScheduleFollowup {
             .schedule(user, &text, due, now)
             .map_err(storage_failed)?;
         let d = self.s.delivery.for_user(user);
-        let mut out = format!(
-            "Follow-up {} scheduled for {} ({}; {} UTC), {}.\nContext: {}\n",
-            f.id,
-            format_in_zone(f.due_ms, &d.zone),
-            d.zone_name,
-            format_iso_ms(f.due_ms),
-            relative(f.due_ms, now),
-            f.context
-        );
-        let note = delivery_note(&d, f.due_ms);
-        if let Some(n) = &note {
-            out.push_str(n);
-            out.push('\n');
-        }
-        let mut structured = super::structured(&f, &d);
-        structured["proactive"] = d.proactive.into();
+        let (out, mut structured) =
+            confirmation(format!("Follow-up {} scheduled for", f.id), &f, &d, now);
         structured["channels"] = d.channels.clone().into();
-        structured["deliveryNote"] = note.into();
         Ok(ToolOutput::text(out).with_structured(structured))
     }
 }

@@ -6,12 +6,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{
-    ChangeOutcome, FollowupServices, context, delivery_note, due_in, not_found, not_pending,
-    optional_number, relative, storage_failed,
+    ChangeOutcome, FollowupServices, confirmation, context, due_in, not_found, not_pending,
+    optional_number, storage_failed,
 };
 use crate::args::whole_number;
 use crate::error::{ToolError, ToolResult};
-use crate::time::{format_in_zone, format_iso_ms};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -75,25 +74,13 @@ impl BlockingTool for UpdateFollowup {
         if due.is_some() {
             changed.push("time");
         }
-        let mut out = format!(
-            "Follow-up {} updated ({}): due {} ({}; {} UTC), {}.\nContext: {}\n",
+        let headline = format!(
+            "Follow-up {} updated ({}): due",
             f.id,
-            changed.join(" and "),
-            format_in_zone(f.due_ms, &d.zone),
-            d.zone_name,
-            format_iso_ms(f.due_ms),
-            relative(f.due_ms, now),
-            f.context
+            changed.join(" and ")
         );
-        let note = delivery_note(&d, f.due_ms);
-        if let Some(n) = &note {
-            out.push_str(n);
-            out.push('\n');
-        }
-        let mut structured = super::structured(&f, &d);
+        let (out, mut structured) = confirmation(headline, &f, &d, now);
         structured["updated"] = changed.into();
-        structured["proactive"] = d.proactive.into();
-        structured["deliveryNote"] = note.into();
         Ok(ToolOutput::text(out).with_structured(structured))
     }
 }

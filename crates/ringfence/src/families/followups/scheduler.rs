@@ -29,6 +29,33 @@ pub fn channel_is_built(c: &Channel) -> bool {
     !matches!(c.kind, ChannelKind::Mcp)
 }
 
+/// Whose follow-ups may be delivered: users with proactive messages on and at least one
+/// built channel.
+fn deliverable(s: &FollowupSettings) -> Deliverable {
+    let usable = |user: &str| {
+        s.proactive_for(user)
+            && s.channels
+                .iter()
+                .any(|c| c.serves(user) && channel_is_built(c))
+    };
+    // Users named anywhere in the configuration; everyone else takes the defaults.
+    let mut named: Vec<String> = s.users.keys().cloned().collect();
+    for c in &s.channels {
+        named.extend(c.users.iter().flatten().cloned());
+    }
+    named.sort();
+    named.dedup();
+    let default_usable = s.proactive
+        && s.channels
+            .iter()
+            .any(|c| c.users.is_none() && channel_is_built(c));
+    if default_usable {
+        Deliverable::AllBut(named.into_iter().filter(|u| !usable(u)).collect())
+    } else {
+        Deliverable::Only(named.into_iter().filter(|u| usable(u)).collect())
+    }
+}
+
 /// The longest the model may take to write a check-in before the context is sent as is.
 pub const WRITER_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -40,6 +67,8 @@ pub struct Scheduler {
     /// Names this process in claims: host, pid and a random part.
     owner: String,
     http: reqwest::Client,
+    /// Whose follow-ups this process may deliver (from the settings, which do not change).
+    deliverable: Deliverable,
 }
 
 /// What one round did.
@@ -93,39 +122,12 @@ impl Scheduler {
         );
         Ok(Scheduler {
             db,
+            deliverable: deliverable(&settings),
             settings,
             writer,
             owner,
             http,
         })
-    }
-
-    /// Whose follow-ups may be delivered now: users with proactive messages on and at least
-    /// one built channel.
-    fn deliverable(&self) -> Deliverable {
-        let s = &self.settings;
-        let usable = |user: &str| {
-            s.proactive_for(user)
-                && s.channels
-                    .iter()
-                    .any(|c| c.serves(user) && channel_is_built(c))
-        };
-        // Users named anywhere in the configuration; everyone else takes the defaults.
-        let mut named: Vec<String> = s.users.keys().cloned().collect();
-        for c in &s.channels {
-            named.extend(c.users.iter().flatten().cloned());
-        }
-        named.sort();
-        named.dedup();
-        let default_usable = s.proactive
-            && s.channels
-                .iter()
-                .any(|c| c.users.is_none() && channel_is_built(c));
-        if default_usable {
-            Deliverable::AllBut(named.into_iter().filter(|u| !usable(u)).collect())
-        } else {
-            Deliverable::Only(named.into_iter().filter(|u| usable(u)).collect())
-        }
     }
 
     /// Runs until `stop` says so, each round then a sleep until the next follow-up is ready
@@ -153,7 +155,7 @@ impl Scheduler {
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "follow-up scheduler round failed"),
             }
-            let next = self.db.next_ready_ms(&self.deliverable()).ok().flatten();
+            let next = self.db.next_ready_ms(&self.deliverable).ok().flatten();
             let now = ringfence_tools::time::now_ms();
             let wait = next
                 .map(|t| {
@@ -181,7 +183,7 @@ impl Scheduler {
                     now_ms,
                     self.settings.lease.as_millis() as i64,
                     PARALLEL,
-                    &self.deliverable(),
+                    &self.deliverable,
                     self.settings.max_attempts,
                 )
                 .map_err(|e| e.to_string())?;
@@ -250,10 +252,7 @@ impl Scheduler {
             let (http, body, key) = (self.http.clone(), body.clone(), c.idempotency_key.clone());
             let (doc, address) = (doc.clone(), address.clone());
             sending.spawn(async move {
-                let r = match &ch.kind {
-                    ChannelKind::Email(mail) => email(mail, address.as_deref(), &doc, &key).await,
-                    _ => deliver(&http, &ch, &body, &key).await,
-                };
+                let r = deliver(&http, &ch, &doc, &body, &key, address.as_deref()).await;
                 (ch.name(), r)
             });
         }
@@ -337,11 +336,15 @@ impl Scheduler {
     }
 }
 
+/// Sends one follow-up through one channel: the document `doc` (serialised as `body`),
+/// its idempotency `key`, and the user's e-mail `address` if configured.
 async fn deliver(
     http: &reqwest::Client,
     ch: &Channel,
+    doc: &serde_json::Value,
     body: &[u8],
     key: &str,
+    address: Option<&str>,
 ) -> Result<(), String> {
     match &ch.kind {
         ChannelKind::Webhook {
@@ -350,7 +353,7 @@ async fn deliver(
             timeout,
         } => webhook(http, url, secret, *timeout, body, key).await,
         ChannelKind::Command { argv, timeout } => command(argv, *timeout, body).await,
-        ChannelKind::Email(_) => Err("an email channel is sent by `email`".into()),
+        ChannelKind::Email(mail) => email(mail, address, doc, key).await,
         ChannelKind::Mcp => Err("this channel is not built yet".into()),
     }
 }
