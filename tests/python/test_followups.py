@@ -15,19 +15,26 @@ import hmac
 import http.server
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator
 
 import anyio
 import pytest
 
-from test_http import call, client, token_hash
-from test_http_users import serve as serve_http
+import httpx2
+from mcp import ClientSession, StdioServerParameters
+from mcp.client import Client
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from test_http import CALL_TIMEOUT_S, call, client, token_hash
+from test_http_users import serve as serve_http, tokens_config
 from test_sdk_client import (  # noqa: F401 (fixtures)
     TEST_TIMEOUT_S, _binary, dirs, is_error, ringfence_bin, serve, structured, text_of,
 )
@@ -73,9 +80,9 @@ async def test_the_seed_calls_verbatim(ringfence_bin, dirs):
             assert s["scheduledFor"].endswith("+01:00"), s
             assert s["scheduledForUtc"].endswith("Z"), s
             assert "Follow-up 1 scheduled for" in text_of(r) and "in 1 h 30 min" in text_of(r)
-            # The default channel (mcp) is not built yet, and the result says so plainly.
-            assert s["proactive"] is True and s["channels"] == ["mcp (not built yet)"]
-            assert "cannot be delivered" in s["deliveryNote"], s
+            # The default channel is mcp; the result says it needs a connected client.
+            assert s["proactive"] is True and s["channels"] == ["mcp"]
+            assert "MCP client" in s["deliveryNote"], s
 
             # "What follow-ups do you have scheduled?"
             r = await srv.call("list_followups", {"status": "pending"})
@@ -314,7 +321,7 @@ async def test_serve_delivers_through_a_signed_webhook_and_a_command(ringfence_b
                 r = await srv.call("schedule_followup", {
                     "context": "Check in after job interview to see how it went",
                     "minutes_from_now": 0.02})
-                assert structured(r)["channels"] == ["webhook", "command", "mcp (not built yet)"]
+                assert structured(r)["channels"] == ["webhook", "command", "mcp"]
                 [req] = await anyio.to_thread.run_sync(lambda: hook.wait_for(1, 20))
                 assert signed_ok(req), req["headers"]
                 doc = req["doc"]
@@ -331,7 +338,8 @@ async def test_serve_delivers_through_a_signed_webhook_and_a_command(ringfence_b
                         break
                     await anyio.sleep(0.05)
                 f = s["followups"][0]
-                assert f["status"] == "completed" and f["deliveredVia"] == "command,webhook", f
+                # This client hears it too (the mcp channel, on by default).
+                assert f["status"] == "completed" and f["deliveredVia"] == "command,mcp,webhook", f
                 assert structured(await srv.call("list_followups", {}))["total"] == 0
         lines = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
         assert [d["idempotency_key"] for d in lines] == [doc["idempotency_key"]]
@@ -614,3 +622,218 @@ async def test_the_email_channel_sends_through_an_smtp_server(tmp_path):
         assert logins == [(b"iris", b"mail-pass")]
     finally:
         smtp.stop()
+
+
+# --- the mcp channel ----------------------------------------------------------------------
+
+DUE = "ringfence://followups/due"
+INTERVIEW = "Check in after job interview to see how it went"
+
+
+class Heard:
+    """What a client was told between its requests: log messages and resource updates."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+        self.updates: list[str] = []
+        self.capabilities: Any = None
+
+    async def on_log(self, params: Any) -> None:
+        self.messages.append(params)
+
+    async def on_message(self, message: Any) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", None) == "notifications/resources/updated":
+            self.updates.append(str(root.params.uri))
+
+    async def wait(self, what: Callable[[], bool], seconds: float = 15) -> None:
+        with anyio.fail_after(seconds):
+            while not what():
+                await anyio.sleep(0.05)
+
+
+@asynccontextmanager
+async def listening_stdio(bin_path: Path, tmp: Path, cfg: Path, heard: Heard,
+                          log_name: str = "server.log") -> AsyncIterator[ClientSession]:
+    """A stdio client of `serve` that records what it is told."""
+    params = StdioServerParameters(
+        command=str(bin_path),
+        args=["--config", str(cfg), "--data-dir", str(tmp / "data"), "--tools", "followups",
+              "serve", str(tmp)],
+        env=env_for(tmp), cwd=str(tmp))
+    with open(tmp / log_name, "w", encoding="utf-8") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write, logging_callback=heard.on_log,
+                                     message_handler=heard.on_message) as session:
+                with anyio.fail_after(TEST_TIMEOUT_S):
+                    heard.capabilities = (await session.initialize()).capabilities
+                yield session
+
+
+@asynccontextmanager
+async def listening_http(url: str, token: str | None, heard: Heard) -> AsyncIterator[ClientSession]:
+    """An HTTP client (with its event stream, as the SDK opens one) that records what it is
+    told."""
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    http = httpx2.AsyncClient(headers=headers, timeout=CALL_TIMEOUT_S)
+    async with http, streamable_http_client(url, http_client=http) as streams:
+        async with ClientSession(streams[0], streams[1], logging_callback=heard.on_log,
+                                 message_handler=heard.on_message) as session:
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                await session.initialize()
+            yield session
+
+
+def said(heard: Heard, context: str) -> list[Any]:
+    return [m for m in heard.messages if isinstance(m.data, dict)
+            and m.data.get("followup", {}).get("context") == context]
+
+
+async def test_the_mcp_channel_tells_a_connected_session(ringfence_bin, tmp_path):
+    cfg = config(tmp_path, '[followups]\nproactive = true\ntimezone = "UTC"\n')
+    heard = Heard()
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with listening_stdio(ringfence_bin, tmp_path, cfg, heard) as s:
+            caps = heard.capabilities
+            assert caps.resources.subscribe and caps.logging is not None
+            listed = await s.list_resources()
+            assert DUE in [str(r.uri) for r in listed.resources]
+            assert "due_followups" in [p.name for p in (await s.list_prompts()).prompts]
+            await s.subscribe_resource(DUE)
+            r = await s.call_tool("schedule_followup", {"context": INTERVIEW, "minutes_from_now": 0.02})
+            assert not is_error(r), text_of(r)
+            assert structured(r)["channels"] == ["mcp"]
+            await heard.wait(lambda: said(heard, INTERVIEW) and DUE in heard.updates)
+            [m] = said(heard, INTERVIEW)
+            assert m.level == "notice" and m.logger == "ringfence.followups"
+            assert m.data["message"] == INTERVIEW and m.data["followup"]["id"] == 1
+            assert m.data["followup"]["idempotency_key"]
+            # The resource and the prompt hold it now.
+            text = (await s.read_resource(DUE)).contents[0].text
+            assert INTERVIEW in text and "#1" in text and "via mcp" in text, text
+            prompt = await s.get_prompt("due_followups")
+            assert "Check in with me" in prompt.messages[0].content.text
+            assert INTERVIEW in prompt.messages[0].content.text
+            done = structured(await s.call_tool("list_followups", {"status": "completed"}))
+            assert done["followups"][0]["deliveredVia"] == "mcp", done
+            # A client that hears neither notices nor the resource is not counted as told:
+            # the follow-up stays pending, with the reason, for a later attempt.
+            await s.set_logging_level("warning")
+            await s.unsubscribe_resource(DUE)
+            r = await s.call_tool("schedule_followup", {"context": "water the plants", "minutes_from_now": 0.01})
+            assert not is_error(r), text_of(r)
+            for _ in range(200):
+                pending = structured(await s.call_tool("list_followups", {}))
+                if pending["followups"] and pending["followups"][0]["attempts"]:
+                    break
+                await anyio.sleep(0.05)
+            f = pending["followups"][0]
+            assert f["status"] == "pending" and "took it" in (f["lastError"] or ""), f
+            assert not said(heard, "water the plants")
+            # Unknown resources cannot be subscribed to.
+            with pytest.raises(Exception, match="no resource"):
+                await s.subscribe_resource("ringfence://nothing")
+
+
+async def test_what_fell_due_with_no_client_open_comes_when_one_connects(ringfence_bin, tmp_path):
+    cfg = config(tmp_path, '[followups]\nproactive = true\ntimezone = "UTC"\n')
+    # Scheduled with no server running at all; it falls due while nothing is connected.
+    out = call_cli(tmp_path, cfg, "schedule_followup", {"context": INTERVIEW, "minutes_from_now": 0.01})
+    assert "MCP client" in json.dumps(out), out
+    time.sleep(3)
+    heard = Heard()
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with listening_stdio(ringfence_bin, tmp_path, cfg, heard):
+            await heard.wait(lambda: bool(said(heard, INTERVIEW)))
+            [m] = said(heard, INTERVIEW)
+            # Due 0.6 s after scheduling, 3 s before the client came: over 2 s late.
+            assert m.data["followup"]["late_by_seconds"] >= 2.0, m.data
+    # Delivered once, and nothing was claimed or held while no one could hear it.
+    log = (tmp_path / "server.log").read_text()
+    assert not re.search(r"held=[1-9]", log), log[-3000:]
+
+
+async def test_over_http_each_user_hears_only_their_own(tmp_path):
+    srv = serve_http(tmp_path, tokens_config(alice=ALICE, bob=BOB)
+                     + '[followups]\nproactive = true\ntimezone = "UTC"\n', "--tools", "followups")
+    alice, bob = Heard(), Heard()
+    try:
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            async with listening_http(srv.url, ALICE, alice) as a, listening_http(srv.url, BOB, bob) as b:
+                await b.subscribe_resource(DUE)
+                await anyio.sleep(0.5)  # both event streams open
+                r = await call(a, "schedule_followup", {"context": INTERVIEW, "minutes_from_now": 0.02})
+                assert not is_error(r), text_of(r)
+                await alice.wait(lambda: bool(said(alice, INTERVIEW)))
+                await anyio.sleep(1)
+                assert not bob.messages and not bob.updates, (bob.messages, bob.updates)
+                assert INTERVIEW not in (await b.read_resource(DUE)).contents[0].text
+                assert INTERVIEW in (await a.read_resource(DUE)).contents[0].text
+    finally:
+        srv.stop()
+
+
+async def test_an_http_session_without_an_event_stream_is_not_told(tmp_path):
+    srv = serve_http(tmp_path, '[followups]\nproactive = true\ntimezone = "UTC"\n', "--tools", "followups")
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "MCP-Protocol-Version": "2025-11-25"}
+
+    def rpc(h: Any, body: dict[str, Any]) -> Any:
+        r = h.post(srv.url, json=body, headers=headers)
+        assert r.status_code in (200, 202), r.text
+        for line in r.text.splitlines():
+            if line.startswith("data:") and line[5:].strip():
+                return json.loads(line[5:])
+        return r.json() if r.text.strip().startswith("{") else None
+
+    try:
+        with httpx2.Client(timeout=CALL_TIMEOUT_S) as h:
+            init = h.post(srv.url, headers=headers, json={
+                "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "no-stream", "version": "1"}}})
+            assert init.status_code == 200, init.text
+            headers["Mcp-Session-Id"] = init.headers["mcp-session-id"]
+            rpc(h, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            r = rpc(h, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "schedule_followup",
+                "arguments": {"context": INTERVIEW, "minutes_from_now": 0.01}}})
+            assert not r["result"].get("isError"), r
+            time.sleep(3)
+            # No event stream: nothing could reach the client, so nothing was claimed.
+            r = rpc(h, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                        "params": {"name": "list_followups", "arguments": {}}})
+            [f] = r["result"]["structuredContent"]["followups"]
+            assert f["status"] == "pending" and f["attempts"] == 0, f
+            # The client opens its event stream: the follow-up comes on it.
+            with h.stream("GET", srv.url, headers={**headers, "Accept": "text/event-stream"}) as stream:
+                assert stream.status_code == 200
+                deadline = time.monotonic() + 15
+                for line in stream.iter_lines():
+                    if line.startswith("data:") and "notifications/message" in line:
+                        note = json.loads(line[5:])
+                        assert note["params"]["data"]["message"] == INTERVIEW, note
+                        break
+                    assert time.monotonic() < deadline, "nothing came on the event stream"
+    finally:
+        srv.stop()
+
+
+async def test_a_2026_client_hears_through_subscriptions_listen(tmp_path):
+    srv = serve_http(tmp_path, '[followups]\nproactive = true\ntimezone = "UTC"\n', "--tools", "followups")
+    try:
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            http = httpx2.AsyncClient(timeout=CALL_TIMEOUT_S)
+            async with http, Client(streamable_http_client(srv.url, http_client=http),
+                                    mode="2026-07-28") as c:
+                async with c.listen(resource_subscriptions=[DUE, "ringfence://nothing"]) as sub:
+                    assert sub.honored.resource_subscriptions == [DUE], sub.honored
+                    r = await c.call_tool("schedule_followup", {"context": INTERVIEW, "minutes_from_now": 0.02})
+                    assert not is_error(r), text_of(r)
+                    async for event in sub:
+                        assert event.uri == DUE, event
+                        break
+                text = (await c.read_resource(DUE)).contents[0].text
+                assert INTERVIEW in text and "via mcp" in text, text
+    finally:
+        srv.stop()

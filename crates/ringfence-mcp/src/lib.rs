@@ -11,6 +11,8 @@
 mod convert;
 mod http;
 mod metrics;
+mod notices;
+
 mod oauth;
 mod roots;
 mod sampling;

@@ -9,14 +9,17 @@ use rmcp::model::{
     PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceContents, Role as PromptMessageRole, ServerCapabilities, ServerConfig, Tool as McpTool,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
+use ringfence_tools::live::{LiveSessions, Registration};
 use ringfence_tools::{CallRequest, CallScope, ResourceSet, ToolError, ToolRunner};
 
 use crate::convert::{content_block, mcp_tool, progress_for, quick_blocking};
 use crate::metrics::{Metrics, SessionGuard};
+use crate::notices::{ListenNotices, SessionNotices, Wants};
+
 use crate::roots::{RootsAnswer, RootsReady, is_inline, roots_answer};
 use crate::session::{SessionSlot, UserSessions, request_user};
 
@@ -42,6 +45,13 @@ pub struct McpServer {
     session_id: Arc<str>,
     identity: Arc<ServerIdentity>,
     roots_ready: Arc<RootsReady>,
+    /// Where this session registers to be told things (due follow-ups), if anywhere.
+    live: Option<Arc<LiveSessions>>,
+    /// What the client asked to hear (log level, resource subscriptions).
+    wants: Arc<Wants>,
+    /// This session's place in `live`, from `notifications/initialized` until the last
+    /// clone of the server is gone with the session.
+    registration: Arc<std::sync::Mutex<Option<Registration>>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -97,13 +107,57 @@ impl McpServer {
             session_id: uuid::Uuid::new_v4().simple().to_string().into(),
             identity: Arc::new(identity),
             roots_ready: Arc::new(RootsReady::default()),
+            live: None,
+            wants: Arc::default(),
+            registration: Arc::default(),
         }
+    }
+
+    /// Registers the session in `live` once the client is initialized, so that it is told
+    /// what falls due (`notifications/message`, resource updates, `subscriptions/listen`).
+    pub fn with_live(mut self, live: Option<Arc<LiveSessions>>) -> McpServer {
+        self.live = live;
+        self
+    }
+
+    /// Registers this session of `user` (after `notifications/initialized`): reachable at
+    /// any time over stdio; over HTTP only while an event stream of its session is open.
+    fn register(&self, ctx: &NotificationContext<RoleServer>, user: &str) {
+        let Some(live) = &self.live else { return };
+        let reachable: Box<dyn Fn() -> bool + Send + Sync> =
+            match crate::http::event_stream_check(&ctx.extensions) {
+                Some(check) => check,
+                None if ctx.extensions.get::<axum::http::request::Parts>().is_some() => {
+                    // HTTP without a session id: nothing can reach it between requests.
+                    Box::new(|| false)
+                }
+                None => Box::new(|| true),
+            };
+        let sink = Arc::new(SessionNotices {
+            peer: ctx.peer.clone(),
+            wants: self.wants.clone(),
+            reachable,
+        });
+        let registration = live.register(user, sink);
+        *self.registration.lock().unwrap_or_else(|e| e.into_inner()) = Some(registration);
     }
 
     /// Counts this session in `metrics` while it lives (calls are counted by the runner).
     pub fn with_metrics(mut self, metrics: &Arc<Metrics>) -> McpServer {
         self.session_guard = Some(metrics.session());
         self
+    }
+
+    /// Refuses a URI no resource of this server has.
+    fn known_resource(&self, uri: &str) -> Result<(), ErrorData> {
+        if self.resources.resources().iter().any(|r| r.uri == uri) {
+            Ok(())
+        } else {
+            Err(ErrorData::resource_not_found(
+                format!("no resource {uri}; resources/list names the ones there are"),
+                None,
+            ))
+        }
     }
 
     pub(crate) fn roots_ready(&self) -> &RootsReady {
@@ -186,6 +240,18 @@ impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities = if self.resources.is_empty() {
             ServerCapabilities::builder().enable_tools().build()
+        } else if self.live.is_some() {
+            // Clients may subscribe to resources (told when due follow-ups change) and
+            // hear notices as log messages.
+            #[allow(deprecated)]
+            let c = ServerCapabilities::builder()
+                .enable_logging()
+                .enable_tools()
+                .enable_prompts()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build();
+            c
         } else {
             ServerCapabilities::builder()
                 .enable_tools()
@@ -308,7 +374,80 @@ impl ServerHandler for McpServer {
 
     async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
         let user = request_user(&ctx.extensions);
+        self.register(&ctx, &user);
         self.refresh_client_roots(ctx.peer, &user).await;
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.acting_user(&ctx)?;
+        self.wants.set_level(request.level);
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.acting_user(&ctx)?;
+        self.known_resource(&request.uri)?;
+        self.wants.subscribe(&request.uri, true);
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.acting_user(&ctx)?;
+        self.wants.subscribe(&request.uri, false);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        self.live.as_ref()?;
+        let ours: Vec<String> = self
+            .resources
+            .resources()
+            .into_iter()
+            .map(|r| r.uri.to_owned())
+            .filter(|u| {
+                requested
+                    .resource_subscriptions
+                    .as_ref()
+                    .is_some_and(|asked| asked.contains(u))
+            })
+            .collect();
+        Some(
+            rmcp::model::SubscriptionFilter::builder()
+                .resource_subscriptions(ours)
+                .build(),
+        )
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let user = self.acting_user(subscription.request_context())?;
+        let _registration = self.live.as_ref().map(|live| {
+            live.register(
+                &user,
+                Arc::new(ListenNotices {
+                    sink: subscription.sink().clone(),
+                }),
+            )
+        });
+        subscription.cancelled().await;
+        Ok(())
     }
 
     async fn on_roots_list_changed(&self, ctx: NotificationContext<RoleServer>) {

@@ -527,6 +527,27 @@ impl FollowupBackend for FollowupDb {
         run().map_err(backend)
     }
 
+    fn due(
+        &self,
+        user: &str,
+        since_ms: i64,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<Followup>, BackendError> {
+        let conn = self.store.conn();
+        let run = || -> Result<Vec<Followup>, StoreError> {
+            let mut q = conn.prepare(&format!(
+                "SELECT {COLUMNS} FROM followups
+                 WHERE user = ?1 AND due_ms BETWEEN ?2 AND ?3
+                   AND status IN ('pending', 'delivering', 'completed')
+                 ORDER BY due_ms DESC, number DESC LIMIT ?4"
+            ))?;
+            let rows = q.query_map(params![user, since_ms, now_ms, limit as i64], from_row)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        };
+        run().map_err(backend)
+    }
+
     fn update(
         &self,
         user: &str,
@@ -674,6 +695,35 @@ mod tests {
         let bob = db.list("bob", ListFilter::All, 10).unwrap();
         assert_eq!(bob.followups.len(), 1);
         assert_eq!(bob.followups[0].context, "bob's");
+    }
+
+    #[test]
+    fn due_lists_what_fell_due_in_the_window_delivered_or_not() {
+        let (_d, db) = db();
+        let day = 24 * 60 * MIN;
+        db.schedule("alice", "long ago", 10 * MIN, 0).unwrap(); // 1: before the window
+        db.schedule("alice", "delivered", day + 10 * MIN, 0)
+            .unwrap(); // 2
+        db.schedule("alice", "overdue", day + 20 * MIN, 0).unwrap(); // 3
+        db.schedule("alice", "cancelled", day + 30 * MIN, 0)
+            .unwrap(); // 4
+        db.schedule("alice", "later", day + 90 * MIN, 0).unwrap(); // 5: not due yet
+        db.schedule("bob", "bob's", day + 10 * MIN, 0).unwrap();
+        db.cancel("alice", 4, None, 1).unwrap();
+        let claims = db
+            .claim_due("me", day + 11 * MIN, MIN, 10, &everyone(), 5)
+            .unwrap();
+        let mine = claims
+            .iter()
+            .find(|c| c.user == "alice" && c.number == 2)
+            .unwrap();
+        assert!(db.complete(mine.row, "me", "mcp", day + 11 * MIN).unwrap());
+        let now = day + 60 * MIN;
+        let due = db.due("alice", now - day, now, 50).unwrap();
+        let got: Vec<(i64, Status)> = due.iter().map(|f| (f.id, f.status)).collect();
+        assert_eq!(got, [(3, Status::Pending), (2, Status::Completed)]);
+        assert_eq!(db.due("alice", now - day, now, 1).unwrap().len(), 1);
+        assert!(db.due("carol", 0, now, 50).unwrap().is_empty());
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub mod followups;
 pub mod images;
 pub mod journal;
 pub mod limits;
+pub mod live;
+
 pub mod memory;
 pub mod resources;
 pub mod runner;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ringfence_mcp::{McpServer, ServerIdentity, UserSessions};
+use ringfence_tools::live::LiveSessions;
 use ringfence_tools::{
     AuditSink, BackendError, CallMetrics, CallScope, Limits, ResourceSet, ToolRunner, Toolbox,
 };
@@ -39,6 +40,9 @@ pub struct App {
     data_dir: std::path::PathBuf,
     /// Families whose tools are not offered under this configuration, and why.
     pub withheld: Vec<(&'static str, String)>,
+    /// Where MCP sessions register to be told what falls due, when a family delivers
+    /// through them (follow-ups with the `mcp` channel, in `serve`).
+    live: Option<Arc<LiveSessions>>,
 }
 
 impl App {
@@ -96,6 +100,7 @@ impl App {
             supervisor,
             data_dir: config.data_dir.clone(),
             withheld,
+            live: shared.get::<LiveSessions>(),
         })
     }
 
@@ -130,7 +135,8 @@ impl App {
             self.resources.clone(),
             scope,
             self.identity(),
-        ))
+        )
+        .with_live(self.live.clone()))
     }
 
     /// The server for one HTTP MCP session, or for one stateless request: in a session it
@@ -144,6 +150,7 @@ impl App {
             Arc::new(AppSessions(self.clone())),
             self.identity(),
         )
+        .with_live(self.live.clone())
     }
 
     /// Starts the audit trail (`<data dir>/audit/audit.jsonl`). Without it the server still

@@ -18,6 +18,7 @@ use super::body::{BodyFailure, BodyLimits, Reservation};
 use super::limits::{Admitted, Kind, Limiters};
 use super::refusal::Refusal;
 use super::sessions::{SessionBook, SessionSlot};
+use super::streams::{EventStreams, StreamOpen};
 use crate::Metrics;
 
 /// The first protocol version without sessions (SEP-2567): requests naming it, or a later
@@ -43,6 +44,8 @@ pub(super) struct Gate {
     inflight: AtomicUsize,
     idle: tokio::sync::Notify,
     metrics: Option<Arc<Metrics>>,
+    /// Which sessions have an event stream open.
+    streams: Arc<EventStreams>,
 }
 
 /// What the gate is made of.
@@ -71,6 +74,7 @@ impl Gate {
             inflight: AtomicUsize::new(0),
             idle: tokio::sync::Notify::new(),
             metrics: parts.metrics,
+            streams: Arc::default(),
         }
     }
 
@@ -187,6 +191,7 @@ struct GuardedBody {
     _inflight: Option<InflightGuard>,
     _admitted: Admitted,
     _reservation: Option<Arc<Reservation>>,
+    _stream: Option<StreamOpen>,
 }
 
 struct IdleTimer {
@@ -369,6 +374,8 @@ async fn admit(
     }
 
     let inflight = (method == Method::POST).then(|| gate.begin());
+    // The session's server asks later whether its client has an event stream open.
+    req.extensions_mut().insert(gate.streams.clone());
     let mut response = next.run(req).await;
 
     // A body cut short (too slow, too large, no room): say so, not the service's 500.
@@ -410,7 +417,18 @@ async fn admit(
         }),
         _ => None,
     };
-    if admitted.is_empty() && inflight.is_none() && reservation.is_none() && idle.is_none() {
+    let stream = match (&session_id, kind) {
+        (Some(id), Kind::Stream) if is_event_stream && response.status().is_success() => {
+            Some(gate.streams.opened(id))
+        }
+        _ => None,
+    };
+    if admitted.is_empty()
+        && inflight.is_none()
+        && reservation.is_none()
+        && idle.is_none()
+        && stream.is_none()
+    {
         return response;
     }
     let (parts, body) = response.into_parts();
@@ -423,6 +441,7 @@ async fn admit(
             _inflight: inflight,
             _admitted: admitted,
             _reservation: reservation,
+            _stream: stream,
         }),
     )
 }

@@ -20,10 +20,12 @@ mod limits;
 mod listener;
 mod refusal;
 mod sessions;
+mod streams;
 mod tls;
 
 pub use auth::{Auth, MetricsToken, TokenAuth, TokenConfigError, token_hash};
 pub use limits::{RateLimits, open_request_slots};
+pub(crate) use streams::event_stream_check;
 pub use tls::{TlsConfig, TlsError, load_tls};
 
 /// How the HTTP transport is set up.

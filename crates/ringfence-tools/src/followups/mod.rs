@@ -8,6 +8,8 @@
 //! binary; this crate knows nothing of it.
 
 mod cancel_followup;
+mod due;
+
 mod list_followups;
 mod schedule_followup;
 mod update_followup;
@@ -23,6 +25,8 @@ use crate::time::{TimeZone, format_in_zone, format_iso_ms};
 use crate::tool::{Blocking, Tool};
 
 pub use cancel_followup::CancelFollowup;
+pub use due::{DUE_PROMPT, DUE_URI, DueFollowups};
+
 pub use list_followups::ListFollowups;
 pub use schedule_followup::ScheduleFollowup;
 pub use update_followup::UpdateFollowup;
@@ -164,6 +168,15 @@ pub trait FollowupBackend: Send + Sync + std::fmt::Debug {
         reason: Option<&str>,
         now_ms: i64,
     ) -> Result<ChangeOutcome, BackendError>;
+    /// The user's follow-ups that fell due between `since_ms` and `now_ms`, delivered or
+    /// still on their way (not cancelled or failed ones), latest due first, at most `limit`.
+    fn due(
+        &self,
+        user: &str,
+        since_ms: i64,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<Followup>, BackendError>;
 }
 
 /// Daily hours in which nothing is delivered (`22:00-07:00`), in the user's zone.
@@ -253,6 +266,9 @@ pub struct UserDelivery {
     pub channels: Vec<String>,
     /// Why nothing can reach this user even with proactive messages on, if so.
     pub undeliverable: Option<String>,
+    /// What the user should know about how it reaches them, if anything (only through
+    /// their MCP client, which must be connected).
+    pub caveat: Option<String>,
 }
 
 /// The users' delivery settings, as the tools report them.
@@ -290,9 +306,9 @@ pub fn family(services: FollowupServices) -> Family {
         Blocking::arc(ScheduleFollowup { s: s.clone() }),
         Blocking::arc(ListFollowups { s: s.clone() }),
         Blocking::arc(UpdateFollowup { s: s.clone() }),
-        Blocking::arc(CancelFollowup { s }),
+        Blocking::arc(CancelFollowup { s: s.clone() }),
     ];
-    Family::new(&INFO, tools)
+    Family::new(&INFO, tools).with_resources(Arc::new(DueFollowups::new(&s)))
 }
 
 // --- shared by the tools -----------------------------------------------------------------
@@ -467,16 +483,21 @@ fn delivery_note(d: &UserDelivery, due_ms: i64) -> Option<String> {
             "The follow-up is kept, but it cannot be delivered: {why}."
         ));
     }
-    let q = d.quiet_hours?;
-    let at = q.next_allowed(due_ms, &d.zone);
-    (at != due_ms).then(|| {
-        format!(
-            "It falls in quiet hours ({}, {}): it will be delivered when they end, at {}.",
-            q.describe(),
-            d.zone_name,
-            format_in_zone(at, &d.zone)
-        )
-    })
+    let quiet = d.quiet_hours.and_then(|q| {
+        let at = q.next_allowed(due_ms, &d.zone);
+        (at != due_ms).then(|| {
+            format!(
+                "It falls in quiet hours ({}, {}): it will be delivered when they end, at {}.",
+                q.describe(),
+                d.zone_name,
+                format_in_zone(at, &d.zone)
+            )
+        })
+    });
+    match (quiet, &d.caveat) {
+        (Some(q), Some(c)) => Some(format!("{q} {c}")),
+        (q, c) => q.or_else(|| c.clone()),
+    }
 }
 
 /// The refusal for a follow-up that is not pending, worded as seed 003 names it.
@@ -511,8 +532,121 @@ fn not_found(id: i64) -> ToolError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use std::sync::Mutex;
+
+    /// Follow-ups in memory, for the resource's tests: only `due` is answered.
+    #[derive(Debug, Default)]
+    pub(crate) struct Rows(Mutex<Vec<(String, Followup)>>);
+
+    impl Rows {
+        pub(crate) fn push(&self, user: &str, id: i64, context: &str, due_ms: i64) {
+            self.0.lock().unwrap().push((
+                user.into(),
+                Followup {
+                    id,
+                    context: context.into(),
+                    due_ms,
+                    status: Status::Pending,
+                    created_ms: due_ms - 60_000,
+                    updated_ms: due_ms - 60_000,
+                    attempts: 0,
+                    last_error: None,
+                    delivered_ms: None,
+                    delivered_via: None,
+                    cancel_reason: None,
+                },
+            ));
+        }
+    }
+
+    fn not_here() -> BackendError {
+        BackendError::new(std::io::Error::other("not part of this fake"))
+    }
+
+    impl FollowupBackend for Rows {
+        fn schedule(&self, _: &str, _: &str, _: i64, _: i64) -> Result<Followup, BackendError> {
+            Err(not_here())
+        }
+        fn list(&self, _: &str, _: ListFilter, _: usize) -> Result<Listed, BackendError> {
+            Err(not_here())
+        }
+        fn update(
+            &self,
+            _: &str,
+            _: i64,
+            _: Option<&str>,
+            _: Option<i64>,
+            _: i64,
+        ) -> Result<ChangeOutcome, BackendError> {
+            Err(not_here())
+        }
+        fn cancel(
+            &self,
+            _: &str,
+            _: i64,
+            _: Option<&str>,
+            _: i64,
+        ) -> Result<ChangeOutcome, BackendError> {
+            Err(not_here())
+        }
+        fn due(
+            &self,
+            user: &str,
+            since_ms: i64,
+            now_ms: i64,
+            limit: usize,
+        ) -> Result<Vec<Followup>, BackendError> {
+            let mut rows: Vec<Followup> = self
+                .0
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(u, f)| u == user && f.due_ms <= now_ms && f.due_ms >= since_ms)
+                .map(|(_, f)| f.clone())
+                .collect();
+            rows.sort_by_key(|f| std::cmp::Reverse(f.due_ms));
+            rows.truncate(limit);
+            Ok(rows)
+        }
+    }
+
+    #[derive(Debug)]
+    struct Fixed(i64);
+    impl Clock for Fixed {
+        fn now_ms(&self) -> i64 {
+            self.0
+        }
+    }
+
+    #[derive(Debug)]
+    struct Utc;
+    impl DeliveryPolicy for Utc {
+        fn for_user(&self, _: &str) -> UserDelivery {
+            UserDelivery {
+                proactive: true,
+                enable_hint: String::new(),
+                zone: crate::time::zone("UTC").unwrap(),
+                zone_name: "UTC".into(),
+                quiet_hours: None,
+                channels: vec!["mcp".into()],
+                undeliverable: None,
+                caveat: None,
+            }
+        }
+    }
+
+    /// Services over [`Rows`] with the clock stopped at `now_ms`.
+    pub(crate) fn services_at(now_ms: i64) -> (Arc<FollowupServices>, Arc<Rows>) {
+        let rows = Arc::new(Rows::default());
+        let s = Arc::new(FollowupServices {
+            backend: rows.clone(),
+            delivery: Arc::new(Utc),
+            clock: Arc::new(Fixed(now_ms)),
+        });
+        (s, rows)
+    }
 
     #[test]
     fn quiet_hours_parse_and_span_midnight() {

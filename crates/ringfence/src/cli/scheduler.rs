@@ -19,6 +19,15 @@ pub(super) fn run(config: &Config) -> ExitCode {
             "follow-up delivery is off for every user: set [followups] proactive = true (or followups.users.<name>.proactive = true), or RINGFENCE_FOLLOWUPS_PROACTIVE=true",
         );
     }
+    if settings
+        .channels
+        .iter()
+        .all(|c| c.kind == followups::ChannelKind::Mcp)
+    {
+        tracing::warn!(
+            "the only follow-up channel is mcp, which reaches clients connected to `serve`: this scheduler has none, and leaves those follow-ups to `serve` (add a webhook, command or email channel for it to deliver)"
+        );
+    }
     let db = match followups::open_db(&settings.db_path) {
         Ok(db) => db,
         Err(e) => return fail(&e),

@@ -52,6 +52,13 @@ impl Shared {
             .clone();
         value.downcast::<T>().expect("stored under its own type")
     }
+
+    /// The value of type `T`, if a plug made one.
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        let values = self.values.lock().unwrap_or_else(|e| e.into_inner());
+        let value = values.get(&std::any::TypeId::of::<T>())?.clone();
+        Some(value.downcast::<T>().expect("stored under its own type"))
+    }
 }
 
 /// How the binary configures and builds one family.

@@ -9,6 +9,7 @@ use ringfence_tools::followups::{
     self as family, ChangeOutcome, DeliveryPolicy, Followup, FollowupBackend, FollowupServices,
     ListFilter, Listed, SystemClock, UserDelivery,
 };
+use ringfence_tools::live::LiveSessions;
 use ringfence_tools::{Family, FamilyInfo};
 
 use super::{FamilyEnv, FamilyPlug};
@@ -17,7 +18,7 @@ use crate::config::{Config, ConfigError, SectionInput};
 mod config;
 pub mod scheduler;
 
-pub use config::FollowupSettings;
+pub use config::{ChannelKind, FollowupSettings};
 
 pub struct FollowupsPlug;
 
@@ -39,13 +40,21 @@ impl FamilyPlug for FollowupsPlug {
             cell: OnceLock::new(),
             path: settings.db_path.clone(),
         });
-        // `serve` delivers what falls due while it runs, when anyone's follow-ups can be.
+        // `serve` delivers what falls due while it runs, when anyone's follow-ups can be —
+        // through the `mcp` channel to the sessions it serves (registered in the shared
+        // `LiveSessions`, which the server finds there).
         if env.background && settings.delivers_for_anyone() {
             let (db, settings) = (db.clone(), settings.clone());
             let writer = check_in_writer(env.config);
+            let live = settings
+                .channels
+                .iter()
+                .any(|c| c.kind == config::ChannelKind::Mcp)
+                .then(|| env.shared.get_or_init(LiveSessions::default));
             env.supervisor.spawn("followup-scheduler", move |stop| {
                 match db.get().map_err(|e| e.to_string()).and_then(|db| {
-                    scheduler::Scheduler::new(db.clone(), settings, writer).map(Arc::new)
+                    scheduler::Scheduler::new(db.clone(), settings, writer)
+                        .map(|s| Arc::new(s.with_live(live)))
                 }) {
                     Ok(s) => s.run_blocking(&|wait| stop.wait(wait)),
                     Err(e) => tracing::error!(error = %e, "the follow-up scheduler cannot start"),
@@ -101,25 +110,23 @@ impl DeliveryPolicy for Policy {
             zone,
             zone_name,
             quiet_hours: own.and_then(|u| u.quiet_hours).unwrap_or(s.quiet_hours),
-            channels: s
+                        channels: s
                 .channels
                 .iter()
                 .filter(|c| c.serves(user))
-                .map(|c| {
-                    if scheduler::channel_is_built(c) {
-                        c.name().to_owned()
-                    } else {
-                        format!("{} (not built yet)", c.name())
-                    }
-                })
+                .map(|c| c.name().to_owned())
                 .collect(),
-            undeliverable: (!s
+            undeliverable: (!s.channels.iter().any(|c| c.serves(user))).then(|| {
+                format!("no [[followups.channels]] entry serves the user {user}: add one (webhook, command, email or mcp) without `users`, or name them in its `users`")
+            }),
+            caveat: s
                 .channels
                 .iter()
-                .any(|c| c.serves(user) && scheduler::channel_is_built(c)))
-            .then(|| {
-                "no channel that this version can deliver through serves this user yet (webhook, command and email work; mcp is still to come): configure a [[followups.channels]] of kind webhook, command or email".to_owned()
-            }),
+                .filter(|c| c.serves(user))
+                .all(|c| c.kind == config::ChannelKind::Mcp)
+                .then(|| {
+                    "It reaches the user through their MCP client (a message, and the resource ringfence://followups/due): if none is connected when it falls due, it comes when one connects.".to_owned()
+                }),
         }
     }
 }
@@ -185,5 +192,15 @@ impl FollowupBackend for LazyFollowups {
         now_ms: i64,
     ) -> Result<ChangeOutcome, BackendError> {
         self.get()?.cancel(user, id, reason, now_ms)
+    }
+
+    fn due(
+        &self,
+        user: &str,
+        since_ms: i64,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<Followup>, BackendError> {
+        self.get()?.due(user, since_ms, now_ms, limit)
     }
 }

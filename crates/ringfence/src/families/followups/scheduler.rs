@@ -8,12 +8,20 @@
 //! delivered when at least one channel took it (the others' errors are logged), else it is
 //! retried with exponential back-off (30 s, 1 min, 2 min, … at most 1 h) until
 //! `max_attempts`, then marked failed with the last error.
+//!
+//! The `mcp` channel reaches the user's MCP sessions open in this process (registered in
+//! [`LiveSessions`]). It counts only while one can be reached: a user served by nothing
+//! else is not claimed at all until a session of theirs connects (what fell due meanwhile
+//! is then delivered late, marked so), and the standalone scheduler, which has no
+//! sessions, leaves such users to `serve`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use ringfence_llm::{ChatModel, ChatRequest, Message};
 use ringfence_store::followups::{Claim, Deliverable, FollowupDb};
+use ringfence_tools::followups::{Clock, DUE_URI, SystemClock};
+use ringfence_tools::live::{LiveSessions, Notice};
 use ringfence_tools::time::{format_in_zone, format_iso_ms};
 use serde_json::json;
 
@@ -24,31 +32,35 @@ const PARALLEL: usize = 16;
 /// The longest wait between two looks at the database (other processes schedule too).
 const MAX_IDLE: Duration = Duration::from_secs(1);
 
-/// The channels built so far. `mcp` is still to come: the tools say so.
-pub fn channel_is_built(c: &Channel) -> bool {
-    !matches!(c.kind, ChannelKind::Mcp)
+/// How long a follow-up waits when the only session that could take it went away between
+/// its claim and its delivery (no attempt is counted).
+const RECHECK: Duration = Duration::from_secs(5);
+
+/// Whether channel `c` can carry `user`'s follow-ups now: it serves them, and for `mcp`, a
+/// session of theirs is among the `connected`.
+fn reaches(c: &Channel, user: &str, connected: &[String]) -> bool {
+    c.serves(user) && (c.kind != ChannelKind::Mcp || connected.iter().any(|u| u == user))
 }
 
-/// Whose follow-ups may be delivered: users with proactive messages on and at least one
-/// built channel.
-fn deliverable(s: &FollowupSettings) -> Deliverable {
+/// Whose follow-ups may be delivered now: users with proactive messages on and a channel
+/// that reaches them (`mcp` only while they are `connected` to this process).
+fn deliverable(s: &FollowupSettings, connected: &[String]) -> Deliverable {
     let usable = |user: &str| {
-        s.proactive_for(user)
-            && s.channels
-                .iter()
-                .any(|c| c.serves(user) && channel_is_built(c))
+        s.proactive_for(user) && s.channels.iter().any(|c| reaches(c, user, connected))
     };
-    // Users named anywhere in the configuration; everyone else takes the defaults.
+    // Users named anywhere in the configuration, or connected; everyone else takes the
+    // defaults.
     let mut named: Vec<String> = s.users.keys().cloned().collect();
     for c in &s.channels {
         named.extend(c.users.iter().flatten().cloned());
     }
+    named.extend(connected.iter().cloned());
     named.sort();
     named.dedup();
     let default_usable = s.proactive
         && s.channels
             .iter()
-            .any(|c| c.users.is_none() && channel_is_built(c));
+            .any(|c| c.users.is_none() && c.kind != ChannelKind::Mcp);
     if default_usable {
         Deliverable::AllBut(named.into_iter().filter(|u| !usable(u)).collect())
     } else {
@@ -67,8 +79,9 @@ pub struct Scheduler {
     /// Names this process in claims: host, pid and a random part.
     owner: String,
     http: reqwest::Client,
-    /// Whose follow-ups this process may deliver (from the settings, which do not change).
-    deliverable: Deliverable,
+    /// This process's MCP sessions (`serve`); none for the standalone scheduler.
+    live: Option<Arc<LiveSessions>>,
+    clock: Arc<dyn Clock>,
 }
 
 /// What one round did.
@@ -122,12 +135,39 @@ impl Scheduler {
         );
         Ok(Scheduler {
             db,
-            deliverable: deliverable(&settings),
             settings,
             writer,
             owner,
             http,
+            live: None,
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// Delivers through the `mcp` channel to the sessions registered in `live`.
+    pub fn with_live(mut self, live: Option<Arc<LiveSessions>>) -> Scheduler {
+        self.live = live;
+        self
+    }
+
+    /// Tells the time by `clock` (tests jump it).
+    #[cfg(test)]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Scheduler {
+        self.clock = clock;
+        self
+    }
+
+    /// The users with a session of this process that can be reached now.
+    fn connected(&self) -> Vec<String> {
+        self.live
+            .as_ref()
+            .map(|l| l.reachable_users())
+            .unwrap_or_default()
+    }
+
+    /// Whose follow-ups this process may deliver now.
+    fn deliverable(&self) -> Deliverable {
+        deliverable(&self.settings, &self.connected())
     }
 
     /// Runs until `stop` says so, each round then a sleep until the next follow-up is ready
@@ -155,8 +195,8 @@ impl Scheduler {
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "follow-up scheduler round failed"),
             }
-            let next = self.db.next_ready_ms(&self.deliverable).ok().flatten();
-            let now = ringfence_tools::time::now_ms();
+            let next = self.db.next_ready_ms(&self.deliverable()).ok().flatten();
+            let now = self.clock.now_ms();
             let wait = next
                 .map(|t| {
                     Duration::from_millis((t - now).clamp(0, MAX_IDLE.as_millis() as i64) as u64)
@@ -174,8 +214,9 @@ impl Scheduler {
     /// left to claim.
     pub async fn round(self: &Arc<Self>) -> Result<Round, String> {
         let mut total = Round::default();
+        let deliverable = self.deliverable();
         loop {
-            let now_ms = ringfence_tools::time::now_ms();
+            let now_ms = self.clock.now_ms();
             let claims = self
                 .db
                 .claim_due(
@@ -183,7 +224,7 @@ impl Scheduler {
                     now_ms,
                     self.settings.lease.as_millis() as i64,
                     PARALLEL,
-                    &self.deliverable,
+                    &deliverable,
                     self.settings.max_attempts,
                 )
                 .map_err(|e| e.to_string())?;
@@ -238,21 +279,40 @@ impl Scheduler {
             "idempotency_key": c.idempotency_key,
         });
         let body = serde_json::to_vec(&doc).unwrap_or_default();
+        let connected = self.connected();
         let channels: Vec<Channel> = self
             .settings
             .channels
             .iter()
-            .filter(|ch| ch.serves(&c.user) && channel_is_built(ch))
+            .filter(|ch| reaches(ch, &c.user, &connected))
             .cloned()
             .collect();
+        if channels.is_empty() {
+            // The user's only session went away since the claim: wait for one.
+            let _ = self.db.hold(
+                c.row,
+                &self.owner,
+                now_ms + RECHECK.as_millis() as i64,
+                now_ms,
+            );
+            return Round {
+                held: 1,
+                ..Round::default()
+            };
+        }
         // Every channel at once.
         let mut sending = tokio::task::JoinSet::new();
         let address = user.and_then(|u| u.email.clone());
         for ch in channels {
             let (http, body, key) = (self.http.clone(), body.clone(), c.idempotency_key.clone());
-            let (doc, address) = (doc.clone(), address.clone());
+            let (doc, address, live) = (doc.clone(), address.clone(), self.live.clone());
+            let to = Recipient {
+                user: c.user.clone(),
+                address,
+                live,
+            };
             sending.spawn(async move {
-                let r = deliver(&http, &ch, &doc, &body, &key, address.as_deref()).await;
+                let r = deliver(&http, &ch, &doc, &body, &key, &to).await;
                 (ch.name(), r)
             });
         }
@@ -267,7 +327,7 @@ impl Scheduler {
         }
         via.sort_unstable();
         errors.sort();
-        let done = ringfence_tools::time::now_ms();
+        let done = self.clock.now_ms();
         if !via.is_empty() {
             if !errors.is_empty() {
                 tracing::warn!(user = %c.user, followup = c.number, errors = %errors.join("; "), "a follow-up channel failed");
@@ -336,15 +396,23 @@ impl Scheduler {
     }
 }
 
-/// Sends one follow-up through one channel: the document `doc` (serialised as `body`),
-/// its idempotency `key`, and the user's e-mail `address` if configured.
+/// Whom a follow-up goes to: the user, their e-mail address if configured, and the MCP
+/// sessions of this process.
+struct Recipient {
+    user: String,
+    address: Option<String>,
+    live: Option<Arc<LiveSessions>>,
+}
+
+/// Sends one follow-up through one channel: the document `doc` (serialised as `body`) and
+/// its idempotency `key`.
 async fn deliver(
     http: &reqwest::Client,
     ch: &Channel,
     doc: &serde_json::Value,
     body: &[u8],
     key: &str,
-    address: Option<&str>,
+    to: &Recipient,
 ) -> Result<(), String> {
     match &ch.kind {
         ChannelKind::Webhook {
@@ -353,8 +421,23 @@ async fn deliver(
             timeout,
         } => webhook(http, url, secret, *timeout, body, key).await,
         ChannelKind::Command { argv, timeout } => command(argv, *timeout, body).await,
-        ChannelKind::Email(mail) => email(mail, address, doc, key).await,
-        ChannelKind::Mcp => Err("this channel is not built yet".into()),
+        ChannelKind::Email(mail) => email(mail, to.address.as_deref(), doc, key).await,
+        ChannelKind::Mcp => {
+            let live = to
+                .live
+                .as_ref()
+                .ok_or("no MCP session runs in this process")?;
+            let notice = Notice {
+                user: to.user.clone(),
+                message: doc["message"].as_str().unwrap_or_default().to_owned(),
+                document: doc.clone(),
+                resource: DUE_URI,
+            };
+            match live.tell(notice).await {
+                0 => Err("no connected MCP session of this user took it (a client that set its log level above notice and subscribed to nothing hears nothing)".into()),
+                _ => Ok(()),
+            }
+        }
     }
 }
 
@@ -579,6 +662,148 @@ async fn command(argv: &[String], timeout: Duration, body: &[u8]) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::tests::load_file;
+    use ringfence_tools::BoxFuture;
+    use ringfence_tools::followups::FollowupBackend;
+    use ringfence_tools::live::NoticeSink;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    const MIN: i64 = 60_000;
+    /// 2027-01-15T08:00:00Z: any fixed instant; the tests never read the machine's clock.
+    const T0: i64 = 1_800_000_000_000;
+
+    #[derive(Debug)]
+    struct TestClock(AtomicI64);
+    impl TestClock {
+        fn set(&self, ms: i64) {
+            self.0.store(ms, Ordering::SeqCst);
+        }
+    }
+    impl Clock for TestClock {
+        fn now_ms(&self) -> i64 {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    fn scheduler(
+        toml: &str,
+        dir: &std::path::Path,
+    ) -> (Arc<FollowupDb>, Arc<TestClock>, Arc<Scheduler>) {
+        let config = load_file(toml, &[]).unwrap();
+        let settings = config.families.get::<FollowupSettings>("followups").clone();
+        let db = Arc::new(FollowupDb::open(&dir.join("followups.db")).unwrap());
+        let clock = Arc::new(TestClock(AtomicI64::new(T0)));
+        let s = Scheduler::new(db.clone(), settings, None)
+            .unwrap()
+            .with_clock(clock.clone());
+        (db, clock, Arc::new(s))
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // reads what the test's own command wrote
+    fn clock_jumps_deliver_late_once_and_never_early() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("delivered.jsonl");
+        let toml = format!(
+            "[followups]\nproactive = true\ntimezone = \"UTC\"\n[[followups.channels]]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"cat >> '{0}'; echo >> '{0}'\"]\n",
+            out.display()
+        );
+        let (db, clock, s) = scheduler(&toml, dir.path());
+        db.schedule("alice", "soon", T0 + 10 * MIN, T0).unwrap();
+        db.schedule("alice", "later", T0 + 120 * MIN, T0).unwrap();
+        let rt = rt();
+        let delivered = || -> Vec<(i64, f64)> {
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            text.lines()
+                .filter(|l| !l.is_empty())
+                .map(|l| {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    (
+                        v["id"].as_i64().unwrap(),
+                        v["late_by_seconds"].as_f64().unwrap(),
+                    )
+                })
+                .collect()
+        };
+        let round = |at: i64| {
+            clock.set(at);
+            rt.block_on(s.round()).unwrap().delivered
+        };
+        assert_eq!(round(T0), 0, "nothing is due yet");
+        // The clock jumps an hour ahead (a suspended laptop wakes): the first is delivered,
+        // once, marked 50 minutes late; the second is not due yet.
+        assert_eq!(round(T0 + 60 * MIN), 1);
+        assert_eq!(delivered(), [(1, 3000.0)]);
+        // It jumps back: nothing is delivered again, nothing early.
+        assert_eq!(round(T0), 0);
+        assert_eq!(round(T0 + 60 * MIN), 0);
+        assert_eq!(round(T0 + 120 * MIN - 1), 0, "never early");
+        assert_eq!(round(T0 + 120 * MIN), 1);
+        assert_eq!(delivered(), [(1, 3000.0), (2, 0.0)]);
+        // The next wait is the longest idle one: nothing is left.
+        assert_eq!(db.next_ready_ms(&s.deliverable()).unwrap(), None);
+    }
+
+    /// An MCP session as the transport registers it, recording what it is told.
+    #[derive(Default)]
+    struct Session(Mutex<Vec<String>>);
+    impl NoticeSink for Session {
+        fn reachable(&self) -> bool {
+            true
+        }
+        fn tell(&self, notice: Arc<Notice>) -> BoxFuture<'static, bool> {
+            self.0.lock().unwrap().push(notice.message.clone());
+            Box::pin(async { true })
+        }
+    }
+
+    #[test]
+    fn the_mcp_channel_waits_for_a_connected_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, clock, s) = scheduler("[followups]\nproactive = true\n", dir.path());
+        let live = Arc::new(LiveSessions::default());
+        let s = Arc::new(
+            Arc::try_unwrap(s)
+                .ok()
+                .unwrap()
+                .with_live(Some(live.clone())),
+        );
+        db.schedule("alice", "ask about the interview", T0 + MIN, T0)
+            .unwrap();
+        clock.set(T0 + 5 * MIN);
+        let rt = rt();
+        // No session: not even claimed (no attempt, no hold), so nothing spins.
+        assert_eq!(rt.block_on(s.round()).unwrap(), Round::default());
+        assert_eq!(db.next_ready_ms(&s.deliverable()).unwrap(), None);
+        let bob = Arc::new(Session::default());
+        let _bob = live.register("bob", bob.clone());
+        assert_eq!(rt.block_on(s.round()).unwrap(), Round::default());
+        // Alice connects: it is delivered to her session, late.
+        let alice = Arc::new(Session::default());
+        let registration = live.register("alice", alice.clone());
+        let r = rt.block_on(s.round()).unwrap();
+        assert_eq!(r.delivered, 1);
+        assert_eq!(*alice.0.lock().unwrap(), ["ask about the interview"]);
+        assert!(bob.0.lock().unwrap().is_empty());
+        drop(registration);
+        let done = db.list(
+            "alice",
+            ringfence_tools::followups::ListFilter::Completed,
+            5,
+        );
+        assert_eq!(
+            done.unwrap().followups[0].delivered_via.as_deref(),
+            Some("mcp")
+        );
+    }
 
     #[test]
     fn backoff_doubles_up_to_an_hour() {

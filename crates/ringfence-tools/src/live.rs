@@ -1,0 +1,204 @@
+//! The MCP sessions open in this process, per user, and telling them something now: the
+//! follow-up scheduler hands a due follow-up to [`LiveSessions`], which passes it to every
+//! session of its user that can hear it. Nothing here knows MCP — the transport registers a
+//! [`NoticeSink`] for each session and keeps the [`Registration`] while the session lives.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use crate::tool::BoxFuture;
+
+/// How long one session may take to accept a notice before it counts as not told.
+pub const TELL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Something to tell a user's open sessions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    pub user: String,
+    /// What the user should read.
+    pub message: String,
+    /// The whole document, as other channels get it (a notification's data).
+    pub document: serde_json::Value,
+    /// The resource whose content changed with it (subscribers are told).
+    pub resource: &'static str,
+}
+
+/// One open session, as the transport sees it.
+pub trait NoticeSink: Send + Sync {
+    /// Whether a notice could reach the client now (an HTTP session without an open event
+    /// stream cannot be reached).
+    fn reachable(&self) -> bool;
+    /// Sends the notice; resolves to whether the client was sent anything (a client that
+    /// asked for neither log messages at this level nor the resource is not told).
+    fn tell(&self, notice: Arc<Notice>) -> BoxFuture<'static, bool>;
+}
+
+type Entry = (u64, String, Arc<dyn NoticeSink>);
+
+/// The sessions of this process that may be told things, by user.
+#[derive(Default)]
+pub struct LiveSessions {
+    sinks: Mutex<Vec<Entry>>,
+    next: AtomicU64,
+}
+
+impl std::fmt::Debug for LiveSessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveSessions")
+            .field("sessions", &self.lock().len())
+            .finish()
+    }
+}
+
+/// Keeps a session registered; dropping it takes the session out.
+#[must_use = "the session is unregistered when this is dropped"]
+pub struct Registration {
+    live: Weak<LiveSessions>,
+    id: u64,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Some(live) = self.live.upgrade() {
+            live.lock().retain(|(id, _, _)| *id != self.id);
+        }
+    }
+}
+
+impl LiveSessions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
+        self.sinks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a session of `user` until the returned registration is dropped.
+    pub fn register(self: &Arc<Self>, user: &str, sink: Arc<dyn NoticeSink>) -> Registration {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().push((id, user.to_owned(), sink));
+        Registration {
+            live: Arc::downgrade(self),
+            id,
+        }
+    }
+
+    /// The users with at least one session that can be reached now, sorted.
+    pub fn reachable_users(&self) -> Vec<String> {
+        let mut users: Vec<String> = self
+            .lock()
+            .iter()
+            .filter(|(_, _, s)| s.reachable())
+            .map(|(_, u, _)| u.clone())
+            .collect();
+        users.sort();
+        users.dedup();
+        users
+    }
+
+    /// Whether `user` has a session that can be reached now.
+    pub fn reaches(&self, user: &str) -> bool {
+        self.lock()
+            .iter()
+            .any(|(_, u, s)| u == user && s.reachable())
+    }
+
+    /// Tells every reachable session of the notice's user at once; returns how many were
+    /// sent something within [`TELL_TIMEOUT`].
+    pub async fn tell(&self, notice: Notice) -> usize {
+        let notice = Arc::new(notice);
+        let sinks: Vec<Arc<dyn NoticeSink>> = self
+            .lock()
+            .iter()
+            .filter(|(_, u, s)| *u == notice.user && s.reachable())
+            .map(|(_, _, s)| s.clone())
+            .collect();
+        let mut told = 0;
+        let mut sending = tokio::task::JoinSet::new();
+        for sink in sinks {
+            let notice = notice.clone();
+            sending.spawn(async move {
+                tokio::time::timeout(TELL_TIMEOUT, sink.tell(notice))
+                    .await
+                    .unwrap_or(false)
+            });
+        }
+        while let Some(done) = sending.join_next().await {
+            told += usize::from(done.unwrap_or(false));
+        }
+        told
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    struct Sink {
+        open: AtomicBool,
+        hears: bool,
+        told: Mutex<Vec<String>>,
+    }
+
+    impl NoticeSink for Sink {
+        fn reachable(&self) -> bool {
+            self.open.load(Ordering::SeqCst)
+        }
+        fn tell(&self, notice: Arc<Notice>) -> BoxFuture<'static, bool> {
+            self.told.lock().unwrap().push(notice.message.clone());
+            let hears = self.hears;
+            Box::pin(async move { hears })
+        }
+    }
+
+    fn sink(open: bool, hears: bool) -> Arc<Sink> {
+        Arc::new(Sink {
+            open: AtomicBool::new(open),
+            hears,
+            told: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn notice(user: &str) -> Notice {
+        Notice {
+            user: user.into(),
+            message: format!("for {user}"),
+            document: serde_json::json!({}),
+            resource: "ringfence://x",
+        }
+    }
+
+    #[tokio::test]
+    async fn only_the_users_reachable_sessions_are_told_while_registered() {
+        let live = Arc::new(LiveSessions::default());
+        let (a1, a2, b) = (sink(true, true), sink(false, true), sink(true, true));
+        let r1 = live.register("alice", a1.clone());
+        let _r2 = live.register("alice", a2.clone());
+        let _r3 = live.register("bob", b.clone());
+        assert_eq!(live.reachable_users(), ["alice", "bob"]);
+        assert_eq!(live.tell(notice("alice")).await, 1);
+        assert_eq!(*a1.told.lock().unwrap(), ["for alice"]);
+        assert!(
+            a2.told.lock().unwrap().is_empty(),
+            "no event stream, not told"
+        );
+        assert!(b.told.lock().unwrap().is_empty(), "another user's session");
+        // A stream opens on the second session; the first goes away.
+        a2.open.store(true, Ordering::SeqCst);
+        drop(r1);
+        assert_eq!(live.tell(notice("alice")).await, 1);
+        assert_eq!(a1.told.lock().unwrap().len(), 1);
+        assert_eq!(a2.told.lock().unwrap().len(), 1);
+        assert_eq!(live.tell(notice("carol")).await, 0);
+        assert!(!live.reaches("carol"));
+    }
+
+    #[tokio::test]
+    async fn a_session_that_hears_nothing_is_not_counted() {
+        let live = Arc::new(LiveSessions::default());
+        let deaf = sink(true, false);
+        let _r = live.register("alice", deaf.clone());
+        assert!(live.reaches("alice"));
+        assert_eq!(live.tell(notice("alice")).await, 0);
+        assert_eq!(deaf.told.lock().unwrap().len(), 1);
+    }
+}
