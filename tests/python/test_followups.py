@@ -684,6 +684,19 @@ async def listening_http(url: str, token: str | None, heard: Heard) -> AsyncIter
             yield session
 
 
+async def delivered_in_resource(read: Callable[[str], Any], context: str = INTERVIEW) -> str:
+    """The due resource once it shows `context` delivered via mcp (polled: the notices go
+    out a moment before the delivery is recorded)."""
+    text = ""
+    for _ in range(100):
+        text = (await read(DUE)).contents[0].text
+        entry = text.split(context)[0].rsplit("\n- #", 1)[-1] if context in text else ""
+        if "via mcp" in entry:
+            return text
+        await anyio.sleep(0.05)
+    raise AssertionError(f"{context!r} not shown delivered via mcp:\n{text}")
+
+
 def said(heard: Heard, context: str) -> list[Any]:
     return [m for m in heard.messages if isinstance(m.data, dict)
             and m.data.get("followup", {}).get("context") == context]
@@ -708,28 +721,32 @@ async def test_the_mcp_channel_tells_a_connected_session(ringfence_bin, tmp_path
             assert m.level == "notice" and m.logger == "ringfence.followups"
             assert m.data["message"] == INTERVIEW and m.data["followup"]["id"] == 1
             assert m.data["followup"]["idempotency_key"]
-            # The resource and the prompt hold it now.
-            text = (await s.read_resource(DUE)).contents[0].text
-            assert INTERVIEW in text and "#1" in text and "via mcp" in text, text
+            # The resource and the prompt hold it (marked delivered a moment after the
+            # notices went out).
+            text = await delivered_in_resource(s.read_resource)
+            assert INTERVIEW in text and "#1" in text, text
             prompt = await s.get_prompt("due_followups")
             assert "Check in with me" in prompt.messages[0].content.text
             assert INTERVIEW in prompt.messages[0].content.text
             done = structured(await s.call_tool("list_followups", {"status": "completed"}))
             assert done["followups"][0]["deliveredVia"] == "mcp", done
-            # A client that hears neither notices nor the resource is not counted as told:
-            # the follow-up stays pending, with the reason, for a later attempt.
+            # A client that asked for neither notices nor the resource would hear nothing:
+            # it does not count as listening, so the follow-up is not even tried.
             await s.set_logging_level("warning")
             await s.unsubscribe_resource(DUE)
+            updates = len(heard.updates)
             r = await s.call_tool("schedule_followup", {"context": "water the plants", "minutes_from_now": 0.01})
             assert not is_error(r), text_of(r)
-            for _ in range(200):
-                pending = structured(await s.call_tool("list_followups", {}))
-                if pending["followups"] and pending["followups"][0]["attempts"]:
-                    break
-                await anyio.sleep(0.05)
-            f = pending["followups"][0]
-            assert f["status"] == "pending" and "took it" in (f["lastError"] or ""), f
+            await anyio.sleep(2.5)
+            [f] = structured(await s.call_tool("list_followups", {}))["followups"]
+            assert f["status"] == "pending" and f["attempts"] == 0 and not f["lastError"], f
+            # Subscribing again makes it a listener: the resource update comes (no message:
+            # the level is still above notice).
+            await s.subscribe_resource(DUE)
+            await heard.wait(lambda: len(heard.updates) > updates)
             assert not said(heard, "water the plants")
+            text = await delivered_in_resource(s.read_resource, "water the plants")
+            assert "water the plants" in text
             # Unknown resources cannot be subscribed to.
             with pytest.raises(Exception, match="no resource"):
                 await s.subscribe_resource("ringfence://nothing")
@@ -761,12 +778,16 @@ async def test_over_http_each_user_hears_only_their_own(tmp_path):
         with anyio.fail_after(TEST_TIMEOUT_S):
             async with listening_http(srv.url, ALICE, alice) as a, listening_http(srv.url, BOB, bob) as b:
                 await b.subscribe_resource(DUE)
-                await anyio.sleep(0.5)  # both event streams open
                 r = await call(a, "schedule_followup", {"context": INTERVIEW, "minutes_from_now": 0.02})
                 assert not is_error(r), text_of(r)
+                # Bob's own comes a little later: once he has heard it, his stream was open
+                # when Alice's went out.
+                r = await call(b, "schedule_followup", {"context": "bob's own", "minutes_from_now": 0.04})
+                assert not is_error(r), text_of(r)
                 await alice.wait(lambda: bool(said(alice, INTERVIEW)))
-                await anyio.sleep(1)
-                assert not bob.messages and not bob.updates, (bob.messages, bob.updates)
+                await bob.wait(lambda: bool(said(bob, "bob's own")) and DUE in bob.updates)
+                assert not said(bob, INTERVIEW) and len(bob.updates) == 1, (bob.messages, bob.updates)
+                assert not said(alice, "bob's own")
                 assert INTERVIEW not in (await b.read_resource(DUE)).contents[0].text
                 assert INTERVIEW in (await a.read_resource(DUE)).contents[0].text
     finally:
@@ -833,7 +854,7 @@ async def test_a_2026_client_hears_through_subscriptions_listen(tmp_path):
                     async for event in sub:
                         assert event.uri == DUE, event
                         break
-                text = (await c.read_resource(DUE)).contents[0].text
-                assert INTERVIEW in text and "via mcp" in text, text
+                text = await delivered_in_resource(c.read_resource)
+                assert INTERVIEW in text, text
     finally:
         srv.stop()

@@ -83,12 +83,14 @@ pub(crate) struct SessionNotices {
     pub(crate) peer: Peer<RoleServer>,
     pub(crate) wants: Arc<Wants>,
     /// Whether the client can be reached now (HTTP: an event stream is open).
-    pub(crate) reachable: Box<dyn Fn() -> bool + Send + Sync>,
+    pub(crate) reachable: std::sync::Arc<dyn Fn() -> bool + Send + Sync>,
 }
 
 impl NoticeSink for SessionNotices {
-    fn reachable(&self) -> bool {
-        (self.reachable)() && !self.peer.is_transport_closed()
+    fn reachable(&self, resource: &str) -> bool {
+        (self.wants.hears_notices() || self.wants.subscribed(resource))
+            && (self.reachable)()
+            && !self.peer.is_transport_closed()
     }
 
     fn tell(&self, notice: Arc<Notice>) -> BoxFuture<'static, bool> {
@@ -125,20 +127,17 @@ pub(crate) struct ListenNotices {
 }
 
 impl NoticeSink for ListenNotices {
-    fn reachable(&self) -> bool {
-        // Registered only while the listen request runs: a failed send says the rest.
-        true
+    fn reachable(&self, resource: &str) -> bool {
+        // Registered only while the listen request runs; it hears what it accepted.
+        self.sink
+            .accepted()
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|uris| uris.iter().any(|u| u == resource))
     }
 
     fn tell(&self, notice: Arc<Notice>) -> BoxFuture<'static, bool> {
         let sink = self.sink.clone();
-        Box::pin(async move {
-            let wanted = sink
-                .accepted()
-                .resource_subscriptions
-                .as_ref()
-                .is_some_and(|uris| uris.iter().any(|u| u == notice.resource));
-            wanted && sink.notify_resource_updated(notice.resource).await.is_ok()
-        })
+        Box::pin(async move { sink.notify_resource_updated(notice.resource).await.is_ok() })
     }
 }

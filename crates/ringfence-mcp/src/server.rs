@@ -124,15 +124,18 @@ impl McpServer {
     /// any time over stdio; over HTTP only while an event stream of its session is open.
     fn register(&self, ctx: &NotificationContext<RoleServer>, user: &str) {
         let Some(live) = &self.live else { return };
-        let reachable: Box<dyn Fn() -> bool + Send + Sync> =
-            match crate::http::event_stream_check(&ctx.extensions) {
-                Some(check) => check,
-                None if ctx.extensions.get::<axum::http::request::Parts>().is_some() => {
-                    // HTTP without a session id: nothing can reach it between requests.
-                    Box::new(|| false)
-                }
-                None => Box::new(|| true),
-            };
+        let watch = crate::http::event_stream_check(&ctx.extensions);
+        let reachable: Arc<dyn Fn() -> bool + Send + Sync> = match &watch {
+            Some(w) => w.open.clone(),
+            None if ctx.extensions.get::<axum::http::request::Parts>().is_some() => {
+                // HTTP without a session id: nothing can reach it between requests.
+                Arc::new(|| false)
+            }
+            None => Arc::new(|| true),
+        };
+        if let Some(w) = watch {
+            keep_alive(ctx.peer.clone(), w, Arc::downgrade(&self.registration));
+        }
         let sink = Arc::new(SessionNotices {
             peer: ctx.peer.clone(),
             wants: self.wants.clone(),
@@ -234,6 +237,36 @@ impl McpServer {
         running.waiting().await?;
         Ok(())
     }
+}
+
+/// While the session lives (its server's `registration` is held) and its client has an event
+/// stream open, pings the client every `watch.ping_every`: traffic that keeps rmcp's session
+/// and the gate's idle stream from being ended under a client that is only listening.
+fn keep_alive(
+    peer: rmcp::Peer<RoleServer>,
+    watch: crate::http::StreamWatch,
+    alive: std::sync::Weak<std::sync::Mutex<Option<Registration>>>,
+) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(watch.ping_every).await;
+            if alive.strong_count() == 0 || peer.is_transport_closed() {
+                return;
+            }
+            if (watch.open)() {
+                let ping = rmcp::model::ServerRequest::PingRequest(Default::default());
+                let answer = tokio::time::timeout(
+                    std::time::Duration::from_secs(30),
+                    peer.send_request(ping),
+                )
+                .await;
+                tracing::debug!(
+                    answered = matches!(answer, Ok(Ok(_))),
+                    "pinged a listening client"
+                );
+            }
+        }
+    });
 }
 
 impl ServerHandler for McpServer {

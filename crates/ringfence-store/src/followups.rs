@@ -538,9 +538,10 @@ impl FollowupBackend for FollowupDb {
         let run = || -> Result<Vec<Followup>, StoreError> {
             let mut q = conn.prepare(&format!(
                 "SELECT {COLUMNS} FROM followups
-                 WHERE user = ?1 AND due_ms BETWEEN ?2 AND ?3
-                   AND status IN ('pending', 'delivering', 'completed')
-                 ORDER BY due_ms DESC, number DESC LIMIT ?4"
+                 WHERE user = ?1
+                   AND ((status = 'completed' AND delivered_ms >= ?2)
+                     OR (status IN ('pending', 'delivering') AND due_ms <= ?3))
+                 ORDER BY coalesce(delivered_ms, due_ms) DESC, number DESC LIMIT ?4"
             ))?;
             let rows = q.query_map(params![user, since_ms, now_ms, limit as i64], from_row)?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
@@ -701,7 +702,7 @@ mod tests {
     fn due_lists_what_fell_due_in_the_window_delivered_or_not() {
         let (_d, db) = db();
         let day = 24 * 60 * MIN;
-        db.schedule("alice", "long ago", 10 * MIN, 0).unwrap(); // 1: before the window
+        db.schedule("alice", "long ago", 10 * MIN, 0).unwrap(); // 1: delivered before the window
         db.schedule("alice", "delivered", day + 10 * MIN, 0)
             .unwrap(); // 2
         db.schedule("alice", "overdue", day + 20 * MIN, 0).unwrap(); // 3
@@ -713,11 +714,16 @@ mod tests {
         let claims = db
             .claim_due("me", day + 11 * MIN, MIN, 10, &everyone(), 5)
             .unwrap();
-        let mine = claims
-            .iter()
-            .find(|c| c.user == "alice" && c.number == 2)
-            .unwrap();
-        assert!(db.complete(mine.row, "me", "mcp", day + 11 * MIN).unwrap());
+        let row = |n: i64| {
+            claims
+                .iter()
+                .find(|c| c.user == "alice" && c.number == n)
+                .unwrap()
+                .row
+        };
+        // #1 was delivered long before the window, #2 in it.
+        assert!(db.complete(row(1), "me", "mcp", 20 * MIN).unwrap());
+        assert!(db.complete(row(2), "me", "mcp", day + 11 * MIN).unwrap());
         let now = day + 60 * MIN;
         let due = db.due("alice", now - day, now, 50).unwrap();
         let got: Vec<(i64, Status)> = due.iter().map(|f| (f.id, f.status)).collect();

@@ -26,9 +26,10 @@ pub struct Notice {
 
 /// One open session, as the transport sees it.
 pub trait NoticeSink: Send + Sync {
-    /// Whether a notice could reach the client now (an HTTP session without an open event
-    /// stream cannot be reached).
-    fn reachable(&self) -> bool;
+    /// Whether a notice about `resource` would be heard now: the client can be reached (an
+    /// HTTP session without an open event stream cannot) and asked for it (log messages at
+    /// the notice's level, or updates of `resource`).
+    fn reachable(&self, resource: &str) -> bool;
     /// Sends the notice; resolves to whether the client was sent anything (a client that
     /// asked for neither log messages at this level nor the resource is not told).
     fn tell(&self, notice: Arc<Notice>) -> BoxFuture<'static, bool>;
@@ -81,12 +82,12 @@ impl LiveSessions {
         }
     }
 
-    /// The users with at least one session that can be reached now, sorted.
-    pub fn reachable_users(&self) -> Vec<String> {
+    /// The users with a session that would hear a notice about `resource` now, sorted.
+    pub fn reachable_users(&self, resource: &str) -> Vec<String> {
         let mut users: Vec<String> = self
             .lock()
             .iter()
-            .filter(|(_, _, s)| s.reachable())
+            .filter(|(_, _, s)| s.reachable(resource))
             .map(|(_, u, _)| u.clone())
             .collect();
         users.sort();
@@ -94,23 +95,23 @@ impl LiveSessions {
         users
     }
 
-    /// Whether `user` has a session that can be reached now.
-    pub fn reaches(&self, user: &str) -> bool {
+    /// Whether `user` has a session that would hear a notice about `resource` now.
+    pub fn reaches(&self, user: &str, resource: &str) -> bool {
         self.lock()
             .iter()
-            .any(|(_, u, s)| u == user && s.reachable())
+            .any(|(_, u, s)| u == user && s.reachable(resource))
     }
 
-    /// Tells every reachable session of the notice's user at once; returns how many were
-    /// sent something within [`TELL_TIMEOUT`].
-    pub async fn tell(&self, notice: Notice) -> usize {
+    /// Tells every session of the notice's user that would hear it, all at once.
+    pub async fn tell(&self, notice: Notice) -> Told {
         let notice = Arc::new(notice);
         let sinks: Vec<Arc<dyn NoticeSink>> = self
             .lock()
             .iter()
-            .filter(|(_, u, s)| *u == notice.user && s.reachable())
+            .filter(|(_, u, s)| *u == notice.user && s.reachable(notice.resource))
             .map(|(_, _, s)| s.clone())
             .collect();
+        let reachable = sinks.len();
         let mut told = 0;
         let mut sending = tokio::task::JoinSet::new();
         for sink in sinks {
@@ -124,8 +125,17 @@ impl LiveSessions {
         while let Some(done) = sending.join_next().await {
             told += usize::from(done.unwrap_or(false));
         }
-        told
+        Told { reachable, told }
     }
+}
+
+/// What [`LiveSessions::tell`] came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Told {
+    /// Sessions that would hear it when it was sent.
+    pub reachable: usize,
+    /// Sessions that were sent it within [`TELL_TIMEOUT`].
+    pub told: usize,
 }
 
 #[cfg(test)]
@@ -140,8 +150,8 @@ mod tests {
     }
 
     impl NoticeSink for Sink {
-        fn reachable(&self) -> bool {
-            self.open.load(Ordering::SeqCst)
+        fn reachable(&self, resource: &str) -> bool {
+            self.open.load(Ordering::SeqCst) && resource == "ringfence://x"
         }
         fn tell(&self, notice: Arc<Notice>) -> BoxFuture<'static, bool> {
             self.told.lock().unwrap().push(notice.message.clone());
@@ -174,8 +184,15 @@ mod tests {
         let r1 = live.register("alice", a1.clone());
         let _r2 = live.register("alice", a2.clone());
         let _r3 = live.register("bob", b.clone());
-        assert_eq!(live.reachable_users(), ["alice", "bob"]);
-        assert_eq!(live.tell(notice("alice")).await, 1);
+        assert_eq!(live.reachable_users("ringfence://x"), ["alice", "bob"]);
+        assert!(live.reachable_users("ringfence://other").is_empty());
+        assert_eq!(
+            live.tell(notice("alice")).await,
+            Told {
+                reachable: 1,
+                told: 1
+            }
+        );
         assert_eq!(*a1.told.lock().unwrap(), ["for alice"]);
         assert!(
             a2.told.lock().unwrap().is_empty(),
@@ -185,20 +202,38 @@ mod tests {
         // A stream opens on the second session; the first goes away.
         a2.open.store(true, Ordering::SeqCst);
         drop(r1);
-        assert_eq!(live.tell(notice("alice")).await, 1);
+        assert_eq!(
+            live.tell(notice("alice")).await,
+            Told {
+                reachable: 1,
+                told: 1
+            }
+        );
         assert_eq!(a1.told.lock().unwrap().len(), 1);
         assert_eq!(a2.told.lock().unwrap().len(), 1);
-        assert_eq!(live.tell(notice("carol")).await, 0);
-        assert!(!live.reaches("carol"));
+        assert_eq!(
+            live.tell(notice("carol")).await,
+            Told {
+                reachable: 0,
+                told: 0
+            }
+        );
+        assert!(!live.reaches("carol", "ringfence://x"));
     }
 
     #[tokio::test]
-    async fn a_session_that_hears_nothing_is_not_counted() {
+    async fn a_session_that_fails_to_take_it_is_not_counted() {
         let live = Arc::new(LiveSessions::default());
-        let deaf = sink(true, false);
-        let _r = live.register("alice", deaf.clone());
-        assert!(live.reaches("alice"));
-        assert_eq!(live.tell(notice("alice")).await, 0);
-        assert_eq!(deaf.told.lock().unwrap().len(), 1);
+        let failing = sink(true, false);
+        let _r = live.register("alice", failing.clone());
+        assert!(live.reaches("alice", "ringfence://x"));
+        assert_eq!(
+            live.tell(notice("alice")).await,
+            Told {
+                reachable: 1,
+                told: 0
+            }
+        );
+        assert_eq!(failing.told.lock().unwrap().len(), 1);
     }
 }

@@ -74,7 +74,7 @@ impl Gate {
             inflight: AtomicUsize::new(0),
             idle: tokio::sync::Notify::new(),
             metrics: parts.metrics,
-            streams: Arc::default(),
+            streams: Arc::new(EventStreams::new(parts.stream_idle)),
         }
     }
 
@@ -318,7 +318,17 @@ async fn admit(
         }
     }
 
+    // A 2026-07-28 `subscriptions/listen` is a POST whose answer is a long-lived event
+    // stream: it counts as a stream (not as a call a shutdown waits for), and holds no body
+    // budget once it is read. rmcp refuses a request whose `Mcp-Method` header and body
+    // disagree, so the header can be trusted here.
+    let listen = method == Method::POST
+        && req
+            .headers()
+            .get("mcp-method")
+            .is_some_and(|v| v.as_bytes() == b"subscriptions/listen");
     let kind = match method {
+        Method::POST if listen => Kind::Stream,
         Method::POST => Kind::Call,
         Method::GET => Kind::Stream,
         _ => Kind::Other,
@@ -373,7 +383,12 @@ async fn admit(
         body_failure = Some(failure);
     }
 
-    let inflight = (method == Method::POST).then(|| gate.begin());
+    let req_last_event_id = req
+        .headers()
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let inflight = (method == Method::POST && !listen).then(|| gate.begin());
     // The session's server asks later whether its client has an event stream open.
     req.extensions_mut().insert(gate.streams.clone());
     let mut response = next.run(req).await;
@@ -410,15 +425,27 @@ async fn admit(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
+    if listen && is_event_stream {
+        // Its body was read to answer; a listen may last for hours.
+        reservation = None;
+    }
+    // A listen is quiet until something changes, and its client does not open it again
+    // by itself: it is not closed for being idle.
     let idle = match (kind, gate.stream_idle) {
-        (Kind::Stream, Some(after)) if is_event_stream => Some(IdleTimer {
+        (Kind::Stream, Some(after)) if is_event_stream && !listen => Some(IdleTimer {
             after,
             sleep: Box::pin(tokio::time::sleep(after)),
         }),
         _ => None,
     };
-    let stream = match (&session_id, kind) {
-        (Some(id), Kind::Stream) if is_event_stream && response.status().is_success() => {
+    // The session's standalone event stream (not a resumed request's own stream, which
+    // carries nothing else): what anything said between requests goes out on.
+    let standalone = method == Method::GET
+        && req_last_event_id
+            .as_deref()
+            .is_none_or(|id| !id.contains('/'));
+    let stream = match &session_id {
+        Some(id) if standalone && is_event_stream && response.status().is_success() => {
             Some(gate.streams.opened(id))
         }
         _ => None,

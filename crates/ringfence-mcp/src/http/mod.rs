@@ -25,7 +25,7 @@ mod tls;
 
 pub use auth::{Auth, MetricsToken, TokenAuth, TokenConfigError, token_hash};
 pub use limits::{RateLimits, open_request_slots};
-pub(crate) use streams::event_stream_check;
+pub(crate) use streams::{StreamWatch, event_stream_check};
 pub use tls::{TlsConfig, TlsError, load_tls};
 
 /// How the HTTP transport is set up.

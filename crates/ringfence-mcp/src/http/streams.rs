@@ -1,14 +1,32 @@
 //! Which MCP sessions have an event stream (`GET /mcp`) open now: the only way anything
 //! the server says between requests reaches an HTTP client. A session without one is not
 //! counted as reachable, so what falls due waits for a client that can hear it.
+//!
+//! A quiet session would be ended after a few idle minutes (rmcp's session keep-alive, the
+//! gate's idle streams), though its client is still listening: a session that is told
+//! things pings its client while its stream is open, often enough to stay.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The longest wait between two pings (below rmcp's 5-minute session keep-alive).
+const MAX_PING_EVERY: Duration = Duration::from_secs(240);
 
 /// Open event streams per MCP session id.
 #[derive(Debug, Default)]
 pub(crate) struct EventStreams {
     open: Mutex<HashMap<String, usize>>,
+    /// How often a session that is told things pings its client.
+    ping_every: Option<Duration>,
+}
+
+/// What a session's server may ask later of its client's event streams.
+pub(crate) struct StreamWatch {
+    /// Whether a stream of the session is open now.
+    pub(crate) open: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// How often to ping the client while it is, to keep the session and stream alive.
+    pub(crate) ping_every: Duration,
 }
 
 /// Counts one open stream until dropped (with the response body).
@@ -30,6 +48,19 @@ impl Drop for StreamOpen {
 }
 
 impl EventStreams {
+    /// Streams closed after `stream_idle` without traffic: pings come well before.
+    pub(crate) fn new(stream_idle: Option<Duration>) -> EventStreams {
+        EventStreams {
+            open: Mutex::default(),
+            ping_every: Some(
+                stream_idle
+                    .map(|d| (d * 4 / 5).max(Duration::from_secs(1)))
+                    .unwrap_or(MAX_PING_EVERY)
+                    .min(MAX_PING_EVERY),
+            ),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -50,9 +81,7 @@ impl EventStreams {
 
 /// For a request that came over HTTP in an MCP session: whether that session has an event
 /// stream open, asked at any later time. `None` for anything else (stdio; no session id).
-pub(crate) fn event_stream_check(
-    extensions: &rmcp::model::Extensions,
-) -> Option<Box<dyn Fn() -> bool + Send + Sync>> {
+pub(crate) fn event_stream_check(extensions: &rmcp::model::Extensions) -> Option<StreamWatch> {
     let parts = extensions.get::<axum::http::request::Parts>()?;
     let streams = parts.extensions.get::<Arc<EventStreams>>()?.clone();
     let session = parts
@@ -60,7 +89,11 @@ pub(crate) fn event_stream_check(
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())?
         .to_owned();
-    Some(Box::new(move || streams.is_open(&session)))
+    let ping_every = streams.ping_every.unwrap_or(MAX_PING_EVERY);
+    Some(StreamWatch {
+        open: Arc::new(move || streams.is_open(&session)),
+        ping_every,
+    })
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@ use crate::time::{format_in_zone, format_iso_ms};
 
 pub const DUE_URI: &str = "ringfence://followups/due";
 pub const DUE_PROMPT: &str = "due_followups";
-/// How far back the resource looks: follow-ups delivered within this are still news.
+/// How far back the resource looks: follow-ups delivered within this are still news (and
+/// every one due and not delivered yet is listed).
 pub const DUE_WINDOW_MS: i64 = 24 * 3600 * 1000;
 /// The most follow-ups the resource lists.
 pub const DUE_LIMIT: usize = 50;

@@ -168,8 +168,9 @@ pub trait FollowupBackend: Send + Sync + std::fmt::Debug {
         reason: Option<&str>,
         now_ms: i64,
     ) -> Result<ChangeOutcome, BackendError>;
-    /// The user's follow-ups that fell due between `since_ms` and `now_ms`, delivered or
-    /// still on their way (not cancelled or failed ones), latest due first, at most `limit`.
+    /// What has come due for the user: follow-ups delivered since `since_ms`, and those due
+    /// by `now_ms` and still on their way (not cancelled or failed ones), latest first (by
+    /// delivery, else due time), at most `limit`.
     fn due(
         &self,
         user: &str,

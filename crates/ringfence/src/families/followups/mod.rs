@@ -90,6 +90,9 @@ pub fn settings(config: &Config) -> &FollowupSettings {
     config.families.get(family::INFO.name)
 }
 
+/// What the tools say of a user only the `mcp` channel serves.
+const ONLY_MCP: &str = "It reaches the user through their MCP client (a message, and the resource ringfence://followups/due): if none is connected when it falls due, it comes when one connects.";
+
 /// The users' delivery settings, from the configuration.
 #[derive(Debug)]
 struct Policy(FollowupSettings);
@@ -98,6 +101,7 @@ impl DeliveryPolicy for Policy {
     fn for_user(&self, user: &str) -> UserDelivery {
         let s = &self.0;
         let own = s.users.get(user);
+        let serving: Vec<_> = s.channels.iter().filter(|c| c.serves(user)).collect();
         let (zone_name, zone) = own
             .and_then(|u| u.zone.clone())
             .unwrap_or_else(|| (s.zone_name.clone(), s.zone.clone()));
@@ -110,23 +114,13 @@ impl DeliveryPolicy for Policy {
             zone,
             zone_name,
             quiet_hours: own.and_then(|u| u.quiet_hours).unwrap_or(s.quiet_hours),
-                        channels: s
-                .channels
-                .iter()
-                .filter(|c| c.serves(user))
-                .map(|c| c.name().to_owned())
-                .collect(),
-            undeliverable: (!s.channels.iter().any(|c| c.serves(user))).then(|| {
+            channels: serving.iter().map(|c| c.name().to_owned()).collect(),
+            undeliverable: serving.is_empty().then(|| {
                 format!("no [[followups.channels]] entry serves the user {user}: add one (webhook, command, email or mcp) without `users`, or name them in its `users`")
             }),
-            caveat: s
-                .channels
-                .iter()
-                .filter(|c| c.serves(user))
-                .all(|c| c.kind == config::ChannelKind::Mcp)
-                .then(|| {
-                    "It reaches the user through their MCP client (a message, and the resource ringfence://followups/due): if none is connected when it falls due, it comes when one connects.".to_owned()
-                }),
+            caveat: (!serving.is_empty()
+                && serving.iter().all(|c| c.kind == config::ChannelKind::Mcp))
+            .then(|| ONLY_MCP.to_owned()),
         }
     }
 }

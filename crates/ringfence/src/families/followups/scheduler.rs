@@ -35,6 +35,8 @@ const MAX_IDLE: Duration = Duration::from_secs(1);
 /// How long a follow-up waits when the only session that could take it went away between
 /// its claim and its delivery (no attempt is counted).
 const RECHECK: Duration = Duration::from_secs(5);
+/// The `mcp` channel's answer when no session of the user would hear it (any more).
+const NOBODY_LISTENING: &str = "no MCP session of this user is listening";
 
 /// Whether channel `c` can carry `user`'s follow-ups now: it serves them, and for `mcp`, a
 /// session of theirs is among the `connected`.
@@ -161,7 +163,7 @@ impl Scheduler {
     fn connected(&self) -> Vec<String> {
         self.live
             .as_ref()
-            .map(|l| l.reachable_users())
+            .map(|l| l.reachable_users(DUE_URI))
             .unwrap_or_default()
     }
 
@@ -328,6 +330,17 @@ impl Scheduler {
         via.sort_unstable();
         errors.sort();
         let done = self.clock.now_ms();
+        if via.is_empty() && errors.iter().all(|e| e.ends_with(NOBODY_LISTENING)) {
+            // The only sessions that could hear it went away since the claim: no attempt
+            // is counted; it waits for one.
+            let _ = self
+                .db
+                .hold(c.row, &self.owner, done + RECHECK.as_millis() as i64, done);
+            return Round {
+                held: 1,
+                ..Round::default()
+            };
+        }
         if !via.is_empty() {
             if !errors.is_empty() {
                 tracing::warn!(user = %c.user, followup = c.number, errors = %errors.join("; "), "a follow-up channel failed");
@@ -433,9 +446,16 @@ async fn deliver(
                 document: doc.clone(),
                 resource: DUE_URI,
             };
-            match live.tell(notice).await {
-                0 => Err("no connected MCP session of this user took it (a client that set its log level above notice and subscribed to nothing hears nothing)".into()),
-                _ => Ok(()),
+            let told = live.tell(notice).await;
+            if told.reachable == 0 {
+                Err(NOBODY_LISTENING.into())
+            } else if told.told == 0 {
+                Err(format!(
+                    "{} MCP session(s) of this user could not be sent it",
+                    told.reachable
+                ))
+            } else {
+                Ok(())
             }
         }
     }
@@ -756,7 +776,7 @@ mod tests {
     #[derive(Default)]
     struct Session(Mutex<Vec<String>>);
     impl NoticeSink for Session {
-        fn reachable(&self) -> bool {
+        fn reachable(&self, _resource: &str) -> bool {
             true
         }
         fn tell(&self, notice: Arc<Notice>) -> BoxFuture<'static, bool> {
