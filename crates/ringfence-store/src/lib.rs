@@ -17,6 +17,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use ringfence_tools::journal::HISTORY_PER_FILE;
 use ringfence_tools::{FileKey, Journal, JournalEntry, JournalRecord};
 
+pub mod calendar;
 mod error;
 pub mod followups;
 pub mod memory;

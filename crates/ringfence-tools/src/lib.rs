@@ -11,6 +11,7 @@
 //! returned as tool results. Nothing here knows MCP.
 
 mod args;
+pub mod calendar;
 
 pub mod delegate;
 pub mod error;

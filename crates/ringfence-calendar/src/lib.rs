@@ -1,0 +1,22 @@
+//! Calendars behind ringfence's four calendar tools (seed 003).
+//!
+//! - [`ical`]: iCalendar text as a tree, read and written without loss.
+//! - [`event`]: times in their zones, recurrence expanded in a window (the `rrule` crate in
+//!   the event's zone, so wall-clock times hold across daylight-saving changes), overrides
+//!   and exceptions.
+//! - [`object`]: the edits: a new event, a change to a whole series or one occurrence, an
+//!   occurrence removed.
+//! - [`backend`]: [`ObjectCalendar`], the tools' `CalendarBackend` over any store of objects,
+//!   with conflict detection (ETags, and what the user last saw).
+//! - [`local`]: the local calendar in `calendar.db`.
+//! - [`caldav`]: RFC 4791 CalDAV servers.
+
+pub mod backend;
+pub mod caldav;
+pub mod event;
+pub mod ical;
+pub mod local;
+pub mod object;
+pub mod transfer;
+
+pub use backend::{CalendarInfo, ObjectCalendar, ObjectStore, Stored, UserStores};
