@@ -107,8 +107,13 @@ impl ObjectCalendar {
     }
 }
 
-/// An event ID: the calendar, the object and (for one occurrence) its key, base64url.
+/// An event ID: the calendar, the object (its name within the calendar when it is there)
+/// and, for one occurrence, its key; base64url.
 pub fn event_id(calendar: &str, href: &str, rid: Option<&str>) -> String {
+    let href = match href.strip_prefix(calendar) {
+        Some(rest) if !rest.is_empty() && calendar.ends_with('/') => format!("./{rest}"),
+        _ => href.to_owned(),
+    };
     URL_SAFE_NO_PAD.encode(format!("{calendar}\u{1f}{href}\u{1f}{}", rid.unwrap_or("")))
 }
 
@@ -121,9 +126,13 @@ pub fn parse_event_id(id: &str) -> Option<(String, String, Option<String>)> {
     if it.next().is_some() || cal.is_empty() || href.is_empty() {
         return None;
     }
+    let href = match href.strip_prefix("./") {
+        Some(rest) => format!("{cal}{rest}"),
+        None => href.to_owned(),
+    };
     Some((
         cal.to_owned(),
-        href.to_owned(),
+        href,
         (!rid.is_empty()).then(|| rid.to_owned()),
     ))
 }
@@ -339,7 +348,7 @@ impl CalendarBackend for ObjectCalendar {
             let store = store?;
             if event.add_meet_link {
                 return Err(CalendarError::Unsupported(format!(
-                    "{} calendars cannot make Google Meet links, so the event was not created: leave addMeetLink out (a meeting link can go in location), or use Google Calendar ([calendar] provider = \"google\")",
+                    "{} calendars cannot make Google Meet links, so the event was not created: leave addMeetLink out (a meeting link can go in location); Meet links need Google Calendar, which this version of ringfence cannot connect to yet",
                     store.provider()
                 )));
             }
@@ -423,5 +432,33 @@ impl CalendarBackend for ObjectCalendar {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_round_trip_and_junk_is_no_id() {
+        for (cal, href, rid) in [
+            ("personal", "abc@ringfence", None),
+            (
+                "/alice/work/",
+                "/alice/work/e1.ics",
+                Some("20260302T140000Z"),
+            ),
+            ("/alice/work/", "/elsewhere/e2.ics", None),
+        ] {
+            let id = event_id(cal, href, rid);
+            assert_eq!(
+                parse_event_id(&id),
+                Some((cal.into(), href.into(), rid.map(str::to_owned)))
+            );
+        }
+        assert!(event_id("/alice/work/", "/alice/work/e1.ics", None).len() < 40);
+        for junk in ["abc123", "", "!!", &URL_SAFE_NO_PAD.encode("a\u{1f}b")] {
+            assert_eq!(parse_event_id(junk), None, "{junk}");
+        }
     }
 }

@@ -2,8 +2,10 @@
 //! logging, the [`App`]), and the dispatch to one module per command.
 
 mod audit;
+mod calendar;
 mod call;
 mod followups;
+
 mod memory;
 mod model;
 mod scheduler;
@@ -131,6 +133,9 @@ enum Command {
     /// Follow-ups: list, back up, move (JSON lines).
     #[command(subcommand)]
     Followups(followups::FollowupsCommand),
+    /// The local calendar: back up, move events in and out (iCalendar files).
+    #[command(subcommand)]
+    Calendar(calendar::CalendarCommand),
 }
 
 impl Cli {
@@ -144,6 +149,7 @@ impl Cli {
             | Command::Model(_)
             | Command::Memory(_)
             | Command::Followups(_)
+            | Command::Calendar(_)
             | Command::Scheduler => Vec::new(),
         };
         Overrides {
@@ -217,6 +223,7 @@ pub fn run_main() -> ExitCode {
         Command::Memory(cmd) => memory::run(&config, cmd),
         Command::Scheduler => scheduler::run(&config),
         Command::Followups(cmd) => followups::run(&config, cmd),
+        Command::Calendar(cmd) => calendar::run(&config, cmd),
         Command::Serve {
             http,
             tls_cert,

@@ -15,7 +15,9 @@ use ringfence_tools::{Catalogue, Family, FamilyInfo};
 use crate::config::{Config, ConfigError, SectionInput};
 use crate::supervisor::Supervisor;
 
+pub mod calendar;
 pub mod delegate;
+
 pub mod files;
 pub mod followups;
 pub mod images;
@@ -122,11 +124,28 @@ impl<P: FamilyPlug> Plug for P {
     }
 }
 
+/// Opens a database file of the data directory with `open`, making its directory (0700)
+/// first if missing; `what` names it in errors.
+pub fn open_private_db<T, E: std::fmt::Display>(
+    path: &std::path::Path,
+    what: &str,
+    open: impl FnOnce(&std::path::Path) -> Result<T, E>,
+) -> Result<Arc<T>, String> {
+    if let Some(dir) = path.parent() {
+        ringfence_fs::create_private_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    open(path)
+        .map(Arc::new)
+        .map_err(|e| format!("cannot open the {what} database: {e}"))
+}
+
 /// Every family, in listing order.
 pub const FAMILIES: &[&dyn Plug] = &[
     &files::FilesPlug,
     &memory::MemoryPlug,
     &followups::FollowupsPlug,
+    &calendar::CalendarPlug,
     &web::WebPlug,
     &images::ImagesPlug,
     &shell::ShellPlug,

@@ -205,7 +205,7 @@ fn tools_prints_definitions_in_three_formats() {
     fails_closed(
         ringfence(tmp.path()).args([
             "--disable-tools",
-            "files,memory,followups,web,images",
+            "files,memory,followups,calendar,web,images",
             "tools",
         ]),
         "every tool is disabled",

@@ -316,12 +316,12 @@ impl FollowupSettings {
     }
 }
 
-fn parse_zone(key: &str, name: &str) -> Result<TimeZone, ConfigError> {
+pub(crate) fn parse_zone(key: &str, name: &str) -> Result<TimeZone, ConfigError> {
     time::zone(name).map_err(|e| ConfigError::invalid(key, e.to_string()))
 }
 
 /// The machine's zone and its name (`UTC` when it cannot be told).
-fn system_zone() -> (String, TimeZone) {
+pub(crate) fn system_zone() -> (String, TimeZone) {
     let tz = TimeZone::try_system().unwrap_or(TimeZone::UTC);
     let name = tz.iana_name().unwrap_or("UTC").to_owned();
     (name, tz)

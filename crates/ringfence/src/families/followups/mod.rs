@@ -15,7 +15,7 @@ use ringfence_tools::{Family, FamilyInfo};
 use super::{FamilyEnv, FamilyPlug};
 use crate::config::{Config, ConfigError, SectionInput};
 
-mod config;
+pub(crate) mod config;
 pub mod scheduler;
 
 pub use config::{ChannelKind, FollowupSettings};
@@ -127,13 +127,7 @@ impl DeliveryPolicy for Policy {
 
 /// Opens `followups.db` (made 0600 by the store), making its directory (0700) if missing.
 pub fn open_db(path: &std::path::Path) -> Result<Arc<FollowupDb>, String> {
-    if let Some(dir) = path.parent() {
-        ringfence_fs::create_private_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    FollowupDb::open(path)
-        .map(Arc::new)
-        .map_err(|e| format!("cannot open the follow-up database: {e}"))
+    super::open_private_db(path, "follow-up", FollowupDb::open)
 }
 
 /// `followups.db`, opened on first use.

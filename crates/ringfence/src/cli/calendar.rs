@@ -1,0 +1,130 @@
+//! `calendar export`, `calendar import`: the local calendar as iCalendar (RFC 5545) files,
+//! to move events in from another calendar application or out of ringfence.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use ringfence_calendar::event::Zones;
+use ringfence_calendar::local::DEFAULT_CALENDAR;
+use ringfence_calendar::transfer;
+use ringfence_store::calendar::{CalendarDb, WriteError};
+use ringfence_tools::LOCAL_USER;
+
+use super::{fail, read_input, say, write_output};
+use crate::config::Config;
+
+#[derive(Debug, Subcommand)]
+pub(super) enum CalendarCommand {
+    /// Write a user's local events as one iCalendar file (to stdout, or --output).
+    Export {
+        /// Whose events (default: the local user's).
+        #[arg(long)]
+        user: Option<String>,
+        /// Only this calendar (its ID, e.g. `personal`).
+        #[arg(long)]
+        calendar: Option<String>,
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Store the events of an iCalendar file in a user's local calendar; events already
+    /// there (the same UID) are skipped, so an import can be repeated.
+    Import {
+        /// The .ics file, or `-` for stdin.
+        file: PathBuf,
+        #[arg(long)]
+        user: Option<String>,
+        /// Into this calendar (made if missing; default: `personal`).
+        #[arg(long)]
+        calendar: Option<String>,
+    },
+}
+
+pub(super) fn run(config: &Config, cmd: CalendarCommand) -> ExitCode {
+    let settings = crate::families::calendar::settings(config);
+    let db = match crate::families::calendar::open_db(&settings.db_path) {
+        Ok(db) => db,
+        Err(e) => return fail(&e),
+    };
+    match cmd {
+        CalendarCommand::Export {
+            user,
+            calendar,
+            output,
+        } => export(
+            &db,
+            user.as_deref().unwrap_or(LOCAL_USER),
+            calendar.as_deref(),
+            output.as_deref(),
+        ),
+        CalendarCommand::Import {
+            file,
+            user,
+            calendar,
+        } => {
+            let user = user.as_deref().unwrap_or(LOCAL_USER);
+            let account = settings.account(user);
+            let zones = Zones::new(&account.zone_name, account.zone.clone());
+            import(&db, &file, user, calendar.as_deref(), &zones)
+        }
+    }
+}
+
+fn export(db: &CalendarDb, user: &str, calendar: Option<&str>, output: Option<&Path>) -> ExitCode {
+    let objects = match db.all(user, calendar) {
+        Ok(o) => o,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let texts: Vec<String> = objects.into_iter().map(|o| o.ics).collect();
+    if let Err(e) = write_output(&transfer::export(&texts), output) {
+        return fail(&e);
+    }
+    say(&format!("exported {} events", texts.len()));
+    ExitCode::SUCCESS
+}
+
+fn import(
+    db: &CalendarDb,
+    file: &Path,
+    user: &str,
+    calendar: Option<&str>,
+    zones: &Zones,
+) -> ExitCode {
+    let text = match read_input(file) {
+        Ok(t) => t,
+        Err(e) => return fail(&e),
+    };
+    let objects = match transfer::split(&text, zones) {
+        Ok(o) => o,
+        Err(e) => return fail(&format!("{}: {e}", file.display())),
+    };
+    let now = ringfence_tools::time::now_ms();
+    let cal = match calendar {
+        Some(c) => {
+            if let Err(e) = db.ensure_calendar(user, c, c, now) {
+                return fail(&e.to_string());
+            }
+            c.to_owned()
+        }
+        None => match db.calendars(user, DEFAULT_CALENDAR, now) {
+            Ok(cs) => cs
+                .first()
+                .map(|(id, _)| id.clone())
+                .unwrap_or_else(|| DEFAULT_CALENDAR.0.to_owned()),
+            Err(e) => return fail(&e.to_string()),
+        },
+    };
+    let (mut imported, mut skipped) = (0, 0);
+    for o in &objects {
+        match db.insert(user, &cal, &o.uid, &o.ics, o.span, now) {
+            Ok(_) => imported += 1,
+            Err(WriteError::Exists) => skipped += 1,
+            Err(e) => return fail(&format!("storing {} failed: {e:?}", o.uid)),
+        }
+    }
+    say(&format!(
+        "imported {imported} events into calendar {cal} of {user} ({skipped} already there)"
+    ));
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,320 @@
+//! `[calendar]`: which provider holds a user's calendars (`local`, `caldav`, `google`), how
+//! to reach it, and the user's time zone — a default, and per user over HTTP
+//! (`[calendar.users.<name>]`, each field falling back to the default's).
+//!
+//! Missing credentials do not stop the server: the tools answer "CalDAV calendar is not
+//! connected" with what to set, as seed 003 words it for Google.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ringfence_tools::time::TimeZone;
+use serde::Deserialize;
+
+use crate::config::{ConfigError, SectionInput};
+use crate::families::followups::config::{parse_zone, system_zone};
+
+pub const SECTION: &str = "calendar";
+
+/// A provider's settings as written (the default table, or one user's).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AccountTable {
+    /// local (default) | caldav | google
+    provider: Option<String>,
+    /// CalDAV: the server, principal or calendar URL.
+    url: Option<String>,
+    username: Option<String>,
+    password: Option<String>,
+    password_env: Option<String>,
+    /// IANA name; default: the system zone.
+    timezone: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CalendarTable {
+    provider: Option<String>,
+    url: Option<String>,
+    username: Option<String>,
+    password: Option<String>,
+    password_env: Option<String>,
+    timezone: Option<String>,
+    /// How long one request to a calendar server may take (default 30 s).
+    timeout_secs: Option<u64>,
+    users: Option<BTreeMap<String, AccountTable>>,
+}
+
+/// Where a user's calendars are.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Provider {
+    Local,
+    CalDav {
+        url: Option<url::Url>,
+        username: Option<String>,
+        /// The password, or why there is none (the variable named is not set).
+        password: Result<Option<String>, String>,
+    },
+    Google,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Provider::Local => f.write_str("Local"),
+            Provider::Google => f.write_str("Google"),
+            Provider::CalDav { url, username, .. } => f
+                .debug_struct("CalDav")
+                .field("url", &url.as_ref().map(|u| u.as_str()))
+                .field("username", username)
+                .field("password", &"<redacted>")
+                .finish(),
+        }
+    }
+}
+
+/// One user's (or the default) calendar settings.
+#[derive(Debug, Clone)]
+pub struct Account {
+    pub provider: Provider,
+    pub zone_name: String,
+    pub zone: TimeZone,
+}
+
+/// The resolved `[calendar]`.
+#[derive(Debug, Clone)]
+pub struct CalendarSettings {
+    pub default: Account,
+    pub users: BTreeMap<String, Account>,
+    pub timeout: Duration,
+    /// `calendar.db` under the data directory (the local provider).
+    pub db_path: PathBuf,
+}
+
+impl CalendarSettings {
+    pub fn resolve(input: &SectionInput<'_>) -> Result<CalendarSettings, ConfigError> {
+        let t: CalendarTable = input.table(SECTION)?;
+        let base = AccountTable {
+            provider: t.provider,
+            url: t.url,
+            username: t.username,
+            password: t.password,
+            password_env: t.password_env,
+            timezone: t.timezone,
+        };
+        let timeout = match t.timeout_secs {
+            None => Duration::from_secs(30),
+            Some(n @ 1..=300) => Duration::from_secs(n),
+            Some(n) => {
+                return Err(ConfigError::invalid(
+                    format!("{SECTION}.timeout_secs"),
+                    format!("{n} is out of range: 1 to 300"),
+                ));
+            }
+        };
+        let default = account(input, SECTION, &base, None)?;
+        let mut users = BTreeMap::new();
+        for (name, u) in t.users.unwrap_or_default() {
+            let prefix = format!("{SECTION}.users.{name}");
+            let own_password = u.password.is_some() || u.password_env.is_some();
+            let merged = AccountTable {
+                provider: u.provider.or(base.provider.clone()),
+                url: u.url.or(base.url.clone()),
+                username: u.username.or(base.username.clone()),
+                // A user's own password (or variable) replaces the default's both ways.
+                password: if own_password {
+                    u.password
+                } else {
+                    base.password.clone()
+                },
+                password_env: if own_password {
+                    u.password_env
+                } else {
+                    base.password_env.clone()
+                },
+                timezone: u.timezone,
+            };
+            users.insert(name, account(input, &prefix, &merged, Some(&default))?);
+        }
+        Ok(CalendarSettings {
+            default,
+            users,
+            timeout,
+            db_path: input.data_dir.join("calendar.db"),
+        })
+    }
+
+    pub fn account(&self, user: &str) -> &Account {
+        self.users.get(user).unwrap_or(&self.default)
+    }
+}
+
+fn account(
+    input: &SectionInput<'_>,
+    prefix: &str,
+    t: &AccountTable,
+    default: Option<&Account>,
+) -> Result<Account, ConfigError> {
+    let key = |k: &str| format!("{prefix}.{k}");
+    let (zone_name, zone) = match (t.timezone.as_deref(), default) {
+        (Some(name), _) => (name.trim().to_owned(), parse_zone(&key("timezone"), name)?),
+        (None, Some(d)) => (d.zone_name.clone(), d.zone.clone()),
+        (None, None) => system_zone(),
+    };
+    let provider = match t.provider.as_deref().map(str::trim).unwrap_or("local") {
+        "local" => Provider::Local,
+        "google" => Provider::Google,
+        "caldav" => {
+            let url = match t.url.as_deref() {
+                None => None,
+                Some(u) => {
+                    let parsed = url::Url::parse(u.trim())
+                        .map_err(|e| ConfigError::invalid(key("url"), format!("not a URL: {e}")))?;
+                    if !matches!(parsed.scheme(), "http" | "https") {
+                        return Err(ConfigError::invalid(
+                            key("url"),
+                            format!("`{}:` is not http or https", parsed.scheme()),
+                        ));
+                    }
+                    if !parsed.username().is_empty() || parsed.password().is_some() {
+                        return Err(ConfigError::invalid(
+                            key("url"),
+                            "put the login in username and password (or password_env), not in the URL",
+                        ));
+                    }
+                    Some(parsed)
+                }
+            };
+            let password = match (&t.password, &t.password_env) {
+                (Some(_), Some(_)) => {
+                    return Err(ConfigError::invalid(
+                        key("password"),
+                        "give the password or the variable holding it (password_env), not both",
+                    ));
+                }
+                (Some(p), None) => Ok(Some(p.clone())),
+                (None, Some(v)) => match input.env.get(v).filter(|s| !s.is_empty()) {
+                    Some(p) => Ok(Some(p)),
+                    None => Err(format!("the variable {v} (password_env) is not set")),
+                },
+                (None, None) => Ok(None),
+            };
+            Provider::CalDav {
+                url,
+                username: t.username.clone(),
+                password,
+            }
+        }
+        other => {
+            return Err(ConfigError::invalid(
+                key("provider"),
+                format!("`{other}` is not a calendar provider; use local, caldav or google"),
+            ));
+        }
+    };
+    Ok(Account {
+        provider,
+        zone_name,
+        zone,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::load_file;
+
+    fn settings(toml: &str, env: &[(&str, &str)]) -> Result<CalendarSettings, String> {
+        load_file(toml, env)
+            .map(|c| c.families.get::<CalendarSettings>(SECTION).clone())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_documented_configuration_resolves_per_user() {
+        let s = settings(
+            r#"
+[calendar]
+provider = "caldav"
+url = "https://dav.example.org/alice/"
+username = "alice"
+password_env = "RINGFENCE_CALDAV_PASSWORD"
+timezone = "America/New_York"
+[calendar.users.bob]
+username = "bob"
+password = "b0b"
+timezone = "Europe/Berlin"
+[calendar.users.carol]
+provider = "local"
+"#,
+            &[("RINGFENCE_CALDAV_PASSWORD", "s3cret")],
+        )
+        .unwrap();
+        let Provider::CalDav {
+            url,
+            username,
+            password,
+        } = &s.account("alice").provider
+        else {
+            panic!("not caldav")
+        };
+        assert_eq!(
+            url.as_ref().unwrap().as_str(),
+            "https://dav.example.org/alice/"
+        );
+        assert_eq!(
+            (username.as_deref(), password.clone()),
+            (Some("alice"), Ok(Some("s3cret".into())))
+        );
+        assert_eq!(s.account("alice").zone_name, "America/New_York");
+        let Provider::CalDav {
+            username, password, ..
+        } = &s.account("bob").provider
+        else {
+            panic!("not caldav")
+        };
+        assert_eq!(
+            (username.as_deref(), password.clone()),
+            (Some("bob"), Ok(Some("b0b".into())))
+        );
+        assert_eq!(s.account("bob").zone_name, "Europe/Berlin");
+        assert_eq!(s.account("carol").provider, Provider::Local);
+        assert_eq!(s.account("carol").zone_name, "America/New_York");
+        assert!(!format!("{s:?}").contains("s3cret") && !format!("{s:?}").contains("b0b"));
+    }
+
+    #[test]
+    fn mistakes_name_the_key_and_missing_credentials_wait_for_the_call() {
+        assert!(settings("", &[]).unwrap().default.provider == Provider::Local);
+        for (toml, key) in [
+            ("[calendar]\nprovider = \"outlook\"\n", "calendar.provider"),
+            (
+                "[calendar]\nprovider = \"caldav\"\nurl = \"ftp://x\"\n",
+                "calendar.url",
+            ),
+            (
+                "[calendar]\nprovider = \"caldav\"\nurl = \"https://a:b@x/\"\n",
+                "calendar.url",
+            ),
+            (
+                "[calendar]\ntimezone = \"Mars/Olympus\"\n",
+                "calendar.timezone",
+            ),
+            ("[calendar]\ntimeout_secs = 0\n", "calendar.timeout_secs"),
+            ("[calendar]\ncolour = \"red\"\n", "colour"),
+        ] {
+            let e = settings(toml, &[]).unwrap_err();
+            assert!(e.contains(key), "{toml}: {e}");
+        }
+        let s = settings(
+            "[calendar]\nprovider = \"caldav\"\npassword_env = \"NOPE\"\n",
+            &[],
+        )
+        .unwrap();
+        let Provider::CalDav { password, .. } = &s.default.provider else {
+            panic!("not caldav")
+        };
+        assert!(password.as_ref().unwrap_err().contains("NOPE"));
+    }
+}
