@@ -211,7 +211,7 @@ def test_a_wrong_password_says_the_calendar_is_not_connected(tmp_path):
         cfg = caldav_config(tmp_path, url)
         from test_sdk_client import _binary
         for env, want in [({"RINGFENCE_CALDAV_PASSWORD": "wrong"}, "refused the login"),
-                          ({}, "RINGFENCE_CALDAV_PASSWORD (password_env) is not set")]:
+                          ({}, "RINGFENCE_CALDAV_PASSWORD (calendar.password_env) is not set")]:
             out = subprocess.run(
                 [str(_binary()), "--config", str(cfg), "--data-dir", str(tmp_path / "data"),
                  "call", "list_calendar_events", "{}"],

@@ -81,11 +81,50 @@ pub trait UserStores: Send + Sync + std::fmt::Debug {
     fn zone(&self, user: &str) -> (String, TimeZone);
 }
 
-/// (user, calendar, href) → the ETag the user last saw.
-type SeenMap = Arc<Mutex<HashMap<(String, String, String), String>>>;
-
 /// The most ETags remembered (as seen by users) before the oldest are forgotten.
 const MAX_SEEN: usize = 50_000;
+
+/// (user, calendar, object) → the ETag the user last saw: an edit of an object changed since
+/// is a conflict. Shared by every provider that has ETags.
+#[derive(Debug, Default)]
+pub struct SeenEtags {
+    map: Mutex<HashMap<(String, String, String), String>>,
+}
+
+impl SeenEtags {
+    fn key(user: &str, cal: &str, href: &str) -> (String, String, String) {
+        (user.to_owned(), cal.to_owned(), href.to_owned())
+    }
+
+    /// Remembers what the user was shown (`None`: forget, the object is gone).
+    pub fn record(&self, user: &str, cal: &str, href: &str, etag: Option<&str>) {
+        let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() >= MAX_SEEN {
+            m.clear();
+        }
+        match etag {
+            Some(e) => m.insert(Self::key(user, cal, href), e.to_owned()),
+            None => m.remove(&Self::key(user, cal, href)),
+        };
+    }
+
+    /// The ETag the user last saw of the object, if any.
+    pub fn get(&self, user: &str, cal: &str, href: &str) -> Option<String> {
+        self.map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&Self::key(user, cal, href))
+            .cloned()
+    }
+
+    /// Whether the object changed since the user last saw it (unknown: no).
+    pub fn changed(&self, user: &str, cal: &str, href: &str, etag: Option<&str>) -> bool {
+        match (self.get(user, cal, href), etag) {
+            (Some(seen), Some(now)) => seen != now,
+            _ => false,
+        }
+    }
+}
 
 /// [`CalendarBackend`] over the users' object stores.
 #[derive(Debug)]
@@ -93,7 +132,7 @@ pub struct ObjectCalendar {
     stores: Arc<dyn UserStores>,
     /// (user, calendar, href) → the ETag the user last saw: an edit of an object changed
     /// since is a conflict.
-    seen: SeenMap,
+    seen: Arc<SeenEtags>,
     now: fn() -> i64,
 }
 
@@ -137,7 +176,7 @@ pub fn parse_event_id(id: &str) -> Option<(String, String, Option<String>)> {
     ))
 }
 
-fn not_found(id: &str) -> CalendarError {
+pub(crate) fn not_found(id: &str) -> CalendarError {
     CalendarError::NotFound(format!(
         "no event with ID {id}; list_calendar_events gives the IDs of the events there are"
     ))
@@ -176,7 +215,7 @@ fn to_event(o: Occurrence, cal: &CalendarInfo, href: &str) -> CalendarEvent {
 }
 
 /// The calendar `wanted` names (its ID or, ignoring case, its name).
-fn pick(cals: &[CalendarInfo], wanted: &str) -> CalendarResult<CalendarInfo> {
+pub(crate) fn pick(cals: &[CalendarInfo], wanted: &str) -> CalendarResult<CalendarInfo> {
     cals.iter()
         .find(|c| c.id == wanted)
         .or_else(|| cals.iter().find(|c| c.name.eq_ignore_ascii_case(wanted)))
@@ -212,41 +251,26 @@ fn edited_occurrence(cal: &Component, key: Option<&str>, zones: &Zones) -> Optio
         .find(|o| key.is_none_or(|k| o.rid.as_deref() == Some(k)))
 }
 
+/// [`SeenEtags`] for one user.
 struct Seen {
-    map: SeenMap,
+    all: Arc<SeenEtags>,
     user: String,
 }
 
 impl Seen {
-    fn key(&self, cal: &str, href: &str) -> (String, String, String) {
-        (self.user.clone(), cal.to_owned(), href.to_owned())
-    }
-
     fn record(&self, cal: &str, href: &str, etag: Option<&str>) {
-        let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if m.len() >= MAX_SEEN {
-            m.clear();
-        }
-        match etag {
-            Some(e) => m.insert(self.key(cal, href), e.to_owned()),
-            None => m.remove(&self.key(cal, href)),
-        };
+        self.all.record(&self.user, cal, href, etag);
     }
 
-    /// Whether the object changed since the user last saw it (unknown: no).
     fn changed(&self, cal: &str, href: &str, etag: Option<&str>) -> bool {
-        let m = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        match (m.get(&self.key(cal, href)), etag) {
-            (Some(seen), Some(now)) => seen != now,
-            _ => false,
-        }
+        self.all.changed(&self.user, cal, href, etag)
     }
 }
 
 impl ObjectCalendar {
     fn seen(&self, user: &str) -> Seen {
         Seen {
-            map: self.seen.clone(),
+            all: self.seen.clone(),
             user: user.to_owned(),
         }
     }

@@ -10,10 +10,12 @@
 //!   with conflict detection (ETags, and what the user last saw).
 //! - [`local`]: the local calendar in `calendar.db`.
 //! - [`caldav`]: RFC 4791 CalDAV servers.
+//! - [`google`]: Google Calendar (API v3), connected by OAuth for installed apps with PKCE.
 
 pub mod backend;
 pub mod caldav;
 pub mod event;
+pub mod google;
 pub mod ical;
 pub mod local;
 pub mod object;

@@ -30,6 +30,30 @@ pub fn create_private_dir_all(path: &Path) -> io::Result<()> {
         .create(path)
 }
 
+/// Writes `bytes` to `path` as a 0600 file, whole or not at all: a temporary file beside it
+/// (`<path>.partial`), synced, then renamed over `path`.
+#[allow(clippy::disallowed_methods)] // the operator's data directory or output file, not a root
+pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("partial");
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(PRIVATE_FILE_MODE)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        })
+        .and_then(|_| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// How far [`make_private`] reaches beneath the path it is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {

@@ -17,6 +17,18 @@ use crate::config::Config;
 
 #[derive(Debug, Subcommand)]
 pub(super) enum CalendarCommand {
+    /// Connect a Google account (OAuth for installed apps): prints an address to open in a
+    /// browser on this machine, waits for Google's answer, keeps the refresh token (0600).
+    Connect {
+        /// The provider to connect: `google`.
+        provider: String,
+        /// For this user (default: the local user).
+        #[arg(long)]
+        user: Option<String>,
+        /// How long to wait for the browser, in seconds.
+        #[arg(long, default_value_t = 300)]
+        wait_secs: u64,
+    },
     /// Write a user's local events as one iCalendar file (to stdout, or --output).
     Export {
         /// Whose events (default: the local user's).
@@ -47,7 +59,21 @@ pub(super) fn run(config: &Config, cmd: CalendarCommand) -> ExitCode {
         Ok(db) => db,
         Err(e) => return fail(&e),
     };
+    if let CalendarCommand::Connect {
+        provider,
+        user,
+        wait_secs,
+    } = &cmd
+    {
+        return connect(
+            config,
+            provider,
+            user.as_deref().unwrap_or(LOCAL_USER),
+            *wait_secs,
+        );
+    }
     match cmd {
+        CalendarCommand::Connect { .. } => unreachable!("handled above"),
         CalendarCommand::Export {
             user,
             calendar,
@@ -68,6 +94,39 @@ pub(super) fn run(config: &Config, cmd: CalendarCommand) -> ExitCode {
             let zones = Zones::new(&account.zone_name, account.zone.clone());
             import(&db, &file, user, calendar.as_deref(), &zones)
         }
+    }
+}
+
+fn connect(config: &Config, provider: &str, user: &str, wait_secs: u64) -> ExitCode {
+    use ringfence_calendar::google::GoogleAccounts;
+    if provider != "google" {
+        return fail(&format!(
+            "`{provider}` needs no connecting: only `google` does (CalDAV takes url, username and password_env in [calendar])"
+        ));
+    }
+    let settings = crate::families::calendar::settings(config);
+    let accounts = crate::families::calendar::Accounts::new(settings, &config.data_dir);
+    let account = match accounts.account(user) {
+        Ok(a) => a,
+        Err(e) => return fail(&format!("{e:?}")),
+    };
+    let done = super::runtime().block_on(ringfence_calendar::google::connect(
+        &account,
+        |url| {
+            say("Open this address in a browser on this machine and allow ringfence to use your calendar:");
+            say(url);
+        },
+        std::time::Duration::from_secs(wait_secs),
+    ));
+    match done {
+        Ok(scope) => {
+            say(&format!(
+                "Google Calendar is connected for {user} (scope {scope}); the token is kept in {}",
+                account.token_file.display()
+            ));
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&format!("connecting Google Calendar failed: {e}")),
     }
 }
 

@@ -309,27 +309,9 @@ fn write_output(text: &str, output: Option<&std::path::Path>) -> Result<(), Stri
         print_out(text);
         return Ok(());
     };
-    let tmp = path.with_extension("partial");
-    // People's memories and follow-ups: readable by the operator's account only.
-    let written = {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .and_then(|mut f| {
-                f.write_all(text.as_bytes())?;
-                f.sync_all()
-            })
-            .and_then(|_| std::fs::rename(&tmp, path))
-    };
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
-    })
+    // People's memories, follow-ups and events: readable by the operator's account only.
+    ringfence_fs::write_private_file(path, text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// The text of an import file, or of stdin for `-`.

@@ -30,6 +30,14 @@ struct AccountTable {
     password_env: Option<String>,
     /// IANA name; default: the system zone.
     timezone: Option<String>,
+    /// Google: the OAuth client (a "Desktop app" client of the user's Google Cloud project).
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    client_secret_env: Option<String>,
+    /// Google's endpoints, for a proxy or a test stand-in.
+    google_auth_url: Option<String>,
+    google_token_url: Option<String>,
+    google_api_url: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -41,6 +49,12 @@ struct CalendarTable {
     password: Option<String>,
     password_env: Option<String>,
     timezone: Option<String>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    client_secret_env: Option<String>,
+    google_auth_url: Option<String>,
+    google_token_url: Option<String>,
+    google_api_url: Option<String>,
     /// How long one request to a calendar server may take (default 30 s).
     timeout_secs: Option<u64>,
     users: Option<BTreeMap<String, AccountTable>>,
@@ -56,14 +70,23 @@ pub enum Provider {
         /// The password, or why there is none (the variable named is not set).
         password: Result<Option<String>, String>,
     },
-    Google,
+    Google {
+        client_id: Option<String>,
+        /// The client secret, or why there is none (the variable named is not set).
+        client_secret: Result<Option<String>, String>,
+        endpoints: ringfence_calendar::google::Endpoints,
+    },
 }
 
 impl std::fmt::Debug for Provider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Provider::Local => f.write_str("Local"),
-            Provider::Google => f.write_str("Google"),
+            Provider::Google { client_id, .. } => f
+                .debug_struct("Google")
+                .field("client_id", client_id)
+                .field("client_secret", &"<redacted>")
+                .finish(),
             Provider::CalDav { url, username, .. } => f
                 .debug_struct("CalDav")
                 .field("url", &url.as_ref().map(|u| u.as_str()))
@@ -102,6 +125,12 @@ impl CalendarSettings {
             password: t.password,
             password_env: t.password_env,
             timezone: t.timezone,
+            client_id: t.client_id,
+            client_secret: t.client_secret,
+            client_secret_env: t.client_secret_env,
+            google_auth_url: t.google_auth_url,
+            google_token_url: t.google_token_url,
+            google_api_url: t.google_api_url,
         };
         let timeout = match t.timeout_secs {
             None => Duration::from_secs(30),
@@ -134,6 +163,12 @@ impl CalendarSettings {
                     base.password_env.clone()
                 },
                 timezone: u.timezone,
+                client_id: u.client_id.or(base.client_id.clone()),
+                client_secret: u.client_secret.or(base.client_secret.clone()),
+                client_secret_env: u.client_secret_env.or(base.client_secret_env.clone()),
+                google_auth_url: u.google_auth_url.or(base.google_auth_url.clone()),
+                google_token_url: u.google_token_url.or(base.google_token_url.clone()),
+                google_api_url: u.google_api_url.or(base.google_api_url.clone()),
             };
             users.insert(name, account(input, &prefix, &merged, Some(&default))?);
         }
@@ -164,7 +199,40 @@ fn account(
     };
     let provider = match t.provider.as_deref().map(str::trim).unwrap_or("local") {
         "local" => Provider::Local,
-        "google" => Provider::Google,
+        "google" => {
+            let mut endpoints = ringfence_calendar::google::Endpoints::default();
+            for (k, v, slot) in [
+                ("google_auth_url", &t.google_auth_url, &mut endpoints.auth),
+                (
+                    "google_token_url",
+                    &t.google_token_url,
+                    &mut endpoints.token,
+                ),
+                ("google_api_url", &t.google_api_url, &mut endpoints.api),
+            ] {
+                if let Some(v) = v {
+                    let mut u = url::Url::parse(v.trim())
+                        .map_err(|e| ConfigError::invalid(key(k), format!("not a URL: {e}")))?;
+                    if !matches!(u.scheme(), "http" | "https") {
+                        return Err(ConfigError::invalid(key(k), "not http or https"));
+                    }
+                    if k == "google_api_url" && !u.path().ends_with('/') {
+                        u.set_path(&format!("{}/", u.path()));
+                    }
+                    *slot = u;
+                }
+            }
+            Provider::Google {
+                client_id: t.client_id.clone(),
+                client_secret: secret_or_why(
+                    input,
+                    &key("client_secret"),
+                    &t.client_secret,
+                    &t.client_secret_env,
+                )?,
+                endpoints,
+            }
+        }
         "caldav" => {
             let url = match t.url.as_deref() {
                 None => None,
@@ -186,20 +254,7 @@ fn account(
                     Some(parsed)
                 }
             };
-            let password = match (&t.password, &t.password_env) {
-                (Some(_), Some(_)) => {
-                    return Err(ConfigError::invalid(
-                        key("password"),
-                        "give the password or the variable holding it (password_env), not both",
-                    ));
-                }
-                (Some(p), None) => Ok(Some(p.clone())),
-                (None, Some(v)) => match input.env.get(v).filter(|s| !s.is_empty()) {
-                    Some(p) => Ok(Some(p)),
-                    None => Err(format!("the variable {v} (password_env) is not set")),
-                },
-                (None, None) => Ok(None),
-            };
+            let password = secret_or_why(input, &key("password"), &t.password, &t.password_env)?;
             Provider::CalDav {
                 url,
                 username: t.username.clone(),
@@ -217,6 +272,30 @@ fn account(
         provider,
         zone_name,
         zone,
+    })
+}
+
+/// A secret given inline or by the variable `<key>_env` names: `Ok(None)` when neither is
+/// given, `Err(why)` when the variable is not set (the tools say so; the start goes on).
+fn secret_or_why(
+    input: &SectionInput<'_>,
+    key: &str,
+    inline: &Option<String>,
+    var: &Option<String>,
+) -> Result<Result<Option<String>, String>, ConfigError> {
+    Ok(match (inline, var) {
+        (Some(_), Some(_)) => {
+            return Err(ConfigError::invalid(
+                key,
+                format!("give the secret or the variable holding it ({key}_env), not both"),
+            ));
+        }
+        (Some(p), None) => Ok(Some(p.clone())),
+        (None, Some(v)) => match input.env.get(v).filter(|s| !s.is_empty()) {
+            Some(p) => Ok(Some(p)),
+            None => Err(format!("the variable {v} ({key}_env) is not set")),
+        },
+        (None, None) => Ok(None),
     })
 }
 

@@ -1,15 +1,21 @@
 //! The calendar family: the four tools over each user's provider — the local calendar
 //! (`calendar.db`, opened on first use), a CalDAV server (one client per user, made on first
-//! use), or Google Calendar (not built yet: the tools say so).
+//! use), or Google Calendar (connected with `ringfence calendar connect google`). A router
+//! sends each call to the backend of the caller's provider.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ringfence_calendar::caldav::{CalDavAccount, CalDavStore};
+use ringfence_calendar::google::{GoogleAccount, GoogleAccounts, GoogleCalendar};
 use ringfence_calendar::local::LocalStore;
 use ringfence_calendar::{ObjectCalendar, ObjectStore, UserStores};
 use ringfence_store::calendar::CalendarDb;
-use ringfence_tools::calendar::{self as family, CalendarError, CalendarResult};
+use ringfence_tools::BoxFuture;
+use ringfence_tools::calendar::{
+    self as family, CalendarBackend, CalendarError, CalendarEvent, CalendarResult, Deleted,
+    EventPatch, NewEvent,
+};
 use ringfence_tools::time::TimeZone;
 use ringfence_tools::{Family, FamilyInfo};
 
@@ -34,13 +40,23 @@ impl FamilyPlug for CalendarPlug {
         CalendarSettings::resolve(input)
     }
 
-    fn build(&self, settings: &CalendarSettings, _env: &FamilyEnv<'_>) -> Result<Family, String> {
+    fn build(&self, settings: &CalendarSettings, env: &FamilyEnv<'_>) -> Result<Family, String> {
         let stores = Arc::new(Stores {
             settings: settings.clone(),
             db: OnceLock::new(),
             caldav: Mutex::default(),
         });
-        Ok(family::family(Arc::new(ObjectCalendar::new(stores))))
+        let accounts = Arc::new(Accounts {
+            settings: settings.clone(),
+            data_dir: env.config.data_dir.clone(),
+        });
+        let google = GoogleCalendar::new(accounts, settings.timeout)
+            .map_err(|e| format!("the Google Calendar client: {e:?}"))?;
+        Ok(family::family(Arc::new(Router {
+            settings: settings.clone(),
+            objects: ObjectCalendar::new(stores),
+            google,
+        })))
     }
 }
 
@@ -63,8 +79,6 @@ struct Stores {
     caldav: Mutex<HashMap<String, CalDavStore>>,
 }
 
-const GOOGLE_NOT_BUILT: &str = "Google Calendar is not connected: this version of ringfence cannot connect to Google Calendar yet (provider = \"google\" is still to come). Use the local calendar ([calendar] provider = \"local\", the default) or a CalDAV server (provider = \"caldav\" with url, username and password_env).";
-
 impl UserStores for Stores {
     fn store(&self, user: &str) -> CalendarResult<Arc<dyn ObjectStore>> {
         match &self.settings.account(user).provider {
@@ -76,7 +90,9 @@ impl UserStores for Stores {
                     .map_err(|e| CalendarError::Failed(e.clone()))?;
                 Ok(Arc::new(LocalStore::new(db.clone(), user)))
             }
-            Provider::Google => Err(CalendarError::NotConnected(GOOGLE_NOT_BUILT.into())),
+            Provider::Google { .. } => Err(CalendarError::Failed(
+                "Google Calendar is served by its own backend".into(),
+            )),
             Provider::CalDav {
                 url,
                 username,
@@ -120,5 +136,113 @@ impl UserStores for Stores {
     fn zone(&self, user: &str) -> (String, TimeZone) {
         let a = self.settings.account(user);
         (a.zone_name.clone(), a.zone.clone())
+    }
+}
+
+/// Each user's Google account: the configured OAuth client and their token file.
+#[derive(Debug)]
+pub struct Accounts {
+    settings: CalendarSettings,
+    data_dir: std::path::PathBuf,
+}
+
+impl Accounts {
+    pub fn new(settings: &CalendarSettings, data_dir: &std::path::Path) -> Accounts {
+        Accounts {
+            settings: settings.clone(),
+            data_dir: data_dir.to_owned(),
+        }
+    }
+}
+
+impl GoogleAccounts for Accounts {
+    fn account(&self, user: &str) -> CalendarResult<GoogleAccount> {
+        let Provider::Google {
+            client_id,
+            client_secret,
+            endpoints,
+        } = &self.settings.account(user).provider
+        else {
+            return Err(CalendarError::NotConnected(
+                "Google Calendar is not connected: this user's [calendar] provider is not \"google\"".into(),
+            ));
+        };
+        let how = "set [calendar] client_id (and client_secret_env) of your Google Cloud project's \"Desktop app\" OAuth client, then run `ringfence calendar connect google`";
+        let client_id = client_id.clone().ok_or_else(|| {
+            CalendarError::NotConnected(format!(
+                "Google Calendar is not connected: no OAuth client is configured; {how}"
+            ))
+        })?;
+        let client_secret = client_secret.clone().map_err(|why| {
+            CalendarError::NotConnected(format!("Google Calendar is not connected: {why}; {how}"))
+        })?;
+        Ok(GoogleAccount {
+            client_id,
+            client_secret,
+            endpoints: endpoints.clone(),
+            token_file: self
+                .data_dir
+                .join("calendar")
+                .join(format!("google-{}.json", ringfence_fs::user_dir_name(user))),
+        })
+    }
+
+    fn zone(&self, user: &str) -> (String, TimeZone) {
+        let a = self.settings.account(user);
+        (a.zone_name.clone(), a.zone.clone())
+    }
+}
+
+/// Sends each call to the backend of the caller's provider.
+#[derive(Debug)]
+struct Router {
+    settings: CalendarSettings,
+    objects: ObjectCalendar,
+    google: GoogleCalendar,
+}
+
+impl Router {
+    fn pick(&self, user: &str) -> &dyn CalendarBackend {
+        match self.settings.account(user).provider {
+            Provider::Google { .. } => &self.google,
+            _ => &self.objects,
+        }
+    }
+}
+
+impl CalendarBackend for Router {
+    fn zone(&self, user: &str) -> (String, TimeZone) {
+        self.pick(user).zone(user)
+    }
+
+    fn list(
+        &self,
+        user: &str,
+        from_ms: i64,
+        to_ms: i64,
+        calendar: Option<String>,
+    ) -> BoxFuture<'static, CalendarResult<Vec<CalendarEvent>>> {
+        self.pick(user).list(user, from_ms, to_ms, calendar)
+    }
+
+    fn create(
+        &self,
+        user: &str,
+        event: NewEvent,
+    ) -> BoxFuture<'static, CalendarResult<CalendarEvent>> {
+        self.pick(user).create(user, event)
+    }
+
+    fn update(
+        &self,
+        user: &str,
+        id: String,
+        patch: EventPatch,
+    ) -> BoxFuture<'static, CalendarResult<CalendarEvent>> {
+        self.pick(user).update(user, id, patch)
+    }
+
+    fn delete(&self, user: &str, id: String) -> BoxFuture<'static, CalendarResult<Deleted>> {
+        self.pick(user).delete(user, id)
     }
 }
