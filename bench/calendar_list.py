@@ -174,7 +174,7 @@ def main() -> None:
                 break
             except OSError:
                 time.sleep(0.1)
-        dav = caldav.DAVClient(url=url, username="alice", password="alice-pw")
+        dav = caldav.DAVClient(url=url, username="alice", password="alice-pw", timeout=1800)
         cal = dav.principal().make_calendar(name="Bench")
         t0 = time.perf_counter()
         # One PUT of the whole calendar: Radicale splits it into one object per UID.
@@ -201,7 +201,10 @@ def main() -> None:
         print(json.dumps(results["caldav"]), file=sys.stderr)
     finally:
         rad.terminate()
-        rad.wait(timeout=10)
+        try:
+            rad.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            rad.kill()
     out_path.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
 
