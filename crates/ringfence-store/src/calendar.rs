@@ -175,6 +175,32 @@ impl CalendarDb {
         })
     }
 
+    /// Stores many new objects `(href, ics, span)` in one transaction (an import); those
+    /// whose href is there already are left as they are. Returns (stored, skipped).
+    pub fn insert_many(
+        &self,
+        user: &str,
+        calendar: &str,
+        items: &[(String, String, (i64, i64))],
+        now_ms: i64,
+    ) -> Result<(usize, usize), StoreError> {
+        let mut conn = self.store.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut stored = 0;
+        {
+            let mut q = tx.prepare(
+                "INSERT OR IGNORE INTO calendar_objects
+                     (user, calendar, href, ics, version, span_start, span_end, updated_ms)
+                 VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7)",
+            )?;
+            for (href, ics, span) in items {
+                stored += q.execute(params![user, calendar, href, ics, span.0, span.1, now_ms])?;
+            }
+        }
+        tx.commit()?;
+        Ok((stored, items.len() - stored))
+    }
+
     /// Replaces an object if it is still at version `expected`.
     #[allow(clippy::too_many_arguments)] // where, which version, what: all needed
     pub fn replace(
@@ -331,5 +357,12 @@ mod tests {
             Err(WriteError::Missing)
         );
         assert_eq!(db.users().unwrap(), ["alice"]);
+        let many = vec![
+            ("e2".to_owned(), "B".to_owned(), (0, 10)),
+            ("e3".to_owned(), "C".to_owned(), (0, 10)),
+        ];
+        assert_eq!(db.insert_many("alice", "personal", &many, 5).unwrap(), (2, 0));
+        assert_eq!(db.insert_many("alice", "personal", &many, 6).unwrap(), (0, 2));
+        assert_eq!(db.all("alice", None).unwrap().len(), 2);
     }
 }

@@ -9,7 +9,7 @@ use clap::Subcommand;
 use ringfence_calendar::event::Zones;
 use ringfence_calendar::local::DEFAULT_CALENDAR;
 use ringfence_calendar::transfer;
-use ringfence_store::calendar::{CalendarDb, WriteError};
+use ringfence_store::calendar::CalendarDb;
 use ringfence_tools::LOCAL_USER;
 
 use super::{fail, read_input, say, write_output};
@@ -174,14 +174,15 @@ fn import(
             Err(e) => return fail(&e.to_string()),
         },
     };
-    let (mut imported, mut skipped) = (0, 0);
-    for o in &objects {
-        match db.insert(user, &cal, &o.uid, &o.ics, o.span, now) {
-            Ok(_) => imported += 1,
-            Err(WriteError::Exists) => skipped += 1,
-            Err(e) => return fail(&format!("storing {} failed: {e:?}", o.uid)),
-        }
-    }
+    let items: Vec<(String, String, (i64, i64))> = objects
+        .into_iter()
+        .map(|o| (o.uid, o.ics, o.span))
+        .collect();
+    // One transaction: the file is stored whole or not at all.
+    let (imported, skipped) = match db.insert_many(user, &cal, &items, now) {
+        Ok(r) => r,
+        Err(e) => return fail(&format!("storing the events failed: {e}")),
+    };
     say(&format!(
         "imported {imported} events into calendar {cal} of {user} ({skipped} already there)"
     ));
