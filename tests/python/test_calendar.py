@@ -274,3 +274,27 @@ def test_google_says_plainly_it_is_not_connected(tmp_path):
     out = cli(tmp_path, cfg, "call", "list_calendar_events", "{}")
     assert out.returncode != 0
     assert "Google Calendar is not connected" in out.stdout + out.stderr, out
+
+
+async def test_an_http_user_without_a_table_never_gets_the_operators_login(tmp_path):
+    """The default [calendar] account holds a login: only the local user's. A token user
+    without a table of their own is told their calendar is not connected; one with a table
+    uses their own login, never the default's."""
+    cfg = (f'[http]\ntokens = [{{ user = "alice", hash = "{token_hash(ALICE)}" }},'
+           f' {{ user = "bob", hash = "{token_hash(BOB)}" }}]\n'
+           '[calendar]\nprovider = "caldav"\nurl = "http://127.0.0.1:9/dav/"\nusername = "operator"\n'
+           'password = "operator-secret"\n'
+           '[calendar.users.bob]\nusername = "bob"\n')
+    srv = serve_http(tmp_path, cfg, "--tools", "calendar")
+    try:
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            async with client(srv.url, ALICE) as a, client(srv.url, BOB) as b:
+                r = await call(a, "list_calendar_events", {})
+                assert is_error(r) and "not connected" in text_of(r), text_of(r)
+                assert "[calendar.users.alice]" in text_of(r) and "operator-secret" not in text_of(r)
+                # Bob's table names his login but no password: not connected, and the
+                # operator's password is not tried for him.
+                r = await call(b, "list_calendar_events", {})
+                assert is_error(r) and "no password" in text_of(r), text_of(r)
+    finally:
+        srv.stop()

@@ -210,7 +210,7 @@ def test_a_wrong_password_says_the_calendar_is_not_connected(tmp_path):
         other_client(url)
         cfg = caldav_config(tmp_path, url)
         from test_sdk_client import _binary
-        for env, want in [({"RINGFENCE_CALDAV_PASSWORD": "wrong"}, "refused the login"),
+        for env, want in [({"RINGFENCE_CALDAV_PASSWORD": "not-alices-pw-4711"}, "refused the login"),
                           ({}, "RINGFENCE_CALDAV_PASSWORD (calendar.password_env) is not set")]:
             out = subprocess.run(
                 [str(_binary()), "--config", str(cfg), "--data-dir", str(tmp_path / "data"),
@@ -220,4 +220,4 @@ def test_a_wrong_password_says_the_calendar_is_not_connected(tmp_path):
             assert out.returncode != 0
             said = out.stdout + out.stderr
             assert "CalDAV calendar is not connected" in said and want in said, said
-            assert "wrong" not in said and "alice-pw" not in said
+            assert "not-alices-pw-4711" not in said and "alice-pw" not in said

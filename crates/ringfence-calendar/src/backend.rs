@@ -86,26 +86,33 @@ const MAX_SEEN: usize = 50_000;
 
 /// (user, calendar, object) → the ETag the user last saw: an edit of an object changed since
 /// is a conflict. Shared by every provider that has ETags.
+/// One user's (calendar, object) → ETag.
+type UserSeen = HashMap<(String, String), String>;
+
 #[derive(Debug, Default)]
 pub struct SeenEtags {
-    map: Mutex<HashMap<(String, String, String), String>>,
+    /// user → (calendar, object) → ETag; each user's capped on their own.
+    map: Mutex<HashMap<String, UserSeen>>,
 }
 
 impl SeenEtags {
-    fn key(user: &str, cal: &str, href: &str) -> (String, String, String) {
-        (user.to_owned(), cal.to_owned(), href.to_owned())
-    }
-
-    /// Remembers what the user was shown (`None`: forget, the object is gone).
+    /// Remembers what the user was shown (`None`: forget, the object is gone). A user who
+    /// saw more than [`MAX_SEEN`] objects starts over (their own only).
     pub fn record(&self, user: &str, cal: &str, href: &str, etag: Option<&str>) {
-        let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if m.len() >= MAX_SEEN {
-            m.clear();
-        }
+        let mut all = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        let m = all.entry(user.to_owned()).or_default();
+        let key = (cal.to_owned(), href.to_owned());
         match etag {
-            Some(e) => m.insert(Self::key(user, cal, href), e.to_owned()),
-            None => m.remove(&Self::key(user, cal, href)),
-        };
+            Some(e) => {
+                if m.len() >= MAX_SEEN && !m.contains_key(&key) {
+                    m.clear();
+                }
+                m.insert(key, e.to_owned());
+            }
+            None => {
+                m.remove(&key);
+            }
+        }
     }
 
     /// The ETag the user last saw of the object, if any.
@@ -113,7 +120,8 @@ impl SeenEtags {
         self.map
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&Self::key(user, cal, href))
+            .get(user)?
+            .get(&(cal.to_owned(), href.to_owned()))
             .cloned()
     }
 
@@ -309,8 +317,8 @@ impl ObjectCalendar {
                 .await?
                 .ok_or_else(|| not_found(&id))?;
             if seen.changed(&cal.id, &stored.href, stored.etag.as_deref()) {
-                // Shown now, so a retry after listing again goes through.
-                seen.record(&cal.id, &stored.href, stored.etag.as_deref());
+                // Not recorded as seen: a blind retry is refused too; listing again shows
+                // the change, and then the edit goes through.
                 return Err(conflict());
             }
             let parsed = calendar_of(&stored)?;
@@ -426,11 +434,15 @@ impl CalendarBackend for ObjectCalendar {
                 .map(|o| o.title)
                 .or_else(|| parts(&obj).0.and_then(|m| m.text("SUMMARY")))
                 .unwrap_or_else(|| "(no title)".into());
-            let series = parts(&obj)
-                .0
-                .is_some_and(|m| m.prop("RRULE").is_some() || m.prop("RDATE").is_some());
+            let (master, _) = parts(&obj);
+            // One occurrence goes from a series, or from the occurrences kept without their
+            // series (an invitation to some of them) — unless it was the last one.
+            let occurrence_only = master
+                .is_none_or(|m| m.prop("RRULE").is_some() || m.prop("RDATE").is_some())
+                && obj.children.iter().filter(|c| c.name == "VEVENT").count()
+                    > usize::from(master.is_none());
             match key {
-                Some(k) if series => {
+                Some(k) if occurrence_only => {
                     remove_occurrence(&mut obj, &k, &zones, now)?;
                     let span = crate::event::span(&obj, &zones);
                     let written = store

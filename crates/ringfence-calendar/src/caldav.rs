@@ -55,6 +55,15 @@ const CALENDARS_KEPT: Duration = Duration::from_secs(60);
 
 impl CalDavStore {
     pub fn new(account: CalDavAccount, timeout: Duration) -> Result<CalDavStore, String> {
+        let loopback = match account.url.host() {
+            Some(url::Host::Ipv4(a)) => a.is_loopback(),
+            Some(url::Host::Ipv6(a)) => a.is_loopback(),
+            Some(url::Host::Domain(d)) => d == "localhost",
+            None => false,
+        };
+        if account.url.scheme() == "http" && account.username.is_some() && !loopback {
+            tracing::warn!(host = %host(&account.url), "the CalDAV login goes over plain http: anyone on the way can read it; use https");
+        }
         let http = ringfence_net::client(&ringfence_net::Outbound {
             connect_timeout: Duration::from_secs(10),
             timeout,
@@ -99,13 +108,15 @@ impl Inner {
             ))
         })?;
         match resp.status() {
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-                Err(CalendarError::NotConnected(format!(
-                    "CalDAV calendar is not connected: {} refused the login ({}); check [calendar] username and password (or password_env)",
-                    host(url),
-                    resp.status()
-                )))
-            }
+            StatusCode::FORBIDDEN => Err(CalendarError::Failed(format!(
+                "the CalDAV server {} does not allow this (403 Forbidden): the calendar may be read-only, or shared with you without write access",
+                host(url)
+            ))),
+            StatusCode::UNAUTHORIZED => Err(CalendarError::NotConnected(format!(
+                "CalDAV calendar is not connected: {} refused the login ({}); check [calendar] username and password (or password_env)",
+                host(url),
+                resp.status()
+            ))),
             _ => Ok(resp),
         }
     }
@@ -260,8 +271,7 @@ impl Inner {
             .header("Content-Type", "text/calendar; charset=utf-8");
         r = match &precondition {
             Precondition::New => r.header("If-None-Match", "*"),
-            Precondition::Match(Some(e)) => r.header("If-Match", e),
-            Precondition::Match(None) => r,
+            Precondition::Match(e) => r.header("If-Match", e),
         };
         let resp = self.send(r.body(ics.clone()), &url).await?;
         match resp.status() {
@@ -292,12 +302,9 @@ impl Inner {
         }
     }
 
-    async fn delete(&self, href: &str, etag: Option<String>) -> CalendarResult<()> {
+    async fn delete(&self, href: &str, etag: String) -> CalendarResult<()> {
         let url = join(&self.account.url, href)?;
-        let mut r = self.request(Method::DELETE, &url);
-        if let Some(e) = &etag {
-            r = r.header("If-Match", e);
-        }
+        let r = self.request(Method::DELETE, &url).header("If-Match", etag);
         let resp = self.send(r, &url).await?;
         match resp.status() {
             s if s.is_success() => Ok(()),
@@ -310,7 +317,14 @@ impl Inner {
 
 enum Precondition {
     New,
-    Match(Option<String>),
+    Match(String),
+}
+
+/// A change without the ETag it was read at could overwrite someone else's: refused.
+fn no_etag() -> CalendarError {
+    CalendarError::Failed(
+        "the server gave no ETag for this event, so it cannot be changed without risking someone else's change; change it in another calendar application".into(),
+    )
 }
 
 fn conflict() -> CalendarError {
@@ -470,6 +484,29 @@ fn parse_multistatus(text: &str) -> Result<Vec<DavResponse>, roxmltree::Error> {
     Ok(out)
 }
 
+/// `href` as an object of calendar `cal` (a direct child of its path on the configured
+/// server), or not found: an event ID names an href, and a crafted one must not reach any
+/// other resource of the server with the user's login.
+fn member(base: &url::Url, cal: &CalendarInfo, href: &str) -> CalendarResult<String> {
+    let u = join(base, href)?;
+    let path = u.path();
+    let inside = cal.id.ends_with('/')
+        && path.strip_prefix(cal.id.as_str()).is_some_and(|rest| {
+            !rest.is_empty()
+                && !rest.contains('/')
+                && rest != "."
+                && rest != ".."
+                && !rest.to_ascii_lowercase().contains("%2f")
+        });
+    if !inside || u.query().is_some() || u.fragment().is_some() {
+        return Err(CalendarError::NotFound(format!(
+            "no such event in calendar {}; list_calendar_events gives the IDs of the events there are",
+            cal.name
+        )));
+    }
+    Ok(path.to_owned())
+}
+
 /// A file name for a new event from its UID: safe characters only.
 fn object_name(uid: &str) -> String {
     let safe: String = uid
@@ -507,11 +544,12 @@ impl ObjectStore for CalDavStore {
 
     fn get(
         &self,
-        _cal: &CalendarInfo,
+        cal: &CalendarInfo,
         href: &str,
     ) -> BoxFuture<'static, CalendarResult<Option<Stored>>> {
-        let (inner, href) = (self.inner.clone(), href.to_owned());
-        Box::pin(async move { inner.get(&href).await })
+        let href = member(&self.inner.account.url, cal, href);
+        let inner = self.inner.clone();
+        Box::pin(async move { inner.get(&href?).await })
     }
 
     fn create(
@@ -528,24 +566,32 @@ impl ObjectStore for CalDavStore {
 
     fn replace(
         &self,
-        _cal: &CalendarInfo,
+        cal: &CalendarInfo,
         href: &str,
         etag: Option<String>,
         ics: String,
         _span: (i64, i64),
     ) -> BoxFuture<'static, CalendarResult<Stored>> {
-        let (inner, href) = (self.inner.clone(), href.to_owned());
-        Box::pin(async move { inner.put(&href, ics, Precondition::Match(etag)).await })
+        let href = member(&self.inner.account.url, cal, href);
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let etag = etag.ok_or_else(no_etag)?;
+            inner.put(&href?, ics, Precondition::Match(etag)).await
+        })
     }
 
     fn remove(
         &self,
-        _cal: &CalendarInfo,
+        cal: &CalendarInfo,
         href: &str,
         etag: Option<String>,
     ) -> BoxFuture<'static, CalendarResult<()>> {
-        let (inner, href) = (self.inner.clone(), href.to_owned());
-        Box::pin(async move { inner.delete(&href, etag).await })
+        let href = member(&self.inner.account.url, cal, href);
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let etag = etag.ok_or_else(no_etag)?;
+            inner.delete(&href?, etag).await
+        })
     }
 }
 
@@ -594,6 +640,25 @@ END:VCALENDAR</C:calendar-data></prop><status>HTTP/1.1 200 OK</status></propstat
             }
         );
         assert!(join(&base, "https://elsewhere.example/x").is_err());
+        let work = CalendarInfo {
+            id: "/alice/work/".into(),
+            name: "Work".into(),
+        };
+        assert_eq!(
+            member(&base, &work, "/alice/work/e1.ics").unwrap(),
+            "/alice/work/e1.ics"
+        );
+        for outside in [
+            "/bob/x.ics",
+            "/alice/work/../../bob/x.ics",
+            "/alice/work/",
+            "/alice/work/sub/e1.ics",
+            "https://dav.example.org/bob/x.ics",
+            "/alice/work/e1.ics?x=1",
+            "/alice/work/..%2Fbob.ics",
+        ] {
+            assert!(member(&base, &work, outside).is_err(), "{outside}");
+        }
         assert_eq!(object_name("a b/c@x"), "a-b-c@x.ics");
     }
 

@@ -264,7 +264,10 @@ pub enum Length {
     Days(i32),
 }
 
-/// A `DURATION` value (`PT1H30M`, `P1D`, `P2W`) in milliseconds.
+/// The longest event length read from DURATION or DTEND: ten years (longer is unreadable).
+const MAX_LENGTH_MS: i64 = 3660 * 86_400_000;
+
+/// A `DURATION` value (`PT1H30M`, `P1D`, `P2W`) in milliseconds, at most [`MAX_LENGTH_MS`].
 fn parse_duration(s: &str) -> Option<i64> {
     let s = s.trim();
     let (neg, s) = match s.strip_prefix('-') {
@@ -282,7 +285,7 @@ fn parse_duration(s: &str) -> Option<i64> {
             unit => {
                 let n: i64 = num.parse().ok()?;
                 num.clear();
-                total += n * match (unit, in_time) {
+                let unit_ms: i64 = match (unit, in_time) {
                     ('W', false) => 7 * 86_400_000,
                     ('D', false) => 86_400_000,
                     ('H', true) => 3_600_000,
@@ -290,6 +293,10 @@ fn parse_duration(s: &str) -> Option<i64> {
                     ('S', true) => 1000,
                     _ => return None,
                 };
+                total = total.checked_add(n.checked_mul(unit_ms)?)?;
+                if total > MAX_LENGTH_MS {
+                    return None;
+                }
             }
         }
     }
@@ -301,14 +308,20 @@ pub fn start_and_length(ev: &Component, zones: &Zones) -> Option<(IcalTime, Leng
     let start = IcalTime::from_prop(ev.prop("DTSTART")?)?;
     let end = ev.prop("DTEND").and_then(IcalTime::from_prop);
     let length = match (&start, end) {
-        (IcalTime::Date(s), Some(IcalTime::Date(e))) => Length::Days((e - *s).get_days().max(1)),
+        (IcalTime::Date(s), Some(IcalTime::Date(e))) => {
+            Length::Days((e - *s).get_days().clamp(1, 3660))
+        }
         (IcalTime::Date(_), _) => Length::Days(
             ev.prop("DURATION")
                 .and_then(|p| parse_duration(&p.value))
                 .map(|ms| (ms / 86_400_000).max(1) as i32)
                 .unwrap_or(1),
         ),
-        (s, Some(e)) => Length::Ms((e.ms(zones) - s.ms(zones)).max(0)),
+        (s, Some(e)) => Length::Ms(
+            e.ms(zones)
+                .saturating_sub(s.ms(zones))
+                .clamp(0, MAX_LENGTH_MS),
+        ),
         (_, None) => Length::Ms(
             ev.prop("DURATION")
                 .and_then(|p| parse_duration(&p.value))
@@ -374,14 +387,21 @@ fn occurrence(
     let start_ms = start.ms(zones);
     let (s, e, end_ms) = match (start, length) {
         (IcalTime::Date(d), Length::Days(n)) => {
-            let end = d.checked_add(Span::new().days(n)).unwrap_or(*d);
+            let end = Span::new()
+                .try_days(n.clamp(0, 3660))
+                .ok()
+                .and_then(|span| d.checked_add(span).ok())
+                .unwrap_or(*d);
             let end_ms = IcalTime::Date(end).ms(zones);
             (When::Date(*d), When::Date(end), end_ms)
         }
-        (_, Length::Ms(ms)) => (When::At(start_ms), When::At(start_ms + ms), start_ms + ms),
+        (_, Length::Ms(ms)) => {
+            let end = start_ms.saturating_add(ms);
+            (When::At(start_ms), When::At(end), end)
+        }
         (_, Length::Days(n)) => {
-            let ms = i64::from(n) * 86_400_000;
-            (When::At(start_ms), When::At(start_ms + ms), start_ms + ms)
+            let end = start_ms.saturating_add(i64::from(n.clamp(0, 3660)) * 86_400_000);
+            (When::At(start_ms), When::At(end), end)
         }
     };
     let meet_link = non_empty(ev.text("X-GOOGLE-CONFERENCE"))
@@ -415,6 +435,48 @@ fn overlaps(o: &Occurrence, from: i64, to: i64) -> bool {
 
 /// The most occurrences of one series listed in one window.
 const MAX_OCCURRENCES: u16 = 5000;
+/// The most instances of one series walked to reach a window.
+const MAX_STEPS: usize = 200_000;
+
+/// The start of the last whole period of `rule` (from the series start `start_ms`) at least
+/// one period before `from_ms`, for rules that repeat by seconds, minutes, hours, days or
+/// weeks; `None` when there is nothing to skip.
+fn period_start_before(
+    rule: &rrule::RRule<rrule::Unvalidated>,
+    start_ms: i64,
+    from_ms: i64,
+    tz: &TimeZone,
+) -> Option<i64> {
+    use rrule::Frequency;
+    let interval = i64::from(rule.get_interval().max(1));
+    let exact = |unit_ms: i64| -> Option<i64> {
+        let period = unit_ms * interval;
+        let k = (from_ms - start_ms) / period - 1;
+        (k > 0).then(|| start_ms + k * period)
+    };
+    let days = |per: i64| -> Option<i64> {
+        let period = per * interval;
+        let ts = Timestamp::from_millisecond(start_ms).ok()?;
+        let wall = ts.to_zoned_datetime(tz.clone()).datetime();
+        let k = (from_ms - start_ms) / (period * 86_400_000) - 1;
+        if k <= 0 {
+            return None;
+        }
+        let moved = wall
+            .checked_add(Span::new().try_days(k * period).ok()?)
+            .ok()?;
+        let z = moved.to_zoned_datetime(tz.clone()).ok()?;
+        Some(z.timestamp().as_millisecond())
+    };
+    match rule.get_freq() {
+        Frequency::Secondly => exact(1000),
+        Frequency::Minutely => exact(60_000),
+        Frequency::Hourly => exact(3_600_000),
+        Frequency::Daily => days(1),
+        Frequency::Weekly => days(7),
+        _ => None,
+    }
+}
 
 /// The RRULE with an `UNTIL` rewritten in UTC (what the `rrule` crate requires beside a
 /// zoned start; a date or floating `UNTIL` is read in the start's zone).
@@ -458,13 +520,28 @@ fn series_starts(
         .unwrap_or(chrono_tz::UTC);
     let rtz = rrule::Tz::Tz(ctz);
     let to_chrono = |ms: i64| rtz.timestamp_millis_opt(ms).single();
-    let dtstart = to_chrono(start.ms(zones))?;
-    let mut set = match master.prop("RRULE") {
-        Some(p) => {
-            let rule: rrule::RRule<rrule::Unvalidated> =
-                normalized_rrule(&p.value, &tz).parse().ok()?;
-            rule.build(dtstart).ok()?
+    let start_ms = start.ms(zones);
+    let rule: Option<rrule::RRule<rrule::Unvalidated>> = match master.prop("RRULE") {
+        Some(p) => Some(normalized_rrule(&p.value, &tz).parse().ok()?),
+        None => None,
+    };
+    // The crate walks from DTSTART: a rule without COUNT starts from its last period before
+    // the window instead (whole periods, in wall-clock days for daily and weekly rules), so
+    // a rule begun decades ago costs what one begun last week does.
+    let first = match &rule {
+        Some(r) if r.get_count().is_none() => {
+            period_start_before(r, start_ms, from_ms, &tz).unwrap_or(start_ms)
         }
+        _ => start_ms,
+    };
+    let dtstart = to_chrono(first)?;
+    let mut set = match rule {
+        Some(r) => match r.build(dtstart) {
+            Ok(set) => set,
+            // An UNTIL before the (moved) start: the series ended before the window.
+            Err(_) if first != start_ms => return Some(Vec::new()),
+            Err(_) => return None,
+        },
         None => rrule::RRuleSet::new(dtstart),
     };
     for p in master.props_named("RDATE") {
@@ -474,16 +551,23 @@ fn series_starts(
             }
         }
     }
-    let after = to_chrono(from_ms)?;
-    let before = to_chrono(to_ms)?;
-    let mut starts: Vec<i64> = set
-        .after(after)
-        .before(before)
-        .all(MAX_OCCURRENCES)
-        .dates
-        .into_iter()
-        .map(|d| d.timestamp_millis())
-        .collect();
+    // At most MAX_STEPS instances are walked (a COUNT of millions of seconds ends early).
+    let mut starts = Vec::new();
+    for (step, d) in (&set).into_iter().enumerate() {
+        let ms = d.timestamp_millis();
+        if ms >= to_ms || starts.len() >= usize::from(MAX_OCCURRENCES) {
+            break;
+        }
+        if step >= MAX_STEPS {
+            tracing::warn!(
+                "a recurrence rule needs more than {MAX_STEPS} steps to reach the window; later occurrences are not listed"
+            );
+            break;
+        }
+        if ms >= from_ms {
+            starts.push(ms);
+        }
+    }
     if master.prop("RRULE").is_none() {
         // An RDATE-only series also occurs at its DTSTART.
         starts.push(start.ms(zones));
@@ -498,7 +582,23 @@ pub fn expand(cal: &Component, from_ms: i64, to_ms: i64, zones: &Zones) -> Vec<O
     let zones = zones.with_object(cal);
     let (master, overrides) = parts(cal);
     let mut out = Vec::new();
-    let Some(master) = master.or(overrides.first().copied()) else {
+    let Some(master) = master else {
+        // Only occurrences of a series kept elsewhere (an invitation to some of them): each
+        // is an event of its own, known by its occurrence key.
+        for ov in overrides {
+            let uid = ov.text("UID").unwrap_or_default();
+            let key = ov
+                .prop("RECURRENCE-ID")
+                .and_then(IcalTime::from_prop)
+                .map(|r| r.key(&zones));
+            if let Some((s, l)) = start_and_length(ov, &zones) {
+                let o = occurrence(ov, &uid, key, &s, l, true, &zones);
+                if overlaps(&o, from_ms, to_ms) {
+                    out.push(o);
+                }
+            }
+        }
+        out.sort_by_key(|o| o.start_ms);
         return out;
     };
     let uid = master.text("UID").unwrap_or_default();

@@ -136,6 +136,9 @@ pub struct ParseError {
     pub why: String,
 }
 
+/// The deepest nesting accepted (real calendars use 3: VCALENDAR, VEVENT, VALARM).
+pub const MAX_DEPTH: usize = 8;
+
 /// Parses every top-level component of `text` (usually one `VCALENDAR`).
 pub fn parse(text: &str) -> Result<Vec<Component>, ParseError> {
     let mut stack: Vec<Component> = Vec::new();
@@ -150,7 +153,12 @@ pub fn parse(text: &str) -> Result<Vec<Component>, ParseError> {
         };
         let prop = parse_line(&raw).ok_or_else(|| err("a line without `name:value`"))?;
         match prop.name.as_str() {
-            "BEGIN" => stack.push(Component::new(prop.value.trim())),
+            "BEGIN" => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(err("components nested too deep"));
+                }
+                stack.push(Component::new(prop.value.trim()))
+            }
             "END" => {
                 let c = stack.pop().ok_or_else(|| err("END without BEGIN"))?;
                 if !c.name.eq_ignore_ascii_case(prop.value.trim()) {
@@ -333,5 +341,8 @@ mod tests {
         );
         assert!(parse("BEGIN:VCALENDAR\r\n").is_err());
         assert!(parse("just text\r\n").is_err());
+        // Deep nesting is refused, not built (dropping it would recurse).
+        let deep = "BEGIN:X\r\n".repeat(100_000);
+        assert!(parse(&deep).unwrap_err().why.contains("too deep"));
     }
 }

@@ -181,6 +181,12 @@ pub fn apply_patch(
         };
         let new_start = patch.start.map(|g| g.ms).unwrap_or(old_start);
         let new_end = patch.end.map(|g| g.ms).unwrap_or(new_start + old_len);
+        if new_end - new_start > ringfence_tools::calendar::MAX_EVENT_MS {
+            return Err(CalendarError::Invalid(
+                "the event would last more than 366 days; check startDateTime and endDateTime"
+                    .into(),
+            ));
+        }
         if new_end <= new_start {
             return Err(CalendarError::Invalid(format!(
                 "the event would end ({}) before it starts ({}); give both startDateTime and endDateTime",
@@ -223,8 +229,21 @@ pub fn remove_occurrence(
 ) -> Result<(), CalendarError> {
     let zones = zones.with_object(cal);
     let (master, _) = parts(cal);
-    let master =
-        master.ok_or_else(|| CalendarError::NotFound("the series has no main entry".into()))?;
+    let Some(master) = master else {
+        // Occurrences without their series: this one goes, the others stay.
+        let before = cal.children.len();
+        cal.children.retain(|c| {
+            c.prop("RECURRENCE-ID")
+                .and_then(IcalTime::from_prop)
+                .is_none_or(|r| r.key(&zones) != key)
+        });
+        if cal.children.len() == before {
+            return Err(CalendarError::NotFound(format!(
+                "the event has no occurrence at {key} (any more); list the events again"
+            )));
+        }
+        return Ok(());
+    };
     let (start, _) = start_and_length(master, &zones)
         .ok_or_else(|| CalendarError::Failed("the event has no readable start".into()))?;
     let at = occurrence_instant(key, &start, &zones);

@@ -234,6 +234,14 @@ where
                     return Err(SandboxError::Setup(String::from_utf8_lossy(&message).into_owned()));
                 }
                 Some((READY, _)) => {
+                    if deadline.is_elapsed() && ended.is_none() {
+                        // The time ran out while the sandbox was being set up: the command
+                        // is not sent at all.
+                        ended = Some(Ended::Timeout);
+                        grace_end = Some(tokio::time::Instant::now() + GRACE);
+                        guard.stop().await;
+                        continue;
+                    }
                     // A helper that cannot take it ends at once; its missing report says so.
                     if let Some(stdin) = guard.0.as_mut() {
                         let _ = stdin.write_all(&line).await;

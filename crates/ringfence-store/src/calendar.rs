@@ -148,7 +148,8 @@ impl CalendarDb {
             .optional()?)
     }
 
-    /// Stores a new object (version 1).
+    /// Stores a new object. Versions are times in microseconds (each write's above the last
+    /// one's), so an object deleted and made again never gets an old version back.
     pub fn insert(
         &self,
         user: &str,
@@ -158,11 +159,12 @@ impl CalendarDb {
         span: (i64, i64),
         now_ms: i64,
     ) -> Result<Object, WriteError> {
+        let version = now_ms.saturating_mul(1000);
         let n = self.store.conn().execute(
             "INSERT OR IGNORE INTO calendar_objects
                  (user, calendar, href, ics, version, span_start, span_end, updated_ms)
-             VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7)",
-            params![user, calendar, href, ics, span.0, span.1, now_ms],
+             VALUES (?1, ?2, ?3, ?4, ?8, ?5, ?6, ?7)",
+            params![user, calendar, href, ics, span.0, span.1, now_ms, version],
         )?;
         if n == 0 {
             return Err(WriteError::Exists);
@@ -170,7 +172,7 @@ impl CalendarDb {
         Ok(Object {
             calendar: calendar.to_owned(),
             href: href.to_owned(),
-            version: 1,
+            version,
             ics: ics.to_owned(),
         })
     }
@@ -191,10 +193,13 @@ impl CalendarDb {
             let mut q = tx.prepare(
                 "INSERT OR IGNORE INTO calendar_objects
                      (user, calendar, href, ics, version, span_start, span_end, updated_ms)
-                 VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7)",
+                 VALUES (?1, ?2, ?3, ?4, ?8, ?5, ?6, ?7)",
             )?;
+            let version = now_ms.saturating_mul(1000);
             for (href, ics, span) in items {
-                stored += q.execute(params![user, calendar, href, ics, span.0, span.1, now_ms])?;
+                stored += q.execute(params![
+                    user, calendar, href, ics, span.0, span.1, now_ms, version
+                ])?;
             }
         }
         tx.commit()?;
@@ -227,17 +232,18 @@ impl CalendarDb {
             Some(v) if v != expected => return Err(WriteError::Changed),
             Some(_) => {}
         }
+        let version = now_ms.saturating_mul(1000).max(expected + 1);
         tx.execute(
-            "UPDATE calendar_objects SET ics = ?4, version = version + 1, span_start = ?5,
+            "UPDATE calendar_objects SET ics = ?4, version = ?8, span_start = ?5,
                  span_end = ?6, updated_ms = ?7
              WHERE user = ?1 AND calendar = ?2 AND href = ?3",
-            params![user, calendar, href, ics, span.0, span.1, now_ms],
+            params![user, calendar, href, ics, span.0, span.1, now_ms, version],
         )?;
         tx.commit()?;
         Ok(Object {
             calendar: calendar.to_owned(),
             href: href.to_owned(),
-            version: expected + 1,
+            version,
             ics: ics.to_owned(),
         })
     }
@@ -313,7 +319,7 @@ mod tests {
         let a = db
             .insert("alice", "personal", "e1", "A1", (100, 200), 1)
             .unwrap();
-        assert_eq!(a.version, 1);
+        assert_eq!(a.version, 1000);
         assert_eq!(
             db.insert("alice", "personal", "e1", "again", (0, 1), 1),
             Err(WriteError::Exists)
@@ -331,16 +337,16 @@ mod tests {
         assert!(db.in_window("bob", "personal", 0, 1000).unwrap().is_empty());
         assert!(db.get("bob", "personal", "e1").unwrap().is_none());
         let b = db
-            .replace("alice", "personal", "e1", 1, "A2", (100, 200), 2)
+            .replace("alice", "personal", "e1", a.version, "A2", (100, 200), 2)
             .unwrap();
-        assert_eq!(b.version, 2);
-        // A writer still holding version 1 is refused; nothing is overwritten.
+        assert_eq!(b.version, 2000);
+        // A writer still holding the first version is refused; nothing is overwritten.
         assert_eq!(
-            db.replace("alice", "personal", "e1", 1, "stale", (0, 1), 3),
+            db.replace("alice", "personal", "e1", a.version, "stale", (0, 1), 3),
             Err(WriteError::Changed)
         );
         assert_eq!(
-            db.remove("alice", "personal", "e1", 1),
+            db.remove("alice", "personal", "e1", a.version),
             Err(WriteError::Changed)
         );
         assert_eq!(
@@ -348,21 +354,33 @@ mod tests {
             "A2"
         );
         assert_eq!(
-            db.remove("bob", "personal", "e1", 2),
+            db.remove("bob", "personal", "e1", b.version),
             Err(WriteError::Missing)
         );
-        db.remove("alice", "personal", "e1", 2).unwrap();
+        db.remove("alice", "personal", "e1", b.version).unwrap();
         assert_eq!(
-            db.replace("alice", "personal", "e1", 2, "x", (0, 1), 4),
+            db.replace("alice", "personal", "e1", b.version, "x", (0, 1), 4),
             Err(WriteError::Missing)
         );
+        // Made again, it never carries a version it had before.
+        let again = db
+            .insert("alice", "personal", "e1", "A3", (100, 200), 5)
+            .unwrap();
+        assert!(again.version > b.version);
+        db.remove("alice", "personal", "e1", again.version).unwrap();
         assert_eq!(db.users().unwrap(), ["alice"]);
         let many = vec![
             ("e2".to_owned(), "B".to_owned(), (0, 10)),
             ("e3".to_owned(), "C".to_owned(), (0, 10)),
         ];
-        assert_eq!(db.insert_many("alice", "personal", &many, 5).unwrap(), (2, 0));
-        assert_eq!(db.insert_many("alice", "personal", &many, 6).unwrap(), (0, 2));
+        assert_eq!(
+            db.insert_many("alice", "personal", &many, 5).unwrap(),
+            (2, 0)
+        );
+        assert_eq!(
+            db.insert_many("alice", "personal", &many, 6).unwrap(),
+            (0, 2)
+        );
         assert_eq!(db.all("alice", None).unwrap().len(), 2);
     }
 }

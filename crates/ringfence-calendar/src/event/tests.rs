@@ -284,3 +284,100 @@ fn new_events_keep_the_users_zone_when_given_its_offset() {
     assert_eq!(ev.prop("DTEND").unwrap().value, "20260310T103000");
     assert_eq!(ev.prop("SEQUENCE").unwrap().value, "1");
 }
+
+#[test]
+fn hostile_rules_and_lengths_end_quickly_and_do_not_panic() {
+    let zones = ny();
+    // Every second since 1970: only the window's seconds, found at once.
+    let c = cal("BEGIN:VEVENT
+UID:s@test
+DTSTART:19700101T000000Z
+RRULE:FREQ=SECONDLY
+SUMMARY:Tick
+END:VEVENT
+");
+    let t0 = std::time::Instant::now();
+    let os = expand(
+        &c,
+        ms("2026-03-10T12:00:00Z"),
+        ms("2026-03-10T12:00:03Z"),
+        &zones,
+    );
+    assert_eq!(os.len(), 3);
+    assert_eq!(os[0].start_ms, ms("2026-03-10T12:00:00Z"));
+    // A generous bound for a debug build on a busy machine; the walk used to take minutes.
+    assert!(t0.elapsed() < std::time::Duration::from_secs(20));
+    // A COUNT of a billion seconds stops at the step limit instead of walking them all.
+    let counted = cal("BEGIN:VEVENT
+UID:c@test
+DTSTART:19700101T000000Z
+RRULE:FREQ=SECONDLY;COUNT=1000000000
+SUMMARY:Tick
+END:VEVENT
+");
+    assert!(
+        expand(
+            &counted,
+            ms("2026-03-10T12:00:00Z"),
+            ms("2026-03-10T12:00:03Z"),
+            &zones
+        )
+        .is_empty()
+    );
+    // Absurd lengths are clamped, not overflowed.
+    for ev in [
+        "DTSTART;VALUE=DATE:20260310\nDURATION:P99999999D",
+        "DTSTART:20260310T090000Z\nDURATION:P9999999999999W",
+        "DTSTART:20260310T090000Z\nDTEND:99991231T000000Z",
+    ] {
+        let c = cal(&format!(
+            "BEGIN:VEVENT\nUID:l@test\n{ev}\nSUMMARY:Long\nEND:VEVENT\n"
+        ));
+        let _ = expand(
+            &c,
+            ms("2026-03-01T00:00:00Z"),
+            ms("2026-04-01T00:00:00Z"),
+            &zones,
+        );
+        let _ = span(&c, &zones);
+    }
+}
+
+#[test]
+fn occurrences_kept_without_their_series_are_each_an_event() {
+    let zones = ny();
+    let mut c = cal("BEGIN:VEVENT
+UID:inv@test
+RECURRENCE-ID;TZID=America/New_York:20260310T090000
+DTSTART;TZID=America/New_York:20260310T090000
+DTEND;TZID=America/New_York:20260310T100000
+SUMMARY:Invited, first
+END:VEVENT
+BEGIN:VEVENT
+UID:inv@test
+RECURRENCE-ID;TZID=America/New_York:20260317T090000
+DTSTART;TZID=America/New_York:20260317T090000
+DTEND;TZID=America/New_York:20260317T100000
+SUMMARY:Invited, second
+END:VEVENT
+");
+    let os = expand(
+        &c,
+        ms("2026-03-01T00:00:00Z"),
+        ms("2026-04-01T00:00:00Z"),
+        &zones,
+    );
+    assert_eq!(os.len(), 2);
+    let key = os[0].rid.clone().unwrap();
+    remove_occurrence(&mut c, &key, &zones, 1).unwrap();
+    let os = expand(
+        &c,
+        ms("2026-03-01T00:00:00Z"),
+        ms("2026-04-01T00:00:00Z"),
+        &zones,
+    );
+    assert_eq!(
+        os.iter().map(|o| o.title.as_str()).collect::<Vec<_>>(),
+        ["Invited, second"]
+    );
+}

@@ -64,6 +64,8 @@ struct CalendarTable {
 #[derive(Clone, PartialEq, Eq)]
 pub enum Provider {
     Local,
+    /// The default account is the local user's login; this user has no table of their own.
+    NotForUser,
     CalDav {
         url: Option<url::Url>,
         username: Option<String>,
@@ -82,6 +84,7 @@ impl std::fmt::Debug for Provider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Provider::Local => f.write_str("Local"),
+            Provider::NotForUser => f.write_str("NotForUser"),
             Provider::Google { client_id, .. } => f
                 .debug_struct("Google")
                 .field("client_id", client_id)
@@ -109,6 +112,8 @@ pub struct Account {
 #[derive(Debug, Clone)]
 pub struct CalendarSettings {
     pub default: Account,
+    /// What a user without a table gets when the default is someone's login.
+    unconfigured: Account,
     pub users: BTreeMap<String, Account>,
     pub timeout: Duration,
     /// `calendar.db` under the data directory (the local provider).
@@ -146,22 +151,14 @@ impl CalendarSettings {
         let mut users = BTreeMap::new();
         for (name, u) in t.users.unwrap_or_default() {
             let prefix = format!("{SECTION}.users.{name}");
-            let own_password = u.password.is_some() || u.password_env.is_some();
+            // The server and the OAuth client may be shared; a login never is: a user's
+            // table gives their own username and password, or has none.
             let merged = AccountTable {
                 provider: u.provider.or(base.provider.clone()),
                 url: u.url.or(base.url.clone()),
-                username: u.username.or(base.username.clone()),
-                // A user's own password (or variable) replaces the default's both ways.
-                password: if own_password {
-                    u.password
-                } else {
-                    base.password.clone()
-                },
-                password_env: if own_password {
-                    u.password_env
-                } else {
-                    base.password_env.clone()
-                },
+                username: u.username,
+                password: u.password,
+                password_env: u.password_env,
                 timezone: u.timezone,
                 client_id: u.client_id.or(base.client_id.clone()),
                 client_secret: u.client_secret.or(base.client_secret.clone()),
@@ -172,7 +169,13 @@ impl CalendarSettings {
             };
             users.insert(name, account(input, &prefix, &merged, Some(&default))?);
         }
+        let unconfigured = Account {
+            provider: Provider::NotForUser,
+            zone_name: default.zone_name.clone(),
+            zone: default.zone.clone(),
+        };
         Ok(CalendarSettings {
+            unconfigured,
             default,
             users,
             timeout,
@@ -180,8 +183,18 @@ impl CalendarSettings {
         })
     }
 
+    /// A user's settings: their own table; else the default — which holds a login (CalDAV)
+    /// or a Google connection only for the local user: another user without a table of
+    /// their own gets "not connected", never the operator's calendar.
     pub fn account(&self, user: &str) -> &Account {
-        self.users.get(user).unwrap_or(&self.default)
+        if let Some(own) = self.users.get(user) {
+            return own;
+        }
+        match self.default.provider {
+            Provider::Local => &self.default,
+            _ if user == ringfence_tools::LOCAL_USER => &self.default,
+            _ => &self.unconfigured,
+        }
     }
 }
 
@@ -330,11 +343,14 @@ provider = "local"
             &[("RINGFENCE_CALDAV_PASSWORD", "s3cret")],
         )
         .unwrap();
+        // The default's login is the local user's; alice over HTTP needs a table of her own.
+        assert_eq!(s.account("alice").provider, Provider::NotForUser);
+        assert_eq!(s.account("dave").provider, Provider::NotForUser);
         let Provider::CalDav {
             url,
             username,
             password,
-        } = &s.account("alice").provider
+        } = &s.account("local").provider
         else {
             panic!("not caldav")
         };
@@ -346,7 +362,7 @@ provider = "local"
             (username.as_deref(), password.clone()),
             (Some("alice"), Ok(Some("s3cret".into())))
         );
-        assert_eq!(s.account("alice").zone_name, "America/New_York");
+        assert_eq!(s.account("local").zone_name, "America/New_York");
         let Provider::CalDav {
             username, password, ..
         } = &s.account("bob").provider

@@ -93,6 +93,9 @@ impl UserStores for Stores {
             Provider::Google { .. } => Err(CalendarError::Failed(
                 "Google Calendar is served by its own backend".into(),
             )),
+            Provider::NotForUser => Err(CalendarError::NotConnected(format!(
+                "your calendar is not connected: the configured [calendar] account is the operator's; an operator adds [calendar.users.{user}] with your own provider and login"
+            ))),
             Provider::CalDav {
                 url,
                 username,
