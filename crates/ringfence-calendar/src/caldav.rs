@@ -385,9 +385,13 @@ struct DavResponse {
 
 impl DavResponse {
     fn calendar(&self, base: &url::Url) -> CalendarInfo {
-        let path = join(base, &self.href)
+        let mut path = join(base, &self.href)
             .map(|u| u.path().to_owned())
             .unwrap_or_else(|_| self.href.clone());
+        // A collection, whether or not the server wrote its slash: its objects are below it.
+        if !path.ends_with('/') {
+            path.push('/');
+        }
         let name = self
             .name
             .clone()
@@ -632,6 +636,12 @@ END:VCALENDAR</C:calendar-data></prop><status>HTTP/1.1 200 OK</status></propstat
                 .starts_with("BEGIN:VCALENDAR")
         );
         let base = url::Url::parse("https://dav.example.org/alice/").unwrap();
+        let mut bare = DavResponse {
+            href: "/alice/home".into(),
+            ..DavResponse::default()
+        };
+        bare.name = Some("Home".into());
+        assert_eq!(bare.calendar(&base).id, "/alice/home/");
         assert_eq!(
             rs[0].calendar(&base),
             CalendarInfo {
