@@ -281,27 +281,15 @@ impl Scheduler {
             "idempotency_key": c.idempotency_key,
         });
         let body = serde_json::to_vec(&doc).unwrap_or_default();
-        let connected = self.connected();
+        // Every channel that serves the user; `mcp` answers NOBODY_LISTENING when no
+        // session of theirs would hear it (now, or in this process at all).
         let channels: Vec<Channel> = self
             .settings
             .channels
             .iter()
-            .filter(|ch| reaches(ch, &c.user, &connected))
+            .filter(|ch| ch.serves(&c.user))
             .cloned()
             .collect();
-        if channels.is_empty() {
-            // The user's only session went away since the claim: wait for one.
-            let _ = self.db.hold(
-                c.row,
-                &self.owner,
-                now_ms + RECHECK.as_millis() as i64,
-                now_ms,
-            );
-            return Round {
-                held: 1,
-                ..Round::default()
-            };
-        }
         // Every channel at once.
         let mut sending = tokio::task::JoinSet::new();
         let address = user.and_then(|u| u.email.clone());
@@ -330,7 +318,8 @@ impl Scheduler {
         via.sort_unstable();
         errors.sort();
         let done = self.clock.now_ms();
-        if via.is_empty() && errors.iter().all(|e| e.ends_with(NOBODY_LISTENING)) {
+        let nobody = |e: &String| e.ends_with(NOBODY_LISTENING);
+        if via.is_empty() && !errors.is_empty() && errors.iter().all(nobody) {
             // The only sessions that could hear it went away since the claim: no attempt
             // is counted; it waits for one.
             let _ = self
@@ -341,9 +330,15 @@ impl Scheduler {
                 ..Round::default()
             };
         }
+        // Nobody listening over mcp is no failure beside another channel's outcome.
+        let failed: Vec<&str> = errors
+            .iter()
+            .filter(|e| !nobody(e))
+            .map(String::as_str)
+            .collect();
         if !via.is_empty() {
-            if !errors.is_empty() {
-                tracing::warn!(user = %c.user, followup = c.number, errors = %errors.join("; "), "a follow-up channel failed");
+            if !failed.is_empty() {
+                tracing::warn!(user = %c.user, followup = c.number, errors = ?failed, "a follow-up channel failed");
             }
             match self.db.complete(c.row, &self.owner, &via.join(","), done) {
                 Ok(true) => {}
@@ -359,10 +354,10 @@ impl Scheduler {
                 ..Round::default()
             };
         }
-        let error = if errors.is_empty() {
+        let error = if failed.is_empty() {
             "no delivery channel serves this user".to_owned()
         } else {
-            errors.join("; ")
+            failed.join("; ")
         };
         let _ = self.db.retry_or_fail(
             c.row,
@@ -436,10 +431,7 @@ async fn deliver(
         ChannelKind::Command { argv, timeout } => command(argv, *timeout, body).await,
         ChannelKind::Email(mail) => email(mail, to.address.as_deref(), doc, key).await,
         ChannelKind::Mcp => {
-            let live = to
-                .live
-                .as_ref()
-                .ok_or("no MCP session runs in this process")?;
+            let live = to.live.as_ref().ok_or(NOBODY_LISTENING)?;
             let notice = Notice {
                 user: to.user.clone(),
                 message: doc["message"].as_str().unwrap_or_default().to_owned(),
