@@ -64,11 +64,7 @@ impl CalDavStore {
         if account.url.scheme() == "http" && account.username.is_some() && !loopback {
             tracing::warn!(host = %host(&account.url), "the CalDAV login goes over plain http: anyone on the way can read it; use https");
         }
-        let http = ringfence_net::client(&ringfence_net::Outbound {
-            connect_timeout: Duration::from_secs(10),
-            timeout,
-        })
-        .map_err(|e| e.to_string())?;
+        let http = crate::http_client(timeout)?;
         Ok(CalDavStore {
             inner: Arc::new(Inner {
                 http,

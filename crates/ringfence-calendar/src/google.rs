@@ -86,11 +86,7 @@ fn failed(doing: &str, e: impl std::fmt::Display) -> CalendarError {
 }
 
 fn http_client(timeout: Duration) -> CalendarResult<reqwest::Client> {
-    ringfence_net::client(&ringfence_net::Outbound {
-        connect_timeout: Duration::from_secs(10),
-        timeout,
-    })
-    .map_err(|e| failed("making the HTTP client", e))
+    crate::http_client(timeout).map_err(|e| failed("making the HTTP client", e))
 }
 
 // --- connecting ----------------------------------------------------------------------------

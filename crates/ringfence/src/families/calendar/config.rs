@@ -17,7 +17,8 @@ use crate::families::followups::config::{parse_zone, system_zone};
 
 pub const SECTION: &str = "calendar";
 
-/// A provider's settings as written (the default table, or one user's).
+/// `[calendar]` as written, and each `[calendar.users.<name>]` (the same keys, less
+/// `timeout_secs` and `users`, which belong to the whole section).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AccountTable {
@@ -35,23 +36,6 @@ struct AccountTable {
     client_secret: Option<String>,
     client_secret_env: Option<String>,
     /// Google's endpoints, for a proxy or a test stand-in.
-    google_auth_url: Option<String>,
-    google_token_url: Option<String>,
-    google_api_url: Option<String>,
-}
-
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CalendarTable {
-    provider: Option<String>,
-    url: Option<String>,
-    username: Option<String>,
-    password: Option<String>,
-    password_env: Option<String>,
-    timezone: Option<String>,
-    client_id: Option<String>,
-    client_secret: Option<String>,
-    client_secret_env: Option<String>,
     google_auth_url: Option<String>,
     google_token_url: Option<String>,
     google_api_url: Option<String>,
@@ -122,22 +106,8 @@ pub struct CalendarSettings {
 
 impl CalendarSettings {
     pub fn resolve(input: &SectionInput<'_>) -> Result<CalendarSettings, ConfigError> {
-        let t: CalendarTable = input.table(SECTION)?;
-        let base = AccountTable {
-            provider: t.provider,
-            url: t.url,
-            username: t.username,
-            password: t.password,
-            password_env: t.password_env,
-            timezone: t.timezone,
-            client_id: t.client_id,
-            client_secret: t.client_secret,
-            client_secret_env: t.client_secret_env,
-            google_auth_url: t.google_auth_url,
-            google_token_url: t.google_token_url,
-            google_api_url: t.google_api_url,
-        };
-        let timeout = match t.timeout_secs {
+        let mut base: AccountTable = input.table(SECTION)?;
+        let timeout = match base.timeout_secs {
             None => Duration::from_secs(30),
             Some(n @ 1..=300) => Duration::from_secs(n),
             Some(n) => {
@@ -149,8 +119,19 @@ impl CalendarSettings {
         };
         let default = account(input, SECTION, &base, None)?;
         let mut users = BTreeMap::new();
-        for (name, u) in t.users.unwrap_or_default() {
+        for (name, u) in base.users.take().unwrap_or_default() {
             let prefix = format!("{SECTION}.users.{name}");
+            for (key, set) in [
+                ("timeout_secs", u.timeout_secs.is_some()),
+                ("users", u.users.is_some()),
+            ] {
+                if set {
+                    return Err(ConfigError::invalid(
+                        format!("{prefix}.{key}"),
+                        format!("belongs to [{SECTION}] itself, not to one user"),
+                    ));
+                }
+            }
             // The server and the OAuth client may be shared; a login never is: a user's
             // table gives their own username and password, or has none.
             let merged = AccountTable {
@@ -166,6 +147,8 @@ impl CalendarSettings {
                 google_auth_url: u.google_auth_url.or(base.google_auth_url.clone()),
                 google_token_url: u.google_token_url.or(base.google_token_url.clone()),
                 google_api_url: u.google_api_url.or(base.google_api_url.clone()),
+                timeout_secs: None,
+                users: None,
             };
             users.insert(name, account(input, &prefix, &merged, Some(&default))?);
         }
@@ -398,6 +381,10 @@ provider = "local"
             ),
             ("[calendar]\ntimeout_secs = 0\n", "calendar.timeout_secs"),
             ("[calendar]\ncolour = \"red\"\n", "colour"),
+            (
+                "[calendar.users.bob]\ntimeout_secs = 5\n",
+                "calendar.users.bob.timeout_secs",
+            ),
         ] {
             let e = settings(toml, &[]).unwrap_err();
             assert!(e.contains(key), "{toml}: {e}");
