@@ -42,6 +42,57 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The PostgreSQL settings are unusable (the message names the key).
+    #[cfg(feature = "postgres")]
+    #[error("{0}")]
+    PgOptions(String),
+    /// A connection to PostgreSQL could not be opened.
+    #[cfg(feature = "postgres")]
+    #[error(
+        "cannot connect to PostgreSQL at {database}: {}",
+        crate::pg::describe(source)
+    )]
+    PgConnect {
+        database: String,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// Every connection of the pool stayed busy for the whole wait.
+    #[cfg(feature = "postgres")]
+    #[error(
+        "all {size} PostgreSQL connections to {database} stayed busy for {waited:?}; raise store.pool_size"
+    )]
+    PgBusy {
+        database: String,
+        size: usize,
+        waited: std::time::Duration,
+    },
+    /// The tables were migrated by a newer ringfence.
+    #[cfg(feature = "postgres")]
+    #[error(
+        "the {database} tables in PostgreSQL have schema version {found}, newer than this ringfence knows ({known}); upgrade ringfence"
+    )]
+    PgNewerSchema {
+        database: &'static str,
+        found: usize,
+        known: usize,
+    },
+    /// A migration step failed; its transaction was rolled back.
+    #[cfg(feature = "postgres")]
+    #[error(
+        "cannot migrate the {database} tables in PostgreSQL to schema version {version}: {}",
+        crate::pg::describe(source)
+    )]
+    PgMigration {
+        database: &'static str,
+        version: usize,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// Any other PostgreSQL failure.
+    #[cfg(feature = "postgres")]
+    #[error("PostgreSQL: {}", crate::pg::describe(.0))]
+    Postgres(#[from] tokio_postgres::Error),
     /// Any other SQLite failure.
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),

@@ -21,6 +21,8 @@ pub mod calendar;
 mod error;
 pub mod followups;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod pg;
 
 pub use error::StoreError;
 
