@@ -65,7 +65,7 @@ pub const FOLLOWUP_SCHEMA: Schema = Schema {
 };
 
 /// The columns [`from_row`] reads, in its order.
-const COLUMNS: &str = "number, context, due_ms, status, created_ms, updated_ms, attempts, \
+pub(crate) const COLUMNS: &str = "number, context, due_ms, status, created_ms, updated_ms, attempts, \
     last_error, delivered_ms, delivered_via, cancel_reason";
 
 fn from_row(r: &rusqlite::Row) -> rusqlite::Result<Followup> {
@@ -128,6 +128,94 @@ fn user_filter(deliverable: &Deliverable, param: &str) -> Option<(String, String
     ))
 }
 
+/// What a scheduler and the `followups` commands need of the follow-up store besides what
+/// the tools do: claims, their outcomes, and export/import. One implementation per backend
+/// (SQLite's [`FollowupDb`], and PostgreSQL's with the feature `postgres`).
+pub trait FollowupStore: FollowupBackend {
+    /// Claims up to `limit` follow-ups that are due at `now_ms` (their hold passed) for the
+    /// users `deliverable` allows, and those whose earlier claim's lease expired, for
+    /// `lease_ms`; oldest due first. A follow-up whose claims expired `max_attempts` times
+    /// (its process died each time) is marked failed instead of claimed again.
+    fn claim_due(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: usize,
+        deliverable: &Deliverable,
+        max_attempts: i64,
+    ) -> Result<Vec<Claim>, StoreError>;
+
+    /// Marks a claimed follow-up delivered, if `owner` still holds its claim (a lease that
+    /// expired may have been taken by another process: then `false`, nothing changes).
+    fn complete(&self, row: i64, owner: &str, via: &str, at_ms: i64) -> Result<bool, StoreError>;
+
+    /// A claimed follow-up whose delivery failed: back to pending until `retry_at_ms`, or
+    /// `failed` once `max_attempts` attempts were made; the error is kept either way.
+    /// `false` if `owner` no longer holds the claim.
+    fn retry_or_fail(
+        &self,
+        row: i64,
+        owner: &str,
+        error: &str,
+        retry_at_ms: i64,
+        max_attempts: i64,
+        now_ms: i64,
+    ) -> Result<bool, StoreError>;
+
+    /// Gives a claim back without counting it as an attempt, held until `until_ms` (a
+    /// follow-up that fell in its user's quiet hours). `false` if the claim is not `owner`'s.
+    fn hold(&self, row: i64, owner: &str, until_ms: i64, now_ms: i64) -> Result<bool, StoreError>;
+
+    /// When the next follow-up becomes claimable (a due or held time, or a lease's end),
+    /// whoever's it is; `None` when nothing waits.
+    fn next_ready_ms(&self, deliverable: &Deliverable) -> Result<Option<i64>, StoreError>;
+
+    /// How many follow-ups are in each status (for metrics and the CLI), by status.
+    fn counts(&self) -> Result<Vec<(String, i64)>, StoreError>;
+
+    /// Every follow-up (of `user`, when given), by user and number.
+    fn export(&self, user: Option<&str>) -> Result<Vec<ExportRecord>, StoreError>;
+
+    /// Stores exported follow-ups (for `user`, when given, else each line's), numbered anew
+    /// per user, in one transaction. One whose idempotency key is already here is skipped,
+    /// so an import can be repeated; one that was being delivered becomes pending again.
+    fn import(
+        &self,
+        records: &[ExportRecord],
+        user: Option<&str>,
+    ) -> Result<ImportReport, StoreError>;
+}
+
+/// Checks an exported record before it is stored (`i` its index); returns its owner and
+/// the status it is stored with (one being delivered becomes pending again).
+pub(crate) fn check_record<'a>(
+    i: usize,
+    r: &'a ExportRecord,
+    user: Option<&'a str>,
+) -> Result<(&'a str, Status), StoreError> {
+    let owner = user.unwrap_or(&r.user);
+    let bad = |why: &str| StoreError::InvalidRecord(format!("record {}: {why}", i + 1));
+    if owner.trim().is_empty() {
+        return Err(bad("no user"));
+    }
+    let n = r.context.trim().chars().count();
+    if n == 0 || n > ringfence_tools::followups::MAX_CONTEXT_CHARS {
+        return Err(bad(&format!(
+            "the context must have 1 to {} characters",
+            ringfence_tools::followups::MAX_CONTEXT_CHARS
+        )));
+    }
+    if r.idempotency_key.trim().is_empty() {
+        return Err(bad("no idempotency_key"));
+    }
+    let status = match Status::parse(&r.status) {
+        Some(Status::Delivering) | None => Status::Pending,
+        Some(s) => s,
+    };
+    Ok((owner, status))
+}
+
 /// The follow-up database.
 #[derive(Debug)]
 pub struct FollowupDb {
@@ -163,12 +251,10 @@ impl FollowupDb {
         )
         .optional()
     }
+}
 
-    /// Claims up to `limit` follow-ups that are due at `now_ms` (their hold passed) for the
-    /// users `deliverable` allows, and those whose earlier claim's lease expired, for
-    /// `lease_ms`; oldest due first. A follow-up whose claims expired `max_attempts` times
-    /// (its process died each time) is marked failed instead of claimed again.
-    pub fn claim_due(
+impl FollowupStore for FollowupDb {
+    fn claim_due(
         &self,
         owner: &str,
         now_ms: i64,
@@ -237,15 +323,7 @@ impl FollowupDb {
         Ok(claims)
     }
 
-    /// Marks a claimed follow-up delivered, if `owner` still holds its claim (a lease that
-    /// expired may have been taken by another process: then `false`, nothing changes).
-    pub fn complete(
-        &self,
-        row: i64,
-        owner: &str,
-        via: &str,
-        at_ms: i64,
-    ) -> Result<bool, StoreError> {
+    fn complete(&self, row: i64, owner: &str, via: &str, at_ms: i64) -> Result<bool, StoreError> {
         let n = self.store.conn().execute(
             "UPDATE followups SET status = 'completed', delivered_ms = ?3, delivered_via = ?4,
                  lease_owner = NULL, lease_until_ms = NULL, last_error = NULL, updated_ms = ?3
@@ -255,10 +333,7 @@ impl FollowupDb {
         Ok(n == 1)
     }
 
-    /// A claimed follow-up whose delivery failed: back to pending until `retry_at_ms`, or
-    /// `failed` once `max_attempts` attempts were made; the error is kept either way.
-    /// `false` if `owner` no longer holds the claim.
-    pub fn retry_or_fail(
+    fn retry_or_fail(
         &self,
         row: i64,
         owner: &str,
@@ -278,15 +353,7 @@ impl FollowupDb {
         Ok(n == 1)
     }
 
-    /// Gives a claim back without counting it as an attempt, held until `until_ms` (a
-    /// follow-up that fell in its user's quiet hours). `false` if the claim is not `owner`'s.
-    pub fn hold(
-        &self,
-        row: i64,
-        owner: &str,
-        until_ms: i64,
-        now_ms: i64,
-    ) -> Result<bool, StoreError> {
+    fn hold(&self, row: i64, owner: &str, until_ms: i64, now_ms: i64) -> Result<bool, StoreError> {
         let n = self.store.conn().execute(
             "UPDATE followups SET status = 'pending', hold_ms = ?3, attempts = attempts - 1,
                  lease_owner = NULL, lease_until_ms = NULL, updated_ms = ?4
@@ -296,9 +363,7 @@ impl FollowupDb {
         Ok(n == 1)
     }
 
-    /// When the next follow-up becomes claimable (a due or held time, or a lease's end),
-    /// whoever's it is; `None` when nothing waits.
-    pub fn next_ready_ms(&self, deliverable: &Deliverable) -> Result<Option<i64>, StoreError> {
+    fn next_ready_ms(&self, deliverable: &Deliverable) -> Result<Option<i64>, StoreError> {
         let Some((user_filter, users_json)) = user_filter(deliverable, "?1") else {
             return Ok(None);
         };
@@ -325,52 +390,15 @@ impl FollowupDb {
         Ok(v)
     }
 
-    /// How many follow-ups are in each status (for metrics and the CLI).
-    pub fn counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
+    fn counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
         let conn = self.store.conn();
         let mut q =
             conn.prepare("SELECT status, count(*) FROM followups GROUP BY status ORDER BY status")?;
         let rows = q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
-}
 
-/// One follow-up as `ringfence followups export` writes it (JSON lines) and `import` reads
-/// it back. Times are milliseconds since the Unix epoch.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ExportRecord {
-    pub user: String,
-    /// The user's number for it when exported (a new one is given on import).
-    pub id: i64,
-    pub context: String,
-    pub due_ms: i64,
-    pub status: String,
-    pub created_ms: i64,
-    pub updated_ms: i64,
-    #[serde(default)]
-    pub attempts: i64,
-    #[serde(default)]
-    pub last_error: Option<String>,
-    #[serde(default)]
-    pub delivered_ms: Option<i64>,
-    #[serde(default)]
-    pub delivered_via: Option<String>,
-    #[serde(default)]
-    pub cancel_reason: Option<String>,
-    pub idempotency_key: String,
-}
-
-/// What an import did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ImportReport {
-    pub imported: usize,
-    /// Already there (the same idempotency key).
-    pub skipped: usize,
-}
-
-impl FollowupDb {
-    /// Every follow-up (of `user`, when given), by user and number.
-    pub fn export(&self, user: Option<&str>) -> Result<Vec<ExportRecord>, StoreError> {
+    fn export(&self, user: Option<&str>) -> Result<Vec<ExportRecord>, StoreError> {
         let conn = self.store.conn();
         let mut q = conn.prepare(
             "SELECT user, number, context, due_ms, status, created_ms, updated_ms, attempts,
@@ -397,10 +425,7 @@ impl FollowupDb {
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
-    /// Stores exported follow-ups (for `user`, when given, else each line's), numbered anew
-    /// per user, in one transaction. One whose idempotency key is already here is skipped,
-    /// so an import can be repeated; one that was being delivered becomes pending again.
-    pub fn import(
+    fn import(
         &self,
         records: &[ExportRecord],
         user: Option<&str>,
@@ -409,21 +434,7 @@ impl FollowupDb {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut report = ImportReport::default();
         for (i, r) in records.iter().enumerate() {
-            let owner = user.unwrap_or(&r.user);
-            let bad = |why: &str| StoreError::InvalidRecord(format!("record {}: {why}", i + 1));
-            if owner.trim().is_empty() {
-                return Err(bad("no user"));
-            }
-            let n = r.context.trim().chars().count();
-            if n == 0 || n > ringfence_tools::followups::MAX_CONTEXT_CHARS {
-                return Err(bad(&format!(
-                    "the context must have 1 to {} characters",
-                    ringfence_tools::followups::MAX_CONTEXT_CHARS
-                )));
-            }
-            if r.idempotency_key.trim().is_empty() {
-                return Err(bad("no idempotency_key"));
-            }
+            let (owner, status) = check_record(i, r, user)?;
             let exists: bool = tx.query_row(
                 "SELECT EXISTS (SELECT 1 FROM followups WHERE idempotency_key = ?1)",
                 params![r.idempotency_key],
@@ -433,10 +444,6 @@ impl FollowupDb {
                 report.skipped += 1;
                 continue;
             }
-            let status = match Status::parse(&r.status) {
-                Some(Status::Delivering) | None => Status::Pending,
-                Some(s) => s,
-            };
             let number: i64 = tx.query_row(
                 "INSERT INTO followup_counters (user, last) VALUES (?1, 1)
                  ON CONFLICT (user) DO UPDATE SET last = last + 1 RETURNING last",
@@ -469,6 +476,37 @@ impl FollowupDb {
         tx.commit()?;
         Ok(report)
     }
+}
+
+/// One follow-up as `ringfence followups export` writes it (JSON lines) and `import` reads
+/// it back. Times are milliseconds since the Unix epoch.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ExportRecord {
+    pub user: String,
+    pub id: i64,
+    pub context: String,
+    pub due_ms: i64,
+    pub status: String,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+    #[serde(default)]
+    pub attempts: i64,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub delivered_ms: Option<i64>,
+    #[serde(default)]
+    pub delivered_via: Option<String>,
+    #[serde(default)]
+    pub cancel_reason: Option<String>,
+    pub idempotency_key: String,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    pub imported: usize,
+    pub skipped: usize,
 }
 
 impl FollowupBackend for FollowupDb {
@@ -632,7 +670,7 @@ impl FollowupDb {
 /// A key that names one follow-up for good (every attempt carries it, an export keeps it):
 /// the user, the number and the time, made unique across databases and processes by the
 /// clock's nanoseconds, the process and a counter.
-fn idempotency_key(user: &str, number: i64, created_ms: i64) -> String {
+pub(crate) fn idempotency_key(user: &str, number: i64, created_ms: i64) -> String {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -659,19 +697,84 @@ mod tests {
 
     const MIN: i64 = 60_000;
 
-    fn db() -> (tempfile::TempDir, FollowupDb) {
-        let dir = tempfile::tempdir().unwrap();
-        let db = FollowupDb::open(&dir.path().join("followups.db")).unwrap();
-        (dir, db)
+    /// Where a test's follow-ups live: SQLite or PostgreSQL.
+    trait Bed: Sync {
+        /// A handle on the test's store (each call another, as another process would open).
+        fn db(&self) -> Box<dyn FollowupStore>;
+        /// Another, empty store (and what keeps it alive).
+        fn another(&self) -> (Box<dyn std::any::Any>, Box<dyn FollowupStore>);
     }
+
+    struct SqliteBed(tempfile::TempDir);
+
+    impl Bed for SqliteBed {
+        fn db(&self) -> Box<dyn FollowupStore> {
+            Box::new(FollowupDb::open(&self.0.path().join("followups.db")).unwrap())
+        }
+        fn another(&self) -> (Box<dyn std::any::Any>, Box<dyn FollowupStore>) {
+            let bed = SqliteBed(tempfile::tempdir().unwrap());
+            let db = bed.db();
+            (Box::new(bed), db)
+        }
+    }
+
+    #[cfg(feature = "postgres")]
+    struct PgBed(crate::pg::scratch::ScratchDb);
+
+    #[cfg(feature = "postgres")]
+    impl Bed for PgBed {
+        fn db(&self) -> Box<dyn FollowupStore> {
+            Box::new(crate::pg::followups::PgFollowups::open(self.0.connect()).unwrap())
+        }
+        fn another(&self) -> (Box<dyn std::any::Any>, Box<dyn FollowupStore>) {
+            let bed = PgBed(crate::pg::scratch::ScratchDb::new().expect("a test cluster"));
+            let db = bed.db();
+            (Box::new(bed), db)
+        }
+    }
+
+    /// Each test once per backend (PostgreSQL's are skipped without a test cluster).
+    macro_rules! on_both {
+        ($($name:ident),* $(,)?) => {
+            mod sqlite {
+                $(#[test]
+                fn $name() {
+                    super::$name(&super::SqliteBed(tempfile::tempdir().unwrap()));
+                })*
+            }
+            #[cfg(feature = "postgres")]
+            mod postgres {
+                $(#[test]
+                fn $name() {
+                    if let Some(db) = crate::pg::scratch::ScratchDb::new() {
+                        super::$name(&super::PgBed(db));
+                    }
+                })*
+            }
+        };
+    }
+
+    on_both!(
+        numbers_are_per_user_and_lists_are_ordered,
+        due_lists_what_fell_due_in_the_window_delivered_or_not,
+        another_users_number_is_not_found_and_only_pending_ones_change,
+        a_due_follow_up_is_claimed_once_and_completed_by_its_claimant,
+        an_expired_lease_is_taken_over_with_the_same_key,
+        failed_deliveries_are_retried_then_given_up_and_holds_wait,
+        only_users_with_proactive_messages_are_claimed,
+        an_export_imports_into_another_database_once,
+        undeliverable_users_neither_wake_the_scheduler_nor_get_claimed,
+        a_claim_abandoned_too_often_fails_and_an_abandoned_one_can_be_cancelled,
+        a_new_time_starts_the_attempts_afresh_and_bad_imports_store_nothing,
+        processes_sharing_the_file_claim_each_follow_up_once,
+    );
 
     fn everyone() -> Deliverable {
         Deliverable::AllBut(Vec::new())
     }
 
-    #[test]
-    fn numbers_are_per_user_and_lists_are_ordered() {
-        let (_d, db) = db();
+    fn numbers_are_per_user_and_lists_are_ordered(t: &dyn Bed) {
+        let db = t.db();
         let a1 = db.schedule("alice", "interview", 90 * MIN, 0).unwrap();
         let a2 = db.schedule("alice", "dentist", 30 * MIN, 0).unwrap();
         let b1 = db.schedule("bob", "bob's", 10 * MIN, 0).unwrap();
@@ -698,9 +801,8 @@ mod tests {
         assert_eq!(bob.followups[0].context, "bob's");
     }
 
-    #[test]
-    fn due_lists_what_fell_due_in_the_window_delivered_or_not() {
-        let (_d, db) = db();
+    fn due_lists_what_fell_due_in_the_window_delivered_or_not(t: &dyn Bed) {
+        let db = t.db();
         let day = 24 * 60 * MIN;
         db.schedule("alice", "long ago", 10 * MIN, 0).unwrap(); // 1: delivered before the window
         db.schedule("alice", "delivered", day + 10 * MIN, 0)
@@ -732,9 +834,8 @@ mod tests {
         assert!(db.due("carol", 0, now, 50).unwrap().is_empty());
     }
 
-    #[test]
-    fn another_users_number_is_not_found_and_only_pending_ones_change() {
-        let (_d, db) = db();
+    fn another_users_number_is_not_found_and_only_pending_ones_change(t: &dyn Bed) {
+        let db = t.db();
         db.schedule("alice", "a", 10 * MIN, 0).unwrap();
         assert_eq!(
             db.update("bob", 1, Some("x"), None, 1).unwrap(),
@@ -772,9 +873,8 @@ mod tests {
         assert_eq!(db.list("alice", ListFilter::All, 10).unwrap().total, 1);
     }
 
-    #[test]
-    fn a_due_follow_up_is_claimed_once_and_completed_by_its_claimant() {
-        let (_d, db) = db();
+    fn a_due_follow_up_is_claimed_once_and_completed_by_its_claimant(t: &dyn Bed) {
+        let db = t.db();
         db.schedule("alice", "soon", 10 * MIN, 0).unwrap();
         db.schedule("alice", "later", 60 * MIN, 0).unwrap();
         assert!(
@@ -820,9 +920,8 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn an_expired_lease_is_taken_over_with_the_same_key() {
-        let (_d, db) = db();
+    fn an_expired_lease_is_taken_over_with_the_same_key(t: &dyn Bed) {
+        let db = t.db();
         db.schedule("alice", "x", MIN, 0).unwrap();
         let first = db.claim_due("dead", MIN, MIN, 10, &everyone(), 9).unwrap();
         // The claimant died: after the lease, another process claims it again.
@@ -842,9 +941,8 @@ mod tests {
         assert!(db.complete(second[0].row, "p2", "mcp", 2 * MIN).unwrap());
     }
 
-    #[test]
-    fn failed_deliveries_are_retried_then_given_up_and_holds_wait() {
-        let (_d, db) = db();
+    fn failed_deliveries_are_retried_then_given_up_and_holds_wait(t: &dyn Bed) {
+        let db = t.db();
         db.schedule("alice", "x", MIN, 0).unwrap();
         let c = db
             .claim_due("p", MIN, MIN, 10, &everyone(), 9)
@@ -897,9 +995,8 @@ mod tests {
         assert_eq!(c.attempt, 1);
     }
 
-    #[test]
-    fn only_users_with_proactive_messages_are_claimed() {
-        let (_d, db) = db();
+    fn only_users_with_proactive_messages_are_claimed(t: &dyn Bed) {
+        let db = t.db();
         db.schedule("alice", "a", MIN, 0).unwrap();
         db.schedule("bob", "b", MIN, 0).unwrap();
         let users = |d: &Deliverable| {
@@ -920,9 +1017,8 @@ mod tests {
         assert_eq!(users(&Deliverable::Only(vec!["bob".into()])), vec!["bob"]);
     }
 
-    #[test]
-    fn an_export_imports_into_another_database_once() {
-        let (_d, db) = db();
+    fn an_export_imports_into_another_database_once(t: &dyn Bed) {
+        let db = t.db();
         db.schedule("alice", "a", MIN, 0).unwrap();
         db.schedule("alice", "b", 2 * MIN, 0).unwrap();
         db.cancel("alice", 2, Some("done"), 1).unwrap();
@@ -934,7 +1030,7 @@ mod tests {
         let all = db.export(None).unwrap();
         assert_eq!(all.len(), 3);
         assert_eq!(db.export(Some("bob")).unwrap().len(), 1);
-        let (_d2, other) = super::tests::db();
+        let (_d2, other) = t.another();
         other.schedule("alice", "already here", MIN, 0).unwrap();
         let report = other.import(&all, None).unwrap();
         assert_eq!(
@@ -972,14 +1068,13 @@ mod tests {
         let bob = other.list("bob", ListFilter::All, 10).unwrap();
         assert_eq!(bob.followups[0].status, Status::Pending);
         // Imported for another user.
-        let (_d3, third) = super::tests::db();
+        let (_d3, third) = t.another();
         third.import(&all, Some("carol")).unwrap();
         assert_eq!(third.list("carol", ListFilter::All, 10).unwrap().total, 3);
     }
 
-    #[test]
-    fn undeliverable_users_neither_wake_the_scheduler_nor_get_claimed() {
-        let (_d, db) = db();
+    fn undeliverable_users_neither_wake_the_scheduler_nor_get_claimed(t: &dyn Bed) {
+        let db = t.db();
         db.schedule("quiet", "a", MIN, 0).unwrap();
         db.schedule("alice", "b", 5 * MIN, 0).unwrap();
         let not_quiet = Deliverable::AllBut(vec!["quiet".into()]);
@@ -996,9 +1091,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_claim_abandoned_too_often_fails_and_an_abandoned_one_can_be_cancelled() {
-        let (_d, db) = db();
+    fn a_claim_abandoned_too_often_fails_and_an_abandoned_one_can_be_cancelled(t: &dyn Bed) {
+        let db = t.db();
         db.schedule("alice", "crashes its deliverer", MIN, 0)
             .unwrap();
         db.schedule("alice", "cancel me", MIN, 0).unwrap();
@@ -1039,9 +1133,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_new_time_starts_the_attempts_afresh_and_bad_imports_store_nothing() {
-        let (_d, db) = db();
+    fn a_new_time_starts_the_attempts_afresh_and_bad_imports_store_nothing(t: &dyn Bed) {
+        let db = t.db();
         db.schedule("alice", "x", MIN, 0).unwrap();
         let c = db
             .claim_due("p", MIN, MIN, 10, &everyone(), 9)
@@ -1059,7 +1152,7 @@ mod tests {
         let mut empty = records[0].clone();
         empty.context = "  ".into();
         empty.idempotency_key = "rf-followup-empty".into();
-        let (_d2, other) = super::tests::db();
+        let (_d2, other) = t.another();
         let e = other
             .import(&[records[0].clone(), empty], None)
             .unwrap_err();
@@ -1071,19 +1164,16 @@ mod tests {
         );
     }
 
-    #[test]
-    fn processes_sharing_the_file_claim_each_follow_up_once() {
-        let (dir, db) = db();
+    fn processes_sharing_the_file_claim_each_follow_up_once(t: &dyn Bed) {
+        let db = t.db();
         for i in 0..1000 {
             db.schedule(&format!("u{}", i % 7), "x", MIN, 0).unwrap();
         }
-        let path = dir.path().join("followups.db");
         let claimed: Vec<Vec<i64>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..3)
                 .map(|p| {
-                    let path = path.clone();
                     s.spawn(move || {
-                        let db = FollowupDb::open(&path).unwrap();
+                        let db = t.db();
                         let owner = format!("p{p}");
                         let mut rows = Vec::new();
                         loop {

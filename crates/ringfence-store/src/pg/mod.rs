@@ -25,6 +25,7 @@ use tokio_postgres::Client;
 
 use crate::{Schema, StoreError};
 
+pub mod followups;
 pub mod scratch;
 
 pub use tokio_postgres::Error as PgError;
