@@ -9,6 +9,13 @@
 #      without nextest); scripts/nextest.toml ends a test hung for 5 minutes
 #   3. Python venv at .venv with tests/python/requirements.txt (pinned mcp + pytest)
 #   4. pytest tests/python: the official MCP Python SDK client drives `ringfence serve`
+#   5. pytest again on PostgreSQL for the suites whose state can live there
+#      (RINGFENCE_TEST_STORE=postgres)
+#
+# PostgreSQL: scripts/postgres.sh installs it from Debian's packages if missing and starts
+# a throwaway cluster (removed when the script exits); RINGFENCE_TEST_DATABASE_URL names it
+# to both test suites, and RINGFENCE_REQUIRE_POSTGRES makes a test without it fail rather
+# than skip.
 #
 # Exits non-zero if any step fails. Both test suites run even if the other one fails;
 # a build failure stops the run. Environment:
@@ -28,9 +35,12 @@ FAILED=0
 elapsed() { echo "$(($(date +%s) - START))s"; }
 section() { printf '\n==> %s\n' "$*"; }
 
+PG_DIR=""
+
 summary() {
     local rc=$?
     set +e
+    [[ -n "$PG_DIR" ]] && bash "$ROOT/scripts/postgres.sh" stop "$PG_DIR"
     printf '\n==> summary\n'
     local r
     for r in "${RESULTS[@]}"; do printf '    %s\n' "$r"; done
@@ -93,6 +103,18 @@ if ! run_step "embedding model" install_model; then
     exit 1
 fi
 
+# --- 1c. PostgreSQL ------------------------------------------------------------------
+start_postgres() {
+    PG_DIR="$(mktemp -d -u /tmp/ringfence-pg.XXXXXX)" || return 1
+    RINGFENCE_TEST_DATABASE_URL="$(bash "$ROOT/scripts/postgres.sh" start "$PG_DIR")" || return 1
+    export RINGFENCE_TEST_DATABASE_URL RINGFENCE_REQUIRE_POSTGRES=1
+}
+
+section "PostgreSQL test cluster (scripts/postgres.sh)"
+if ! run_step "postgres cluster" start_postgres; then
+    exit 1
+fi
+
 # --- 2. Rust tests --------------------------------------------------------------------
 if cargo nextest --version >/dev/null 2>&1; then
     section "cargo nextest run --workspace"
@@ -150,5 +172,13 @@ section "pytest tests/python (RINGFENCE_BIN=$RINGFENCE_BIN)"
 # shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose
 run_step "python tests (pytest)" \
     "$VENV/bin/python" -m pytest tests/python -p no:cacheprovider ${PYTEST_ARGS:-} || true
+
+# --- 5. Python tests on PostgreSQL ----------------------------------------------------
+# The suites whose state lives in [store] (more join as their families move there).
+PG_SUITES=(tests/python/test_followups.py)
+section "pytest on PostgreSQL: ${PG_SUITES[*]}"
+# shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose
+run_step "python tests on PostgreSQL (pytest)" env RINGFENCE_TEST_STORE=postgres \
+    "$VENV/bin/python" -m pytest "${PG_SUITES[@]}" -p no:cacheprovider ${PYTEST_ARGS:-} || true
 
 [[ $FAILED -eq 0 ]]

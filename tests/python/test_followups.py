@@ -27,6 +27,8 @@ from typing import Any, AsyncIterator, Callable, Iterator
 import anyio
 import pytest
 
+from store import another_store, on_postgres, psql, store_env
+
 import httpx2
 from mcp import ClientSession, StdioServerParameters
 from mcp.client import Client
@@ -282,7 +284,7 @@ def ringfence(tmp: Path, cfg: Path, *args: str) -> list[str]:
 
 def env_for(tmp: Path) -> dict[str, str]:
     return {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp),
-            "XDG_CONFIG_HOME": str(tmp / "xdg-config"), "RINGFENCE_LOG": "info"}
+            "XDG_CONFIG_HOME": str(tmp / "xdg-config"), "RINGFENCE_LOG": "info", **store_env()}
 
 
 def call_cli(tmp: Path, cfg: Path, tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -445,10 +447,13 @@ def test_followups_list_export_and_import(tmp_path):
     call_cli(tmp_path, cfg, "schedule_followup", {"context": "second", "minutes_from_now": 30})
     call_cli(tmp_path, cfg, "cancel_followup", {"followup_id": 2, "reason": "no longer needed"})
 
+    other_store: dict[str, str] = {}
+
     def cli(data: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = {**env_for(tmp_path), **(other_store if data.name == "other-data" else {})}
         return subprocess.run([str(_binary()), "--config", str(cfg), "--data-dir", str(data),
                                "followups", *args], input=stdin, capture_output=True,
-                              text=True, env=env_for(tmp_path), timeout=60)
+                              text=True, env=env, timeout=60)
 
     listed = cli(tmp_path / "data", "list")
     assert listed.returncode == 0, listed.stderr
@@ -466,6 +471,13 @@ def test_followups_list_export_and_import(tmp_path):
     assert records[1]["cancel_reason"] == "no longer needed"
 
     other = tmp_path / "other-data"
+    with another_store() as env:
+        other_store.update(env)
+        import_elsewhere(cli, other, export)
+
+
+def import_elsewhere(cli: Callable[..., subprocess.CompletedProcess[str]], other: Path,
+                     export: Path) -> None:
     done = cli(other, "import", str(export), "--user", "alice")
     assert done.returncode == 0 and "imported 2 follow-ups (0 already here)" in done.stderr
     again = cli(other, "import", "-", stdin=export.read_text())
@@ -858,3 +870,18 @@ async def test_a_2026_client_hears_through_subscriptions_listen(tmp_path):
                 assert INTERVIEW in text, text
     finally:
         srv.stop()
+
+
+def test_follow_ups_live_in_the_configured_store(tmp_path):
+    """SQLite: followups.db in the data directory. PostgreSQL (RINGFENCE_TEST_STORE): the
+    rows are in the database, and no file is made."""
+    cfg = config(tmp_path, '[followups]\ntimezone = "UTC"\n')
+    call_cli(tmp_path, cfg, "schedule_followup", {"context": "where am I", "minutes_from_now": 5})
+    db_file = tmp_path / "data" / "followups.db"
+    if on_postgres():
+        url = store_env()["RINGFENCE_DATABASE_URL"]
+        assert psql(url, 'SELECT "user", context FROM followups').strip() == "local|where am I"
+        assert psql(url, "SELECT version FROM ringfence_schema WHERE name = 'followups'").strip() == "3"
+        assert not db_file.exists()
+    else:
+        assert db_file.exists()

@@ -21,6 +21,8 @@ from typing import Any, AsyncIterator
 import anyio
 import httpx2
 import pytest
+
+from store import store_env
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -52,6 +54,7 @@ def start_server(tmp: Path, *extra: str) -> HttpServer:
         "HOME": str(tmp),
         "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
         "RINGFENCE_LOG": "info",
+        **store_env(),
     }
     with open(log, "wb") as out:
         proc = subprocess.Popen(

@@ -25,6 +25,8 @@ import anyio
 import httpx2
 import jwt
 import pytest
+
+from store import store_env
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -72,7 +74,7 @@ def serve(tmp: Path, config: str, *extra: str, roots: tuple[str, ...] = ()) -> S
     cfg.write_text(config)
     log = tmp / "http.log"
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp),
-           "XDG_CONFIG_HOME": str(tmp / "xdg-config"), "RINGFENCE_LOG": "info"}
+           "XDG_CONFIG_HOME": str(tmp / "xdg-config"), "RINGFENCE_LOG": "info", **store_env()}
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [str(_binary()), "--config", str(cfg), "--data-dir", str(tmp / "data"), *extra,

@@ -18,6 +18,8 @@ from typing import Any, AsyncIterator
 
 import anyio
 import pytest
+
+from store import store_env
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -159,6 +161,7 @@ async def serve(
             "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
             "XDG_DATA_HOME": str(tmp / "xdg-data"),
             "RINGFENCE_LOG": "info",
+            **store_env(),
             **(env or {}),
         },
         cwd=str(tmp),

@@ -23,6 +23,10 @@ pub const RINGFENCE_CLIENT_ROOTS: &str = "RINGFENCE_CLIENT_ROOTS";
 pub const RINGFENCE_LOG: &str = "RINGFENCE_LOG";
 /// Log line format: `text` (default) or `json`.
 pub const RINGFENCE_LOG_FORMAT: &str = "RINGFENCE_LOG_FORMAT";
+/// `[store] url`: a PostgreSQL URL (makes PostgreSQL the store).
+pub const RINGFENCE_DATABASE_URL: &str = "RINGFENCE_DATABASE_URL";
+/// `[store] backend`: `sqlite` or `postgres`.
+pub const RINGFENCE_STORE_BACKEND: &str = "RINGFENCE_STORE_BACKEND";
 
 /// Seed 002's variables, honoured for compatibility (they override `[limits]` in the file).
 pub const LLM_CHAT_FS_MAX_SEARCH_RESULTS: &str = "LLM_CHAT_FS_MAX_SEARCH_RESULTS";
@@ -51,4 +55,6 @@ pub const ALL: &[&str] = &[
     RINGFENCE_LOG,
     RINGFENCE_LOG_FORMAT,
     RINGFENCE_CLIENT_ROOTS,
+    RINGFENCE_DATABASE_URL,
+    RINGFENCE_STORE_BACKEND,
 ];

@@ -8,6 +8,7 @@ mod data_dir;
 mod env_vars;
 mod families;
 mod sessions;
+mod store;
 mod supervisor;
 
 fn main() -> std::process::ExitCode {

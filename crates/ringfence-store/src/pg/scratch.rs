@@ -2,7 +2,7 @@
 //! `RINGFENCE_TEST_DATABASE_URL` names (`scripts/postgres.sh` starts one; `scripts/test.sh`
 //! sets the variable), dropped again when the value is.
 
-use std::str::FromStr;
+#![allow(clippy::print_stderr)] // test tooling: it speaks to the test's own output
 
 use super::{Pg, PgOptions};
 
@@ -41,8 +41,6 @@ impl ScratchDb {
         admin
             .run(async |c| Ok(c.batch_execute(&format!("CREATE DATABASE {name}")).await?))
             .unwrap_or_else(|e| panic!("cannot create a test database: {e}"));
-        let mut config = tokio_postgres::Config::from_str(&base).expect("checked by connect");
-        config.dbname(&name);
         Some(ScratchDb {
             url: with_database(&base, &name),
             name,

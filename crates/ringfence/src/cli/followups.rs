@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use ringfence_store::followups::{ExportRecord, FollowupDb};
+use ringfence_store::followups::{ExportRecord, FollowupStore};
 use ringfence_tools::time::format_iso_ms;
 
 use super::{fail, print_out, read_input, say};
@@ -43,21 +43,20 @@ pub(super) enum FollowupsCommand {
 }
 
 pub(super) fn run(config: &Config, cmd: FollowupsCommand) -> ExitCode {
-    let settings = crate::families::followups::settings(config);
-    let db = match crate::families::followups::open_db(&settings.db_path) {
+    let db = match crate::families::followups::open_db(config) {
         Ok(db) => db,
         Err(e) => return fail(&e),
     };
     match cmd {
-        FollowupsCommand::List { user, status } => list(&db, user.as_deref(), &status),
+        FollowupsCommand::List { user, status } => list(&*db, user.as_deref(), &status),
         FollowupsCommand::Export { user, output } => {
-            export(&db, user.as_deref(), output.as_deref())
+            export(&*db, user.as_deref(), output.as_deref())
         }
-        FollowupsCommand::Import { file, user } => import(&db, &file, user.as_deref()),
+        FollowupsCommand::Import { file, user } => import(&*db, &file, user.as_deref()),
     }
 }
 
-fn list(db: &FollowupDb, user: Option<&str>, status: &str) -> ExitCode {
+fn list(db: &dyn FollowupStore, user: Option<&str>, status: &str) -> ExitCode {
     let wanted: &[&str] = match status {
         "all" => &["pending", "delivering", "completed", "cancelled", "failed"],
         "pending" => &["pending", "delivering"],
@@ -100,7 +99,7 @@ fn list(db: &FollowupDb, user: Option<&str>, status: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn export(db: &FollowupDb, user: Option<&str>, output: Option<&Path>) -> ExitCode {
+fn export(db: &dyn FollowupStore, user: Option<&str>, output: Option<&Path>) -> ExitCode {
     let rows = match db.export(user) {
         Ok(r) => r,
         Err(e) => return fail(&e.to_string()),
@@ -112,7 +111,7 @@ fn export(db: &FollowupDb, user: Option<&str>, output: Option<&Path>) -> ExitCod
     ExitCode::SUCCESS
 }
 
-fn import(db: &FollowupDb, file: &Path, user: Option<&str>) -> ExitCode {
+fn import(db: &dyn FollowupStore, file: &Path, user: Option<&str>) -> ExitCode {
     let text = match read_input(file) {
         Ok(t) => t,
         Err(e) => return fail(&e),

@@ -28,7 +28,7 @@ pub(super) fn run(config: &Config) -> ExitCode {
             "the only follow-up channel is mcp, which reaches clients connected to `serve`: this scheduler has none, and leaves those follow-ups to `serve` (add a webhook, command or email channel for it to deliver)"
         );
     }
-    let db = match followups::open_db(&settings.db_path) {
+    let db = match followups::open_db(config) {
         Ok(db) => db,
         Err(e) => return fail(&e),
     };

@@ -12,6 +12,7 @@ mod llm;
 mod raw;
 mod roots;
 mod sections;
+mod store;
 mod tools;
 
 use std::collections::BTreeMap;
@@ -28,6 +29,7 @@ pub use llm::{LlmSettings, LlmSource};
 pub use raw::HttpConfig;
 pub use roots::check_client_roots_for_http;
 pub use sections::{FamilySettings, SectionInput};
+pub use store::StoreSettings;
 
 /// Values given on the command line (highest precedence).
 #[derive(Debug, Default, Clone)]
@@ -61,6 +63,8 @@ pub struct Config {
     pub families: FamilySettings,
     /// `[llm]`: the language model ringfence's own features use; `None` without the table.
     pub llm: Option<LlmSettings>,
+    /// `[store]`: where state lives.
+    pub store: StoreSettings,
     pub client_roots: ClientRoots,
     /// The preset or tool list, additions and removals.
     pub tools: Selection,
@@ -161,6 +165,7 @@ impl Config {
 
         // 7b. The language model.
         let llm = llm::resolve(file.llm.as_ref())?;
+        let store = store::resolve(file.store.as_ref(), env)?;
 
         // 8. The families' sections, each resolved by its plug.
         let families = family_sections(&file.sections, text.as_ref(), env, &data_dir)?;
@@ -168,6 +173,7 @@ impl Config {
         Ok(Config {
             families,
             llm,
+            store,
             data_dir,
             roots,
             denylist,

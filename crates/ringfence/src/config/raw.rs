@@ -32,6 +32,8 @@ pub struct FileConfig {
     pub http: Option<HttpConfig>,
     /// `[llm]`: the language model that features such as `delegate_task` talk to.
     pub llm: Option<LlmTable>,
+    /// `[store]`: SQLite under the data directory (default) or a shared PostgreSQL.
+    pub store: Option<StoreTable>,
     /// Every other top-level key: the families' tables, parsed by their plugs. (serde cannot
     /// combine this with `deny_unknown_fields`; `Config::load` refuses names no family takes.)
     #[serde(flatten)]
@@ -50,6 +52,7 @@ pub const CORE_KEYS: &[&str] = &[
     "tools",
     "http",
     "llm",
+    "store",
 ];
 
 impl FileConfig {
@@ -127,6 +130,23 @@ pub struct LlmTable {
     pub api_key_env: Option<String>,
     /// Seconds one request to the model may take (default 120).
     pub timeout_secs: Option<u64>,
+}
+
+/// `[store]`: where state lives.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreTable {
+    /// `sqlite` (default without a URL) or `postgres` (default with one).
+    pub backend: Option<String>,
+    /// `postgres://user:password@host:5432/database?sslmode=require`.
+    pub url: Option<String>,
+    /// Connections per instance (default 16).
+    pub pool_size: Option<u64>,
+    /// PEM file of the certificate authorities trusted for the server (default: the
+    /// public web roots).
+    pub ca_file: Option<PathBuf>,
+    /// Seconds to wait for a connection (default 10).
+    pub connect_timeout_secs: Option<u64>,
 }
 
 /// `[http]`: the streamable HTTP transport.

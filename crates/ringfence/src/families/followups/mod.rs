@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use ringfence_store::followups::FollowupDb;
+use ringfence_store::followups::FollowupStore;
 use ringfence_tools::error::BackendError;
 use ringfence_tools::followups::{
     self as family, ChangeOutcome, DeliveryPolicy, Followup, FollowupBackend, FollowupServices,
@@ -14,6 +14,7 @@ use ringfence_tools::{Family, FamilyInfo};
 
 use super::{FamilyEnv, FamilyPlug};
 use crate::config::{Config, ConfigError, SectionInput};
+use crate::store::SharedStore;
 
 pub(crate) mod config;
 pub mod scheduler;
@@ -39,6 +40,9 @@ impl FamilyPlug for FollowupsPlug {
         let db = Arc::new(LazyFollowups {
             cell: OnceLock::new(),
             path: settings.db_path.clone(),
+            store: env
+                .shared
+                .get_or_init(|| SharedStore::new(env.config.store.clone())),
         });
         // `serve` delivers what falls due while it runs, when anyone's follow-ups can be —
         // through the `mcp` channel to the sessions it serves (registered in the shared
@@ -125,22 +129,24 @@ impl DeliveryPolicy for Policy {
     }
 }
 
-/// Opens `followups.db` (made 0600 by the store), making its directory (0700) if missing.
-pub fn open_db(path: &std::path::Path) -> Result<Arc<FollowupDb>, String> {
-    super::open_private_db(path, "follow-up", FollowupDb::open)
+/// The follow-ups `[store]` names (for the `followups` and `scheduler` commands):
+/// `followups.db` (made 0600, its directory 0700 if missing) or PostgreSQL's tables.
+pub fn open_db(config: &Config) -> Result<Arc<dyn FollowupStore>, String> {
+    SharedStore::new(config.store.clone()).followups(&settings(config).db_path)
 }
 
-/// `followups.db`, opened on first use.
+/// The follow-ups, opened on first use.
 #[derive(Debug)]
 struct LazyFollowups {
-    cell: OnceLock<Result<Arc<FollowupDb>, String>>,
+    cell: OnceLock<Result<Arc<dyn FollowupStore>, String>>,
     path: std::path::PathBuf,
+    store: Arc<SharedStore>,
 }
 
 impl LazyFollowups {
-    fn get(&self) -> Result<&Arc<FollowupDb>, BackendError> {
+    fn get(&self) -> Result<&Arc<dyn FollowupStore>, BackendError> {
         self.cell
-            .get_or_init(|| open_db(&self.path))
+            .get_or_init(|| self.store.followups(&self.path))
             .as_ref()
             .map_err(|e| BackendError::new(std::io::Error::other(e.clone())))
     }

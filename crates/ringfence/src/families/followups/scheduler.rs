@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ringfence_llm::{ChatModel, ChatRequest, Message};
-use ringfence_store::followups::{Claim, Deliverable, FollowupDb};
+use ringfence_store::followups::{Claim, Deliverable, FollowupStore};
 use ringfence_tools::followups::{Clock, DUE_URI, SystemClock};
 use ringfence_tools::live::{LiveSessions, Notice};
 use ringfence_tools::time::{format_in_zone, format_iso_ms};
@@ -74,7 +74,7 @@ fn deliverable(s: &FollowupSettings, connected: &[String]) -> Deliverable {
 pub const WRITER_TIMEOUT: Duration = Duration::from_secs(15);
 
 pub struct Scheduler {
-    db: Arc<FollowupDb>,
+    db: Arc<dyn FollowupStore>,
     settings: FollowupSettings,
     /// Writes each check-in from its context (`[llm]` with an HTTP API), if configured.
     writer: Option<Arc<dyn ChatModel>>,
@@ -96,7 +96,7 @@ pub struct Round {
 
 impl Scheduler {
     pub fn new(
-        db: Arc<FollowupDb>,
+        db: Arc<dyn FollowupStore>,
         settings: FollowupSettings,
         writer: Option<Arc<dyn ChatModel>>,
     ) -> Result<Scheduler, String> {
@@ -701,10 +701,16 @@ mod tests {
     fn scheduler(
         toml: &str,
         dir: &std::path::Path,
-    ) -> (Arc<FollowupDb>, Arc<TestClock>, Arc<Scheduler>) {
+    ) -> (
+        Arc<ringfence_store::followups::FollowupDb>,
+        Arc<TestClock>,
+        Arc<Scheduler>,
+    ) {
         let config = load_file(toml, &[]).unwrap();
         let settings = config.families.get::<FollowupSettings>("followups").clone();
-        let db = Arc::new(FollowupDb::open(&dir.join("followups.db")).unwrap());
+        let db = Arc::new(
+            ringfence_store::followups::FollowupDb::open(&dir.join("followups.db")).unwrap(),
+        );
         let clock = Arc::new(TestClock(AtomicI64::new(T0)));
         let s = Scheduler::new(db.clone(), settings, None)
             .unwrap()
