@@ -18,6 +18,8 @@ from zoneinfo import ZoneInfo
 import anyio
 import pytest
 
+from store import on_postgres, psql, store_env
+
 from test_http import call, client, token_hash
 from test_http_users import serve as serve_http
 from test_sdk_client import (  # noqa: F401 (fixtures)
@@ -59,7 +61,7 @@ def iso(t: dt.datetime) -> str:
 
 def cli(tmp: Path, cfg: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp),
-           "XDG_CONFIG_HOME": str(tmp / "xdg-config")}
+           "XDG_CONFIG_HOME": str(tmp / "xdg-config"), **store_env()}
     return subprocess.run([str(_binary()), "--config", str(cfg), "--data-dir", str(tmp / "data"), *args],
                           capture_output=True, text=True, env=env, input=stdin, timeout=60)
 
@@ -298,3 +300,21 @@ async def test_an_http_user_without_a_table_never_gets_the_operators_login(tmp_p
                 assert is_error(r) and "no password" in text_of(r), text_of(r)
     finally:
         srv.stop()
+
+
+def test_local_calendars_live_in_the_configured_store(tmp_path):
+    """SQLite: calendar.db in the data directory. PostgreSQL (RINGFENCE_TEST_STORE): the
+    objects are rows of the database, and no file is made."""
+    cfg = config(tmp_path)
+    ics = ("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\n"
+           "UID:where-1@test\r\nDTSTAMP:20261201T000000Z\r\nDTSTART:20261210T150000Z\r\n"
+           "DTEND:20261210T160000Z\r\nSUMMARY:Where am I\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
+    done = cli(tmp_path, cfg, "calendar", "import", "-", stdin=ics)
+    assert done.returncode == 0, done.stderr
+    db_file = tmp_path / "data" / "calendar.db"
+    if on_postgres():
+        url = store_env()["RINGFENCE_DATABASE_URL"]
+        assert psql(url, "SELECT count(*) FROM calendar_objects WHERE ics LIKE '%Where am I%'").strip() == "1"
+        assert not db_file.exists()
+    else:
+        assert db_file.exists()

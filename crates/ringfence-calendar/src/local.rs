@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ringfence_store::calendar::{CalendarDb, WriteError};
+use ringfence_store::calendar::{CalendarStore, WriteError};
 use ringfence_tools::BoxFuture;
 use ringfence_tools::calendar::{CalendarError, CalendarResult};
 
@@ -15,12 +15,12 @@ pub const DEFAULT_CALENDAR: (&str, &str) = ("personal", "Personal");
 /// One user's local calendars.
 #[derive(Debug, Clone)]
 pub struct LocalStore {
-    db: Arc<CalendarDb>,
+    db: Arc<dyn CalendarStore>,
     user: String,
 }
 
 impl LocalStore {
-    pub fn new(db: Arc<CalendarDb>, user: &str) -> LocalStore {
+    pub fn new(db: Arc<dyn CalendarStore>, user: &str) -> LocalStore {
         LocalStore {
             db,
             user: user.to_owned(),

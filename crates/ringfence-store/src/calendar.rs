@@ -67,6 +67,95 @@ impl From<rusqlite::Error> for WriteError {
     }
 }
 
+/// The local calendars' storage, one implementation per backend (SQLite's [`CalendarDb`],
+/// and PostgreSQL's with the feature `postgres`).
+pub trait CalendarStore: Send + Sync + std::fmt::Debug {
+    /// The user's calendars (id, name), made with `default` first when they have none.
+    fn calendars(
+        &self,
+        user: &str,
+        default: (&str, &str),
+        now_ms: i64,
+    ) -> Result<Vec<(String, String)>, StoreError>;
+
+    /// Makes calendar `id` of the user (named `name`) unless it exists.
+    fn ensure_calendar(
+        &self,
+        user: &str,
+        id: &str,
+        name: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// The objects of a calendar that can occur in `[from_ms, to_ms)`.
+    fn in_window(
+        &self,
+        user: &str,
+        calendar: &str,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<Object>, StoreError>;
+
+    fn get(&self, user: &str, calendar: &str, href: &str) -> Result<Option<Object>, StoreError>;
+
+    /// Stores a new object. Versions are times in microseconds (each write's above the last
+    /// one's), so an object deleted and made again never gets an old version back.
+    fn insert(
+        &self,
+        user: &str,
+        calendar: &str,
+        href: &str,
+        ics: &str,
+        span: (i64, i64),
+        now_ms: i64,
+    ) -> Result<Object, WriteError>;
+
+    /// Stores many new objects `(href, ics, span)` in one transaction (an import); those
+    /// whose href is there already are left as they are. Returns (stored, skipped).
+    fn insert_many(
+        &self,
+        user: &str,
+        calendar: &str,
+        items: &[(String, String, (i64, i64))],
+        now_ms: i64,
+    ) -> Result<(usize, usize), StoreError>;
+
+    /// Replaces an object if it is still at version `expected`.
+    #[allow(clippy::too_many_arguments)] // where, which version, what: all needed
+    fn replace(
+        &self,
+        user: &str,
+        calendar: &str,
+        href: &str,
+        expected: i64,
+        ics: &str,
+        span: (i64, i64),
+        now_ms: i64,
+    ) -> Result<Object, WriteError>;
+
+    /// Removes an object if it is still at version `expected`.
+    fn remove(
+        &self,
+        user: &str,
+        calendar: &str,
+        href: &str,
+        expected: i64,
+    ) -> Result<(), WriteError>;
+
+    /// Every object of the user (of one calendar if given), for export.
+    fn all(&self, user: &str, calendar: Option<&str>) -> Result<Vec<Object>, StoreError>;
+
+    /// The users with calendars.
+    fn users(&self) -> Result<Vec<String>, StoreError>;
+}
+
+/// The version a write at `now_ms` gives an object that was at `previous` (if any): the
+/// time in microseconds, always above the previous one.
+pub(crate) fn next_version(now_ms: i64, previous: Option<i64>) -> i64 {
+    let v = now_ms.saturating_mul(1000);
+    previous.map_or(v, |p| v.max(p + 1))
+}
+
 #[derive(Debug)]
 pub struct CalendarDb {
     store: Store,
@@ -78,9 +167,10 @@ impl CalendarDb {
             store: Store::open_schema(path, Durability::Full, &CALENDAR_SCHEMA)?,
         })
     }
+}
 
-    /// The user's calendars (id, name), made with `default` first when they have none.
-    pub fn calendars(
+impl CalendarStore for CalendarDb {
+    fn calendars(
         &self,
         user: &str,
         default: (&str, &str),
@@ -98,8 +188,7 @@ impl CalendarDb {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Makes calendar `id` of the user (named `name`) unless it exists.
-    pub fn ensure_calendar(
+    fn ensure_calendar(
         &self,
         user: &str,
         id: &str,
@@ -113,8 +202,7 @@ impl CalendarDb {
         Ok(())
     }
 
-    /// The objects of a calendar that can occur in `[from_ms, to_ms)`.
-    pub fn in_window(
+    fn in_window(
         &self,
         user: &str,
         calendar: &str,
@@ -130,12 +218,7 @@ impl CalendarDb {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    pub fn get(
-        &self,
-        user: &str,
-        calendar: &str,
-        href: &str,
-    ) -> Result<Option<Object>, StoreError> {
+    fn get(&self, user: &str, calendar: &str, href: &str) -> Result<Option<Object>, StoreError> {
         Ok(self
             .store
             .conn()
@@ -148,9 +231,7 @@ impl CalendarDb {
             .optional()?)
     }
 
-    /// Stores a new object. Versions are times in microseconds (each write's above the last
-    /// one's), so an object deleted and made again never gets an old version back.
-    pub fn insert(
+    fn insert(
         &self,
         user: &str,
         calendar: &str,
@@ -159,7 +240,7 @@ impl CalendarDb {
         span: (i64, i64),
         now_ms: i64,
     ) -> Result<Object, WriteError> {
-        let version = now_ms.saturating_mul(1000);
+        let version = next_version(now_ms, None);
         let n = self.store.conn().execute(
             "INSERT OR IGNORE INTO calendar_objects
                  (user, calendar, href, ics, version, span_start, span_end, updated_ms)
@@ -177,9 +258,7 @@ impl CalendarDb {
         })
     }
 
-    /// Stores many new objects `(href, ics, span)` in one transaction (an import); those
-    /// whose href is there already are left as they are. Returns (stored, skipped).
-    pub fn insert_many(
+    fn insert_many(
         &self,
         user: &str,
         calendar: &str,
@@ -195,7 +274,7 @@ impl CalendarDb {
                      (user, calendar, href, ics, version, span_start, span_end, updated_ms)
                  VALUES (?1, ?2, ?3, ?4, ?8, ?5, ?6, ?7)",
             )?;
-            let version = now_ms.saturating_mul(1000);
+            let version = next_version(now_ms, None);
             for (href, ics, span) in items {
                 stored += q.execute(params![
                     user, calendar, href, ics, span.0, span.1, now_ms, version
@@ -206,9 +285,7 @@ impl CalendarDb {
         Ok((stored, items.len() - stored))
     }
 
-    /// Replaces an object if it is still at version `expected`.
-    #[allow(clippy::too_many_arguments)] // where, which version, what: all needed
-    pub fn replace(
+    fn replace(
         &self,
         user: &str,
         calendar: &str,
@@ -232,7 +309,7 @@ impl CalendarDb {
             Some(v) if v != expected => return Err(WriteError::Changed),
             Some(_) => {}
         }
-        let version = now_ms.saturating_mul(1000).max(expected + 1);
+        let version = next_version(now_ms, Some(expected));
         tx.execute(
             "UPDATE calendar_objects SET ics = ?4, version = ?8, span_start = ?5,
                  span_end = ?6, updated_ms = ?7
@@ -248,8 +325,7 @@ impl CalendarDb {
         })
     }
 
-    /// Removes an object if it is still at version `expected`.
-    pub fn remove(
+    fn remove(
         &self,
         user: &str,
         calendar: &str,
@@ -277,8 +353,7 @@ impl CalendarDb {
         })
     }
 
-    /// Every object of the user (of one calendar if given), for export.
-    pub fn all(&self, user: &str, calendar: Option<&str>) -> Result<Vec<Object>, StoreError> {
+    fn all(&self, user: &str, calendar: Option<&str>) -> Result<Vec<Object>, StoreError> {
         let conn = self.store.conn();
         let mut q = conn.prepare(
             "SELECT calendar, href, version, ics FROM calendar_objects
@@ -288,8 +363,7 @@ impl CalendarDb {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// The users with calendars.
-    pub fn users(&self) -> Result<Vec<String>, StoreError> {
+    fn users(&self) -> Result<Vec<String>, StoreError> {
         let conn = self.store.conn();
         let mut q = conn.prepare("SELECT DISTINCT user FROM calendars ORDER BY user")?;
         let rows = q.query_map([], |r| r.get(0))?;
@@ -311,9 +385,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn versions_guard_writes_and_users_stay_apart() {
+    fn sqlite() {
         let dir = tempfile::tempdir().unwrap();
-        let db = CalendarDb::open(&dir.path().join("calendar.db")).unwrap();
+        versions_guard_writes_and_users_stay_apart(
+            &CalendarDb::open(&dir.path().join("calendar.db")).unwrap(),
+        );
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn postgres() {
+        if let Some(db) = crate::pg::scratch::ScratchDb::new() {
+            versions_guard_writes_and_users_stay_apart(
+                &crate::pg::calendar::PgCalendar::open(db.connect()).unwrap(),
+            );
+        }
+    }
+
+    fn versions_guard_writes_and_users_stay_apart(db: &dyn CalendarStore) {
         let cals = db.calendars("alice", ("personal", "Personal"), 1).unwrap();
         assert_eq!(cals, [("personal".to_owned(), "Personal".to_owned())]);
         let a = db

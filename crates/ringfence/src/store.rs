@@ -6,7 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::OnceLock;
 
+use ringfence_store::StoreError;
+use ringfence_store::calendar::{CalendarDb, CalendarStore};
 use ringfence_store::followups::{FollowupDb, FollowupStore};
+use ringfence_store::pg::calendar::PgCalendar;
+use ringfence_store::pg::followups::PgFollowups;
+use ringfence_store::pg::{Pg, PgOptions};
 
 use crate::config::StoreSettings;
 
@@ -14,7 +19,7 @@ use crate::config::StoreSettings;
 #[derive(Debug, Default)]
 pub struct SharedStore {
     settings: StoreSettings,
-    pg: OnceLock<Result<ringfence_store::pg::Pg, String>>,
+    pg: OnceLock<Result<Pg, String>>,
 }
 
 impl SharedStore {
@@ -27,39 +32,48 @@ impl SharedStore {
 
     /// The follow-ups: `followups.db` at `sqlite_path`, or PostgreSQL's tables.
     pub fn followups(&self, sqlite_path: &Path) -> Result<Arc<dyn FollowupStore>, String> {
-        match &self.settings {
-            StoreSettings::Sqlite => {
-                let db =
-                    crate::families::open_private_db(sqlite_path, "follow-up", FollowupDb::open)?;
-                Ok(db)
-            }
-            StoreSettings::Postgres(_) => self.with_pg(|pg| {
-                let db = ringfence_store::pg::followups::PgFollowups::open(pg)?;
-                Ok(Arc::new(db) as Arc<dyn FollowupStore>)
-            }),
-        }
+        self.open(
+            || {
+                crate::families::open_private_db(sqlite_path, "follow-up", FollowupDb::open)
+                    .map(|db| db as Arc<dyn FollowupStore>)
+            },
+            |pg| Ok(Arc::new(PgFollowups::open(pg)?) as Arc<dyn FollowupStore>),
+        )
     }
 
-    /// Runs `open` on the pool (connected on the first call), naming what failed.
-    fn with_pg<T>(
+    /// The local calendars: `calendar.db` at `sqlite_path`, or PostgreSQL's tables.
+    pub fn calendar(&self, sqlite_path: &Path) -> Result<Arc<dyn CalendarStore>, String> {
+        self.open(
+            || {
+                crate::families::open_private_db(sqlite_path, "calendar", CalendarDb::open)
+                    .map(|db| db as Arc<dyn CalendarStore>)
+            },
+            |pg| Ok(Arc::new(PgCalendar::open(pg)?) as Arc<dyn CalendarStore>),
+        )
+    }
+
+    /// One family's store: its SQLite file, or its tables on the pool (connected on the
+    /// first call), naming what failed.
+    fn open<T: ?Sized>(
         &self,
-        open: impl FnOnce(ringfence_store::pg::Pg) -> Result<T, ringfence_store::StoreError>,
-    ) -> Result<T, String> {
+        sqlite: impl FnOnce() -> Result<Arc<T>, String>,
+        postgres: impl FnOnce(Pg) -> Result<Arc<T>, StoreError>,
+    ) -> Result<Arc<T>, String> {
         let StoreSettings::Postgres(s) = &self.settings else {
-            unreachable!("with_pg is called for the postgres backend only")
+            return sqlite();
         };
         let pg = self
             .pg
             .get_or_init(|| {
-                let options = ringfence_store::pg::PgOptions {
+                let options = PgOptions {
                     url: s.url.clone(),
                     pool_size: s.pool_size,
                     ca_file: s.ca_file.clone(),
                     connect_timeout: s.connect_timeout,
                 };
-                ringfence_store::pg::Pg::connect(&options).map_err(|e| e.to_string())
+                Pg::connect(&options).map_err(|e| e.to_string())
             })
             .clone()?;
-        open(pg).map_err(|e| e.to_string())
+        postgres(pg).map_err(|e| e.to_string())
     }
 }

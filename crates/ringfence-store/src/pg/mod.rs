@@ -25,6 +25,7 @@ use tokio_postgres::Client;
 
 use crate::{Schema, StoreError};
 
+pub mod calendar;
 pub mod followups;
 pub mod scratch;
 

@@ -9,7 +9,7 @@ use clap::Subcommand;
 use ringfence_calendar::event::Zones;
 use ringfence_calendar::local::DEFAULT_CALENDAR;
 use ringfence_calendar::transfer;
-use ringfence_store::calendar::CalendarDb;
+use ringfence_store::calendar::CalendarStore;
 use ringfence_tools::LOCAL_USER;
 
 use super::{fail, read_input, say, write_output};
@@ -55,7 +55,7 @@ pub(super) enum CalendarCommand {
 
 pub(super) fn run(config: &Config, cmd: CalendarCommand) -> ExitCode {
     let settings = crate::families::calendar::settings(config);
-    let db = match crate::families::calendar::open_db(&settings.db_path) {
+    let db = match crate::families::calendar::open_db(config) {
         Ok(db) => db,
         Err(e) => return fail(&e),
     };
@@ -79,7 +79,7 @@ pub(super) fn run(config: &Config, cmd: CalendarCommand) -> ExitCode {
             calendar,
             output,
         } => export(
-            &db,
+            &*db,
             user.as_deref().unwrap_or(LOCAL_USER),
             calendar.as_deref(),
             output.as_deref(),
@@ -92,7 +92,7 @@ pub(super) fn run(config: &Config, cmd: CalendarCommand) -> ExitCode {
             let user = user.as_deref().unwrap_or(LOCAL_USER);
             let account = settings.account(user);
             let zones = Zones::new(&account.zone_name, account.zone.clone());
-            import(&db, &file, user, calendar.as_deref(), &zones)
+            import(&*db, &file, user, calendar.as_deref(), &zones)
         }
     }
 }
@@ -130,7 +130,12 @@ fn connect(config: &Config, provider: &str, user: &str, wait_secs: u64) -> ExitC
     }
 }
 
-fn export(db: &CalendarDb, user: &str, calendar: Option<&str>, output: Option<&Path>) -> ExitCode {
+fn export(
+    db: &dyn CalendarStore,
+    user: &str,
+    calendar: Option<&str>,
+    output: Option<&Path>,
+) -> ExitCode {
     let objects = match db.all(user, calendar) {
         Ok(o) => o,
         Err(e) => return fail(&e.to_string()),
@@ -144,7 +149,7 @@ fn export(db: &CalendarDb, user: &str, calendar: Option<&str>, output: Option<&P
 }
 
 fn import(
-    db: &CalendarDb,
+    db: &dyn CalendarStore,
     file: &Path,
     user: &str,
     calendar: Option<&str>,

@@ -10,7 +10,7 @@ use ringfence_calendar::caldav::{CalDavAccount, CalDavStore};
 use ringfence_calendar::google::{GoogleAccount, GoogleAccounts, GoogleCalendar};
 use ringfence_calendar::local::LocalStore;
 use ringfence_calendar::{ObjectCalendar, ObjectStore, UserStores};
-use ringfence_store::calendar::CalendarDb;
+use ringfence_store::calendar::CalendarStore;
 use ringfence_tools::BoxFuture;
 use ringfence_tools::calendar::{
     self as family, CalendarBackend, CalendarError, CalendarEvent, CalendarResult, Deleted,
@@ -21,6 +21,7 @@ use ringfence_tools::{Family, FamilyInfo};
 
 use super::{FamilyEnv, FamilyPlug};
 use crate::config::{Config, ConfigError, SectionInput};
+use crate::store::SharedStore;
 
 mod config;
 
@@ -44,6 +45,9 @@ impl FamilyPlug for CalendarPlug {
         let stores = Arc::new(Stores {
             settings: settings.clone(),
             db: OnceLock::new(),
+            store: env
+                .shared
+                .get_or_init(|| SharedStore::new(env.config.store.clone())),
             caldav: Mutex::default(),
         });
         let accounts = Arc::new(Accounts {
@@ -65,16 +69,18 @@ pub fn settings(config: &Config) -> &CalendarSettings {
     config.families.get(family::INFO.name)
 }
 
-/// Opens `calendar.db` (0600 by the store), making its directory (0700) if missing.
-pub fn open_db(path: &std::path::Path) -> Result<Arc<CalendarDb>, String> {
-    super::open_private_db(path, "calendar", CalendarDb::open)
+/// The local calendars `[store]` names (for the `calendar` commands): `calendar.db` (0600,
+/// its directory 0700 if missing) or PostgreSQL's tables.
+pub fn open_db(config: &Config) -> Result<Arc<dyn CalendarStore>, String> {
+    SharedStore::new(config.store.clone()).calendar(&settings(config).db_path)
 }
 
 /// Each user's store, by their account.
 #[derive(Debug)]
 struct Stores {
     settings: CalendarSettings,
-    db: OnceLock<Result<Arc<CalendarDb>, String>>,
+    db: OnceLock<Result<Arc<dyn CalendarStore>, String>>,
+    store: Arc<SharedStore>,
     /// One CalDAV client per user (it keeps the calendars it found for a minute).
     caldav: Mutex<HashMap<String, CalDavStore>>,
 }
@@ -85,7 +91,7 @@ impl UserStores for Stores {
             Provider::Local => {
                 let db = self
                     .db
-                    .get_or_init(|| open_db(&self.settings.db_path))
+                    .get_or_init(|| self.store.calendar(&self.settings.db_path))
                     .as_ref()
                     .map_err(|e| CalendarError::Failed(e.clone()))?;
                 Ok(Arc::new(LocalStore::new(db.clone(), user)))
