@@ -175,17 +175,152 @@ impl Store {
     }
 }
 
-/// The edit journal in the database.
+/// Where the edit journal's rows are kept: the SQLite file ([`SqliteJournalRows`]) or
+/// PostgreSQL (`pg::journal`). [`QueuedJournal`] writes through it in the background.
+pub trait JournalRows: Send + Sync + std::fmt::Debug + 'static {
+    /// Stores a record made at `at_ms` and applies the bounds: [`HISTORY_PER_FILE`] records
+    /// per file, then [`JOURNAL_MAX_BYTES`] of previous versions in all (the oldest go).
+    fn append(&self, entry: JournalEntry, at_ms: i64) -> Result<(), StoreError>;
+    /// The newest record of the file `key`.
+    fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, StoreError>;
+    /// Deletes record `id`.
+    fn delete(&self, id: i64) -> Result<(), StoreError>;
+    /// How many records the file `key` has.
+    fn count(&self, key: &FileKey) -> Result<usize, StoreError>;
+}
+
+/// A record's columns as both backends read them: id, tool, at_ms, before, after_hash,
+/// mode, patch_prefix, patch_suffix.
+pub(crate) type RecordColumns = (
+    i64,
+    String,
+    i64,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+);
+
+/// The record `columns` hold, of the file `key`.
+pub(crate) fn journal_record(key: &FileKey, columns: RecordColumns) -> JournalRecord {
+    let (id, tool, at_ms, before, after, mode, prefix, suffix) = columns;
+    JournalRecord {
+        id,
+        at_ms,
+        entry: JournalEntry {
+            key: key.clone(),
+            tool,
+            before,
+            after_hash: after.and_then(|a| a.try_into().ok()),
+            mode: mode.and_then(|m| u32::try_from(m).ok()),
+            patch: prefix.zip(suffix).map(|(p, s)| (p as u64, s as u64)),
+        },
+    }
+}
+
+/// The edit journal's rows in the SQLite file `ringfence.db`.
+#[derive(Debug)]
+pub struct SqliteJournalRows(pub Arc<Store>);
+
+impl JournalRows for SqliteJournalRows {
+    fn append(&self, entry: JournalEntry, at_ms: i64) -> Result<(), StoreError> {
+        let mut conn = self.0.conn();
+        let tx = conn.transaction()?;
+        let size = entry.before.as_ref().map_or(0, |b| b.len() as i64);
+        tx.execute(
+            "INSERT INTO edit_journal
+                 (path, tool, at_ms, before, patch_prefix, patch_suffix, mode, after_hash, size)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                entry.key.path,
+                entry.tool,
+                at_ms,
+                entry.before,
+                entry.patch.map(|(p, _)| p as i64),
+                entry.patch.map(|(_, s)| s as i64),
+                entry.mode.map(i64::from),
+                entry.after_hash.map(|h| h.to_vec()),
+                size
+            ],
+        )?;
+        // The per-file bound.
+        tx.execute(
+            "DELETE FROM edit_journal WHERE path = ?1 AND id NOT IN (
+                    SELECT id FROM edit_journal WHERE path = ?1 ORDER BY id DESC LIMIT ?2)",
+            params![entry.key.path, HISTORY_PER_FILE as i64],
+        )?;
+        // The global bound: drop the oldest versions until under it.
+        let total: i64 =
+            tx.query_row("SELECT COALESCE(SUM(size), 0) FROM edit_journal", [], |r| {
+                r.get(0)
+            })?;
+        if total > JOURNAL_MAX_BYTES {
+            tx.execute(
+                "DELETE FROM edit_journal WHERE id IN (
+                        SELECT id FROM (
+                            SELECT id, SUM(size) OVER (ORDER BY id DESC) AS kept FROM edit_journal
+                        ) WHERE kept > ?1)",
+                params![JOURNAL_MAX_BYTES],
+            )?;
+        }
+        Ok(tx.commit()?)
+    }
+
+    fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, StoreError> {
+        let columns = self
+            .0
+            .conn()
+            .query_row(
+                "SELECT id, tool, at_ms, before, after_hash, mode, patch_prefix, patch_suffix
+                 FROM edit_journal
+                 WHERE path = ?1 ORDER BY id DESC LIMIT 1",
+                params![key.path],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                        r.get(7)?,
+                    ))
+                },
+            )
+            .optional()?;
+        Ok(columns.map(|c| journal_record(key, c)))
+    }
+
+    fn delete(&self, id: i64) -> Result<(), StoreError> {
+        self.0
+            .conn()
+            .execute("DELETE FROM edit_journal WHERE id = ?1", params![id])?;
+        Ok(())
+    }
+
+    fn count(&self, key: &FileKey) -> Result<usize, StoreError> {
+        let n = self.0.conn().query_row(
+            "SELECT COUNT(*) FROM edit_journal WHERE path = ?1",
+            params![key.path],
+            |r| r.get::<_, i64>(0),
+        )?;
+        Ok(n as usize)
+    }
+}
+
+/// The edit journal, over either backend's rows.
 ///
 /// Records are committed by a background thread, in order, so a large previous version
-/// (megabytes into the write-ahead log, and the checkpoint after it) never adds to the
-/// latency of the edit that produced it. Every read of the journal (`latest`, `depth`,
-/// `remove`) first waits for the queue to drain, and [`Journal::flush`] waits for it
-/// explicitly (the binary flushes before it exits), so nothing recorded is ever missing
-/// from a later query.
+/// (megabytes into the write-ahead log, and the checkpoint after it; or a round trip to
+/// PostgreSQL) never adds to the latency of the edit that produced it. Every read of the
+/// journal (`latest`, `depth`, `remove`) first waits for the queue to drain, and
+/// [`Journal::flush`] waits for it explicitly (the binary flushes before it exits), so
+/// nothing recorded is ever missing from a later query.
 #[derive(Debug, Clone)]
-pub struct SqliteJournal {
-    store: Arc<Store>,
+pub struct QueuedJournal {
+    rows: Arc<dyn JournalRows>,
     queue: Arc<Queue>,
 }
 
@@ -196,20 +331,25 @@ struct Queue {
     drained: std::sync::Condvar,
 }
 
-impl SqliteJournal {
-    pub fn new(store: Arc<Store>) -> SqliteJournal {
+impl QueuedJournal {
+    /// The journal in the SQLite database `store`.
+    pub fn sqlite(store: Arc<Store>) -> QueuedJournal {
+        QueuedJournal::new(Arc::new(SqliteJournalRows(store)))
+    }
+
+    pub fn new(rows: Arc<dyn JournalRows>) -> QueuedJournal {
         let (tx, rx) = std::sync::mpsc::channel::<JournalEntry>();
         let queue = Arc::new(Queue {
             tx: Mutex::new(Some(tx)),
             pending: Mutex::new(0),
             drained: std::sync::Condvar::new(),
         });
-        let (worker_store, worker_queue) = (store.clone(), queue.clone());
+        let (worker_rows, worker_queue) = (rows.clone(), queue.clone());
         std::thread::Builder::new()
             .name("ringfence-journal".into())
             .spawn(move || {
                 for entry in rx {
-                    if let Err(e) = record_now(&worker_store, entry) {
+                    if let Err(e) = worker_rows.append(entry, now_ms()) {
                         tracing::error!(error = %e, "edit journal write failed; that change cannot be undone");
                     }
                     let mut n = worker_queue
@@ -223,7 +363,7 @@ impl SqliteJournal {
                 }
             })
             .expect("spawn the journal thread");
-        SqliteJournal { store, queue }
+        QueuedJournal { rows, queue }
     }
 
     /// Waits until every queued record is committed.
@@ -237,18 +377,7 @@ impl SqliteJournal {
                 .unwrap_or_else(|e| e.into_inner());
         }
     }
-}
 
-impl Drop for SqliteJournal {
-    /// A journal dropped with records still queued stores them first.
-    fn drop(&mut self) {
-        self.drain();
-    }
-}
-
-use ringfence_tools::time::now_ms;
-
-impl SqliteJournal {
     /// Queues `entry` for the writer thread.
     fn enqueue(&self, entry: JournalEntry) -> Result<(), StoreError> {
         let tx = self.queue.tx.lock().unwrap_or_else(|e| e.into_inner());
@@ -262,60 +391,16 @@ impl SqliteJournal {
         }
         Ok(())
     }
+}
 
-    /// The newest record of the file `key` (after the queue drained).
-    fn latest_record(&self, key: &FileKey) -> Result<Option<JournalRecord>, StoreError> {
+impl Drop for QueuedJournal {
+    /// A journal dropped with records still queued stores them first.
+    fn drop(&mut self) {
         self.drain();
-        Ok(self
-            .store
-            .conn()
-            .query_row(
-                "SELECT id, tool, at_ms, before, after_hash, mode, patch_prefix, patch_suffix
-                 FROM edit_journal
-                 WHERE path = ?1 ORDER BY id DESC LIMIT 1",
-                params![key.path],
-                |r| {
-                    let after: Option<Vec<u8>> = r.get(4)?;
-                    let mode: Option<i64> = r.get(5)?;
-                    let prefix: Option<i64> = r.get(6)?;
-                    let suffix: Option<i64> = r.get(7)?;
-                    Ok(JournalRecord {
-                        id: r.get(0)?,
-                        at_ms: r.get(2)?,
-                        entry: JournalEntry {
-                            key: key.clone(),
-                            tool: r.get(1)?,
-                            before: r.get(3)?,
-                            after_hash: after.and_then(|a| a.try_into().ok()),
-                            mode: mode.and_then(|m| u32::try_from(m).ok()),
-                            patch: prefix.zip(suffix).map(|(p, s)| (p as u64, s as u64)),
-                        },
-                    })
-                },
-            )
-            .optional()?)
-    }
-
-    /// Deletes record `id` (after the queue drained).
-    fn remove_record(&self, id: i64) -> Result<(), StoreError> {
-        self.drain();
-        self.store
-            .conn()
-            .execute("DELETE FROM edit_journal WHERE id = ?1", params![id])?;
-        Ok(())
-    }
-
-    /// How many records the file `key` has (after the queue drained).
-    fn records_of(&self, key: &FileKey) -> Result<usize, StoreError> {
-        self.drain();
-        let n = self.store.conn().query_row(
-            "SELECT COUNT(*) FROM edit_journal WHERE path = ?1",
-            params![key.path],
-            |r| r.get::<_, i64>(0),
-        )?;
-        Ok(n as usize)
     }
 }
+
+use ringfence_tools::time::now_ms;
 
 /// The error type of ringfence-tools' [`Journal`] methods.
 type JournalTraitError = ringfence_tools::JournalError;
@@ -325,7 +410,7 @@ fn to_journal_error(e: StoreError) -> JournalTraitError {
     JournalTraitError::new(e)
 }
 
-impl Journal for SqliteJournal {
+impl Journal for QueuedJournal {
     fn record(&self, entry: JournalEntry) -> Result<(), JournalTraitError> {
         self.enqueue(entry).map_err(to_journal_error)
     }
@@ -335,59 +420,19 @@ impl Journal for SqliteJournal {
     }
 
     fn latest(&self, key: &FileKey) -> Result<Option<JournalRecord>, JournalTraitError> {
-        self.latest_record(key).map_err(to_journal_error)
+        self.drain();
+        self.rows.latest(key).map_err(to_journal_error)
     }
 
     fn remove(&self, id: i64) -> Result<(), JournalTraitError> {
-        self.remove_record(id).map_err(to_journal_error)
+        self.drain();
+        self.rows.delete(id).map_err(to_journal_error)
     }
 
     fn depth(&self, key: &FileKey) -> Result<usize, JournalTraitError> {
-        self.records_of(key).map_err(to_journal_error)
+        self.drain();
+        self.rows.count(key).map_err(to_journal_error)
     }
-}
-
-/// Commits one record and applies the bounds (per file, then in all).
-fn record_now(store: &Store, entry: JournalEntry) -> Result<(), StoreError> {
-    let mut conn = store.conn();
-    let tx = conn.transaction()?;
-    let size = entry.before.as_ref().map_or(0, |b| b.len() as i64);
-    tx.execute(
-        "INSERT INTO edit_journal
-             (path, tool, at_ms, before, patch_prefix, patch_suffix, mode, after_hash, size)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![
-            entry.key.path,
-            entry.tool,
-            now_ms(),
-            entry.before,
-            entry.patch.map(|(p, _)| p as i64),
-            entry.patch.map(|(_, s)| s as i64),
-            entry.mode.map(i64::from),
-            entry.after_hash.map(|h| h.to_vec()),
-            size
-        ],
-    )?;
-    // The per-file bound.
-    tx.execute(
-        "DELETE FROM edit_journal WHERE path = ?1 AND id NOT IN (
-                SELECT id FROM edit_journal WHERE path = ?1 ORDER BY id DESC LIMIT ?2)",
-        params![entry.key.path, HISTORY_PER_FILE as i64],
-    )?;
-    // The global bound: drop the oldest versions until under it.
-    let total: i64 = tx.query_row("SELECT COALESCE(SUM(size), 0) FROM edit_journal", [], |r| {
-        r.get(0)
-    })?;
-    if total > JOURNAL_MAX_BYTES {
-        tx.execute(
-            "DELETE FROM edit_journal WHERE id IN (
-                    SELECT id FROM (
-                        SELECT id, SUM(size) OVER (ORDER BY id DESC) AS kept FROM edit_journal
-                    ) WHERE kept > ?1)",
-            params![JOURNAL_MAX_BYTES],
-        )?;
-    }
-    Ok(tx.commit()?)
 }
 
 /// Creates the database file with mode 0600 if it does not exist (SQLite would make it
@@ -424,19 +469,54 @@ mod tests {
         }
     }
 
-    #[test]
-    fn survives_reopening_and_keeps_the_newest_first() {
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("db.sqlite");
+    /// Opens another journal on the test's store (as another process would).
+    type Open<'a> = &'a (dyn Fn() -> QueuedJournal + Sync);
+
+    /// Each test once per backend (PostgreSQL's are skipped without a test cluster).
+    macro_rules! on_both {
+        ($($name:ident),* $(,)?) => {
+            mod sqlite {
+                $(#[test]
+                fn $name() {
+                    let tmp = tempfile::tempdir().unwrap();
+                    let path = tmp.path().join("ringfence.db");
+                    super::$name(&|| {
+                        super::QueuedJournal::sqlite(std::sync::Arc::new(
+                            super::Store::open(&path).unwrap(),
+                        ))
+                    });
+                })*
+            }
+            #[cfg(feature = "postgres")]
+            mod postgres {
+                $(#[test]
+                fn $name() {
+                    if let Some(db) = crate::pg::scratch::ScratchDb::new() {
+                        super::$name(&|| {
+                            super::QueuedJournal::new(std::sync::Arc::new(
+                                crate::pg::journal::PgJournalRows::open(db.connect()).unwrap(),
+                            ))
+                        });
+                    }
+                })*
+            }
+        };
+    }
+
+    on_both!(
+        survives_reopening_and_keeps_the_newest_first,
+        history_per_file_is_bounded,
+        concurrent_writers_lose_nothing,
+    );
+
+    fn survives_reopening_and_keeps_the_newest_first(open: Open<'_>) {
         {
-            let j = SqliteJournal::new(Arc::new(Store::open(&path).unwrap()));
+            let j = open();
             j.record(entry("a", b"one")).unwrap();
             j.record(entry("a", b"two")).unwrap();
             j.record(entry("b", b"other")).unwrap();
         }
-        let store = Arc::new(Store::open(&path).unwrap());
-        assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len());
-        let j = SqliteJournal::new(store);
+        let j = open();
         let latest = j.latest(&key("a")).unwrap().unwrap();
         assert_eq!(latest.entry.before.as_deref(), Some(&b"two"[..]));
         assert_eq!(latest.entry.after_hash, Some([7; 32]));
@@ -450,9 +530,14 @@ mod tests {
     }
 
     #[test]
-    fn history_per_file_is_bounded() {
+    fn the_schema_version_is_the_last_step() {
         let tmp = tempfile::tempdir().unwrap();
-        let j = SqliteJournal::new(Arc::new(Store::open(&tmp.path().join("db")).unwrap()));
+        let store = Store::open(&tmp.path().join("db")).unwrap();
+        assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len());
+    }
+
+    fn history_per_file_is_bounded(open: Open<'_>) {
+        let j = open();
         for i in 0..(HISTORY_PER_FILE + 7) {
             j.record(entry("a", format!("v{i}").as_bytes())).unwrap();
         }
@@ -479,14 +564,12 @@ mod tests {
         );
     }
 
-    #[test]
-    fn concurrent_writers_lose_nothing() {
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("db");
-        let store = Arc::new(Store::open(&path).unwrap());
+    fn concurrent_writers_lose_nothing(open: Open<'_>) {
+        let first = open();
         std::thread::scope(|s| {
             for t in 0..4 {
-                let j = SqliteJournal::new(store.clone());
+                // Journals sharing one connection or pool, in effect threads of one process.
+                let j = first.clone();
                 s.spawn(move || {
                     for i in 0..15 {
                         j.record(entry(&format!("f{t}-{i}"), b"x")).unwrap();
@@ -494,14 +577,14 @@ mod tests {
                 });
             }
             // A second connection (another process, in effect) writing at the same time.
-            let other = SqliteJournal::new(Arc::new(Store::open(&path).unwrap()));
+            let other = open();
             s.spawn(move || {
                 for i in 0..15 {
                     other.record(entry(&format!("g-{i}"), b"y")).unwrap();
                 }
             });
         });
-        let j = SqliteJournal::new(store);
+        let j = open();
         for t in 0..4 {
             for i in 0..15 {
                 assert_eq!(j.depth(&key(&format!("f{t}-{i}"))).unwrap(), 1);

@@ -6,12 +6,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::OnceLock;
 
-use ringfence_store::StoreError;
 use ringfence_store::calendar::{CalendarDb, CalendarStore};
 use ringfence_store::followups::{FollowupDb, FollowupStore};
 use ringfence_store::pg::calendar::PgCalendar;
 use ringfence_store::pg::followups::PgFollowups;
+use ringfence_store::pg::journal::PgJournalRows;
 use ringfence_store::pg::{Pg, PgOptions};
+use ringfence_store::{Durability, QueuedJournal, Store, StoreError};
+use ringfence_tools::Journal;
 
 use crate::config::StoreSettings;
 
@@ -49,6 +51,24 @@ impl SharedStore {
                     .map(|db| db as Arc<dyn CalendarStore>)
             },
             |pg| Ok(Arc::new(PgCalendar::open(pg)?) as Arc<dyn CalendarStore>),
+        )
+    }
+
+    /// The edit journal: `ringfence.db` in `data_dir` (made 0700, the file 0600: it holds
+    /// earlier versions of people's files), or PostgreSQL's table.
+    pub fn journal(&self, data_dir: &Path) -> Result<Arc<dyn Journal>, String> {
+        self.open(
+            || {
+                ringfence_fs::create_private_dir_all(data_dir)
+                    .map_err(|e| format!("cannot create the data directory: {e}"))?;
+                let store = Store::open_with(&data_dir.join("ringfence.db"), Durability::Process)
+                    .map_err(|e| format!("cannot open the edit journal's database: {e}"))?;
+                Ok(Arc::new(QueuedJournal::sqlite(Arc::new(store))) as Arc<dyn Journal>)
+            },
+            |pg| {
+                let rows = PgJournalRows::open(pg)?;
+                Ok(Arc::new(QueuedJournal::new(Arc::new(rows))) as Arc<dyn Journal>)
+            },
         )
     }
 

@@ -27,6 +27,7 @@ use crate::{Schema, StoreError};
 
 pub mod calendar;
 pub mod followups;
+pub mod journal;
 pub mod scratch;
 
 pub use tokio_postgres::Error as PgError;

@@ -1,9 +1,8 @@
-//! The files family: the file tools over the session's roots, with changes journaled in
-//! `<data dir>/ringfence.db` for undo_edit.
+//! The files family: the file tools over the session's roots, with changes journaled for
+//! undo_edit in `<data dir>/ringfence.db` (or in PostgreSQL with `[store]`).
 
 use std::sync::Arc;
 
-use ringfence_store::{Durability, SqliteJournal, Store};
 use ringfence_tools::files::{self, FileServices};
 use ringfence_tools::{
     BackendError, Family, FamilyInfo, FileKey, Journal, JournalEntry, JournalError, JournalRecord,
@@ -12,6 +11,7 @@ use ringfence_tools::{
 
 use super::{FamilyEnv, FamilyPlug};
 use crate::config::{ConfigError, SectionInput};
+use crate::store::SharedStore;
 
 pub struct FilesPlug;
 
@@ -32,6 +32,9 @@ impl FamilyPlug for FilesPlug {
         let journal = Arc::new(LazyJournal {
             cell: std::sync::OnceLock::new(),
             data_dir: env.config.data_dir.clone(),
+            store: env
+                .shared
+                .get_or_init(|| SharedStore::new(env.config.store.clone())),
         });
         if env.background {
             // Opening and migrating the database must not delay the MCP handshake; a call
@@ -56,12 +59,19 @@ impl FamilyPlug for FilesPlug {
 struct LazyJournal {
     cell: std::sync::OnceLock<Option<Arc<dyn Journal>>>,
     data_dir: std::path::PathBuf,
+    store: Arc<SharedStore>,
 }
 
 impl LazyJournal {
     fn get(&self) -> Result<&Arc<dyn Journal>, JournalError> {
         self.cell
-            .get_or_init(|| open_journal(&self.data_dir))
+            .get_or_init(|| match self.store.journal(&self.data_dir) {
+                Ok(j) => Some(j),
+                Err(e) => {
+                    tracing::error!(error = %e, "edits will not be journaled for undo");
+                    None
+                }
+            })
             .as_ref()
             .ok_or_else(|| {
                 BackendError::new(
@@ -87,23 +97,6 @@ impl Journal for LazyJournal {
     fn flush(&self) {
         if let Some(Some(j)) = self.cell.get() {
             j.flush();
-        }
-    }
-}
-
-/// Opens the database under the data directory for the edit journal. Without it ringfence
-/// still works; undo_edit then says the journal is unavailable.
-fn open_journal(data_dir: &std::path::Path) -> Option<Arc<dyn Journal>> {
-    // The database (created 0600 by the store) holds earlier versions of people's files.
-    if let Err(e) = ringfence_fs::create_private_dir_all(data_dir) {
-        tracing::error!(error = %e, "cannot create the data directory; edits will not be journaled for undo");
-        return None;
-    }
-    match Store::open_with(&data_dir.join("ringfence.db"), Durability::Process) {
-        Ok(store) => Some(Arc::new(SqliteJournal::new(Arc::new(store)))),
-        Err(e) => {
-            tracing::error!(error = %e, "cannot open the database; edits will not be journaled for undo");
-            None
         }
     }
 }
