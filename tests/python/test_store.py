@@ -14,18 +14,24 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from store import on_postgres, psql, store_env
+import pytest
+
+from store import CLUSTER_VAR, create_database, drop_database, on_postgres, psql, store_env
 from test_sdk_client import _binary
 
 
-def instance(tmp: Path, name: str, ws: Path, cfg: Path):
-    """`ringfence call` as the instance `name`: its own data directory, the shared files."""
+def env_of(tmp: Path, store: dict[str, str]) -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp),
+            "XDG_CONFIG_HOME": str(tmp / "xdg-config"), "RINGFENCE_LOG": "warn", **store}
+
+
+def instance(tmp: Path, name: str, ws: Path, cfg: Path, store: dict[str, str] | None = None):
+    """`ringfence call` as the instance `name`: its own data directory, the shared files,
+    the test's store (or `store`'s variables)."""
     data = tmp / f"data-{name}"
+    env = env_of(tmp, store_env() if store is None else store)
 
     def call(tool: str, args: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp),
-               "XDG_CONFIG_HOME": str(tmp / "xdg-config"), "RINGFENCE_LOG": "warn",
-               **store_env()}
         return subprocess.run(
             [str(_binary()), "--config", str(cfg), "--data-dir", str(data), "call",
              "--root", str(ws), tool, json.dumps(args)],
@@ -78,3 +84,63 @@ def test_two_instances_share_what_the_store_keeps(tmp_path):
         assert (ws / "notes.txt").read_text() == "second\n"
         assert "ask about the trip" not in listed.stdout, listed.stdout
         assert "Dentist" not in events.stdout, events.stdout
+
+
+def test_store_migrate_moves_everything_there_and_back(tmp_path):
+    """`store migrate`: an instance's SQLite state into PostgreSQL (where an instance with
+    another data directory finds it), then back into a third instance's SQLite files."""
+    if not os.environ.get(CLUSTER_VAR):
+        pytest.skip(f"no PostgreSQL cluster ({CLUSTER_VAR})")
+    ws = tmp_path / "shared-files"
+    ws.mkdir()
+    cfg = tmp_path / "ringfence.toml"
+    cfg.write_text('[limits]\nrequire_read_before_write = false\n'
+                   '[followups]\ntimezone = "UTC"\n[calendar]\ntimezone = "UTC"\n')
+    name, url = create_database()
+    try:
+        on_pg = {"RINGFENCE_DATABASE_URL": url}
+        a = instance(tmp_path, "a", ws, cfg, store={})
+        b = instance(tmp_path, "b", ws, cfg, store=on_pg)
+        c = instance(tmp_path, "c", ws, cfg, store={})
+        for content in ("first\n", "second\n"):
+            assert a("write_file", {"path": str(ws / "notes.txt"), "content": content}).returncode == 0
+        assert a("schedule_followup", {"context": "ask about the trip",
+                                       "minutes_from_now": 60}).returncode == 0
+        start = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)).replace(microsecond=0)
+        assert a("create_calendar_event", {
+            "title": "Dentist", "startDateTime": start.isoformat(),
+            "endDateTime": (start + dt.timedelta(hours=1)).isoformat()}).returncode == 0
+
+        def migrate(data: str, *args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [str(_binary()), "--config", str(cfg), "--data-dir", str(tmp_path / data),
+                 "store", "migrate", *args], capture_output=True, text=True,
+                env=env_of(tmp_path, {}), timeout=120)
+
+        there = migrate("data-a", "--from", "sqlite", "--to", "postgres", "--url", url)
+        assert there.returncode == 0, there.stderr
+        assert "followups: 1 rows read, 1 written (0 were there already), 1 in the target" in there.stderr
+        assert "edit_journal: 2 rows read, 2 written" in there.stderr, there.stderr
+        # B, on PostgreSQL, has A's state.
+        assert "ask about the trip" in b("list_followups", {}).stdout
+        assert "Dentist" in b("list_calendar_events", {"days": 7}).stdout
+        # Run again: nothing new, nothing lost.
+        again = migrate("data-a", "--from", "sqlite", "--to", "postgres", "--url", url)
+        assert again.returncode == 0 and "1 rows read, 0 written (1 were there already)" in again.stderr
+        # Back into C's empty data directory (the URL from the environment this time).
+        back = subprocess.run(
+            [str(_binary()), "--config", str(cfg), "--data-dir", str(tmp_path / "data-c"),
+             "store", "migrate", "--from", "postgres", "--to", "sqlite"],
+            capture_output=True, text=True, env=env_of(tmp_path, on_pg), timeout=120)
+        assert back.returncode == 0, back.stderr
+        assert "ask about the trip" in c("list_followups", {}).stdout
+        undone = c("undo_edit", {"path": str(ws / "notes.txt")})
+        assert undone.returncode == 0, undone.stdout + undone.stderr
+        assert (ws / "notes.txt").read_text() == "first\n"
+        # Mistakes are named.
+        same = migrate("data-a", "--from", "sqlite", "--to", "sqlite", "--url", url)
+        assert same.returncode == 2 and "name the same backend" in same.stderr, same.stderr
+        nowhere = migrate("data-a", "--from", "sqlite", "--to", "postgres")
+        assert nowhere.returncode == 2 and "give --url" in nowhere.stderr, nowhere.stderr
+    finally:
+        drop_database(name)

@@ -8,10 +8,10 @@ use std::sync::OnceLock;
 
 use ringfence_store::calendar::{CalendarDb, CalendarStore};
 use ringfence_store::followups::{FollowupDb, FollowupStore};
+use ringfence_store::pg::Pg;
 use ringfence_store::pg::calendar::PgCalendar;
 use ringfence_store::pg::followups::PgFollowups;
 use ringfence_store::pg::journal::PgJournalRows;
-use ringfence_store::pg::{Pg, PgOptions};
 use ringfence_store::{Durability, QueuedJournal, Store, StoreError};
 use ringfence_tools::Journal;
 
@@ -84,15 +84,7 @@ impl SharedStore {
         };
         let pg = self
             .pg
-            .get_or_init(|| {
-                let options = PgOptions {
-                    url: s.url.clone(),
-                    pool_size: s.pool_size,
-                    ca_file: s.ca_file.clone(),
-                    connect_timeout: s.connect_timeout,
-                };
-                Pg::connect(&options).map_err(|e| e.to_string())
-            })
+            .get_or_init(|| Pg::connect(&s.options(None)).map_err(|e| e.to_string()))
             .clone()?;
         postgres(pg).map_err(|e| e.to_string())
     }

@@ -26,6 +26,7 @@ use tokio_postgres::Client;
 use crate::{Schema, StoreError};
 
 pub mod calendar;
+pub mod copy;
 pub mod followups;
 pub mod journal;
 pub mod scratch;

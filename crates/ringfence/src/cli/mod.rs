@@ -11,6 +11,7 @@ mod model;
 mod scheduler;
 mod serve;
 mod serve_http;
+mod store;
 mod token_hash;
 mod tools;
 
@@ -136,6 +137,9 @@ enum Command {
     /// The local calendar: back up, move events in and out (iCalendar files).
     #[command(subcommand)]
     Calendar(calendar::CalendarCommand),
+    /// The state store: move state between SQLite and PostgreSQL.
+    #[command(subcommand)]
+    Store(store::StoreCommand),
 }
 
 impl Cli {
@@ -150,6 +154,7 @@ impl Cli {
             | Command::Memory(_)
             | Command::Followups(_)
             | Command::Calendar(_)
+            | Command::Store(_)
             | Command::Scheduler => Vec::new(),
         };
         Overrides {
@@ -224,6 +229,7 @@ pub fn run_main() -> ExitCode {
         Command::Scheduler => scheduler::run(&config),
         Command::Followups(cmd) => followups::run(&config, cmd),
         Command::Calendar(cmd) => calendar::run(&config, cmd),
+        Command::Store(cmd) => store::run(&config, cmd),
         Command::Serve {
             http,
             tls_cert,

@@ -26,6 +26,18 @@ pub struct PgSettings {
     pub connect_timeout: Duration,
 }
 
+impl PgSettings {
+    /// The pool's options (`url` instead of the configured one when given).
+    pub fn options(&self, url: Option<String>) -> ringfence_store::pg::PgOptions {
+        ringfence_store::pg::PgOptions {
+            url: url.unwrap_or_else(|| self.url.clone()),
+            pool_size: self.pool_size,
+            ca_file: self.ca_file.clone(),
+            connect_timeout: self.connect_timeout,
+        }
+    }
+}
+
 impl std::fmt::Debug for PgSettings {
     // The URL may hold a password: never in logs.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
