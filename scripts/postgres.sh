@@ -6,6 +6,10 @@
 #                                        127.0.0.1 (a free port), with password
 #                                        authentication (scram-sha-256) and a role and
 #                                        database `ringfence`; prints the URL on stdout
+#                                        (plain TCP: sslmode=disable)
+#
+# The server also speaks TLS, with a certificate for the name `localhost` signed by a CA
+# made for the cluster (DIR/tls/ca.pem), for the tests of certificate checking.
 #   bash scripts/postgres.sh stop DIR    stops the cluster and removes DIR
 #
 # The cluster trades durability for speed (fsync off): it is for tests only. Run as root,
@@ -46,6 +50,24 @@ install_postgres() {
     bindir >/dev/null || die "PostgreSQL was installed but initdb was not found"
 }
 
+# A CA and a server certificate for `localhost` (not 127.0.0.1) in $1.
+make_tls() {
+    local tls=$1
+    command -v openssl >/dev/null || die "openssl is needed for the cluster's certificate (apt-get install openssl)"
+    mkdir -p "$tls"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=ringfence test CA" \
+        -keyout "$tls/ca.key" -out "$tls/ca.pem" >/dev/null 2>&1 || die "cannot make the test CA"
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+        -keyout "$tls/server.key" -out "$tls/server.csr" >/dev/null 2>&1 || die "cannot make the server key"
+    printf 'subjectAltName=DNS:localhost\n' >"$tls/ext.cnf"
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" \
+        -CAcreateserial -days 2 -extfile "$tls/ext.cnf" -out "$tls/server.pem" >/dev/null 2>&1 ||
+        die "cannot sign the server certificate"
+    chmod 600 "$tls/server.key"
+    [[ $(id -u) -eq 0 ]] && chown -R postgres "$tls"
+    return 0
+}
+
 # Runs a command as the cluster's owner.
 as_owner() {
     if [[ $(id -u) -eq 0 ]]; then
@@ -79,12 +101,13 @@ start() {
         --auth=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
         { cat "$dir/initdb.log" >&2; die "initdb failed"; }
     rm -f "$dir/.pw"
+    make_tls "$dir/tls"
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" >&2 ||
+        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c ssl=on -c ssl_cert_file=$dir/tls/server.pem -c ssl_key_file=$dir/tls/server.key" >&2 ||
         { cat "$dir/server.log" >&2; die "the server did not start"; }
-    PGPASSWORD=$password psql -X -q -h 127.0.0.1 -p "$port" -U ringfence -d postgres \
+    PGPASSWORD=$password PGSSLMODE=disable psql -X -q -h 127.0.0.1 -p "$port" -U ringfence -d postgres \
         -c "CREATE DATABASE ringfence" >&2 || die "cannot create the database"
-    echo "postgres://ringfence:$password@127.0.0.1:$port/ringfence"
+    echo "postgres://ringfence:$password@127.0.0.1:$port/ringfence?sslmode=disable"
 }
 
 stop() {

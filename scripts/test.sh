@@ -14,7 +14,7 @@
 #
 # PostgreSQL: scripts/postgres.sh installs it from Debian's packages if missing and starts
 # a throwaway cluster (removed when the script exits); RINGFENCE_TEST_DATABASE_URL names it
-# to both test suites, and RINGFENCE_REQUIRE_POSTGRES makes a test without it fail rather
+# to both test suites (RINGFENCE_TEST_DATABASE_CA its TLS certificate authority), and RINGFENCE_REQUIRE_POSTGRES makes a test without it fail rather
 # than skip.
 #
 # Exits non-zero if any step fails. Both test suites run even if the other one fails;
@@ -107,6 +107,8 @@ fi
 start_postgres() {
     PG_DIR="$(mktemp -d -u /tmp/ringfence-pg.XXXXXX)" || return 1
     RINGFENCE_TEST_DATABASE_URL="$(bash "$ROOT/scripts/postgres.sh" start "$PG_DIR")" || return 1
+    # The cluster's CA, for the tests of certificate checking.
+    export RINGFENCE_TEST_DATABASE_CA="$PG_DIR/tls/ca.pem"
     export RINGFENCE_TEST_DATABASE_URL RINGFENCE_REQUIRE_POSTGRES=1
 }
 

@@ -402,7 +402,21 @@ pub(crate) fn describe(e: &PgError) -> String {
             }
             s
         }
-        None => e.to_string(),
+        None => {
+            // The driver's own words name only the step ("error performing TLS handshake");
+            // the causes say what went wrong (an unknown issuer, a refused connection).
+            let mut s = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                let text = c.to_string();
+                if !s.ends_with(&text) {
+                    s.push_str(": ");
+                    s.push_str(&text);
+                }
+                cause = c.source();
+            }
+            s
+        }
     }
 }
 

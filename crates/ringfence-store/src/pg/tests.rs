@@ -180,3 +180,67 @@ fn works_from_inside_an_async_runtime() {
         .unwrap();
     assert_eq!(v, 42);
 }
+
+/// The test cluster's CA (`scripts/postgres.sh` makes one; its server certificate names
+/// `localhost` only).
+const CA_VAR: &str = "RINGFENCE_TEST_DATABASE_CA";
+
+#[test]
+fn tls_checks_the_certificate_and_its_name() {
+    let Some(db) = ScratchDb::new() else { return };
+    let Ok(ca) = std::env::var(CA_VAR) else {
+        assert!(
+            std::env::var_os(scratch::REQUIRE_VAR).is_none(),
+            "{CA_VAR} is not set"
+        );
+        return;
+    };
+    let require = db.url().replace("sslmode=disable", "sslmode=require");
+    assert!(require.contains("@127.0.0.1:"), "{require}");
+    let by_name = require.replace("@127.0.0.1:", "@localhost:");
+    let trusting = |url: &str| PgOptions {
+        ca_file: Some(ca.clone().into()),
+        ..PgOptions::new(url)
+    };
+    // The cluster's CA and the certificate's name: encrypted.
+    let pg = Pg::connect(&trusting(&by_name)).unwrap();
+    let ssl: bool = pg
+        .run(async |c| {
+            Ok(c.query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .await?
+            .get(0))
+        })
+        .unwrap();
+    assert!(ssl);
+    // The public roots do not vouch for a private CA: refused, not silently accepted.
+    let err = Pg::connect(&PgOptions::new(by_name.clone())).unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("invalid peer certificate: UnknownIssuer"),
+        "{err}"
+    );
+    // The right CA, but a name the certificate does not hold.
+    let err = Pg::connect(&trusting(&require)).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("certificate not valid for name \"127.0.0.1\""),
+        "{err}"
+    );
+    // `prefer` (the default) verifies too once the server offers TLS.
+    let prefer = by_name.replace("sslmode=require", "sslmode=prefer");
+    assert!(Pg::connect(&PgOptions::new(prefer)).is_err());
+    // A CA file that is not one is named.
+    let err = Pg::connect(&PgOptions {
+        ca_file: Some("/nonexistent/ca.pem".into()),
+        ..PgOptions::new(by_name)
+    })
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("store.ca_file /nonexistent/ca.pem: "),
+        "{err}"
+    );
+}
