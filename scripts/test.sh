@@ -14,8 +14,8 @@
 #
 # PostgreSQL: scripts/postgres.sh installs it from Debian's packages if missing and starts
 # a throwaway cluster (removed when the script exits); RINGFENCE_TEST_DATABASE_URL names it
-# to both test suites (RINGFENCE_TEST_DATABASE_CA its TLS certificate authority), and RINGFENCE_REQUIRE_POSTGRES makes a test without it fail rather
-# than skip.
+# to both test suites, RINGFENCE_TEST_DATABASE_CA its TLS certificate authority, and
+# RINGFENCE_REQUIRE_POSTGRES makes a test without it fail rather than skip.
 #
 # Exits non-zero if any step fails. Both test suites run even if the other one fails;
 # a build failure stops the run. Environment:
