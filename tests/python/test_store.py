@@ -16,8 +16,20 @@ from typing import Any
 
 import pytest
 
+import anyio
+
 from store import CLUSTER_VAR, create_database, drop_database, on_postgres, psql, store_env
-from test_sdk_client import _binary
+from test_followups import INTERVIEW, Heard, listening_http, said
+from test_http import call, client
+from test_http_users import serve as serve_http, tokens_config
+from test_sdk_client import TEST_TIMEOUT_S, _binary, is_error, structured, text_of
+
+ALICE = "alice-store-token-" + "a" * 24
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
 
 
 def env_of(tmp: Path, store: dict[str, str]) -> dict[str, str]:
@@ -144,3 +156,36 @@ def test_store_migrate_moves_everything_there_and_back(tmp_path):
         assert nowhere.returncode == 2 and "give --url" in nowhere.stderr, nowhere.stderr
     finally:
         drop_database(name)
+
+
+@pytest.mark.anyio
+async def test_a_follow_up_scheduled_through_one_instance_is_told_by_another(tmp_path):
+    """Two HTTP servers on one PostgreSQL: Alice schedules through A and leaves; her session
+    on B is told when it falls due (B's scheduler claims it, as she is reachable there)."""
+    if not on_postgres():
+        pytest.skip("instances share follow-ups only through PostgreSQL (RINGFENCE_TEST_STORE=postgres)")
+    cfg = tokens_config(alice=ALICE) + '[followups]\nproactive = true\ntimezone = "UTC"\n'
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = serve_http(tmp_path / "a", cfg, "--tools", "followups")
+    b = serve_http(tmp_path / "b", cfg, "--tools", "followups")
+    heard = Heard()
+    try:
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            async with listening_http(b.url, ALICE, heard) as on_b:
+                async with client(a.url, ALICE) as on_a:
+                    r = await call(on_a, "schedule_followup",
+                                   {"context": INTERVIEW, "minutes_from_now": 0.05})
+                    assert not is_error(r), text_of(r)
+                # A's session has ended: only B can reach Alice now.
+                await heard.wait(lambda: bool(said(heard, INTERVIEW)), 30)
+                [f] = structured(await call(on_b, "list_followups", {"status": "completed"}))["followups"]
+                assert f["context"] == INTERVIEW and f["attempts"] == 1, f
+                await anyio.sleep(1.5)
+                assert len(said(heard, INTERVIEW)) == 1, heard.messages
+        # B's scheduler delivered it; A's never claimed it.
+        assert "follow-ups delivered=1" in (tmp_path / "b" / "http.log").read_text()
+        assert "delivered=" not in (tmp_path / "a" / "http.log").read_text()
+    finally:
+        a.stop()
+        b.stop()
