@@ -189,3 +189,40 @@ async def test_a_follow_up_scheduled_through_one_instance_is_told_by_another(tmp
     finally:
         a.stop()
         b.stop()
+
+
+@pytest.mark.anyio
+async def test_the_audit_trail_of_every_instance_is_read_in_one_place(tmp_path):
+    """Two HTTP servers: each keeps its JSON-lines file; with PostgreSQL `ringfence audit`
+    (here from a third data directory) reads both servers' calls from the shared table."""
+    cfg = tokens_config(alice=ALICE)
+    servers = []
+    for name in ("a", "b"):
+        (tmp_path / name / "ws").mkdir(parents=True)
+        servers.append(serve_http(tmp_path / name, cfg, "--tools", "files",
+                                  roots=(str(tmp_path / name / "ws"),)))
+    try:
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            for name, srv in zip(("a", "b"), servers):
+                async with client(srv.url, ALICE) as s:
+                    r = await call(s, "write_file", {"path": f"from-{name}.txt", "content": name})
+                    assert not is_error(r), text_of(r)
+    finally:
+        for srv in servers:
+            srv.stop()
+    for name in ("a", "b"):
+        own = (tmp_path / name / "data" / "audit" / "audit.jsonl").read_text()
+        other = "b" if name == "a" else "a"
+        assert f"from-{name}.txt" in own and f"from-{other}.txt" not in own, own
+        assert [json.loads(x)["tool"] for x in own.splitlines()] == ["write_file"], own
+    out = subprocess.run(
+        [str(_binary()), "--data-dir", str(tmp_path / "c"), "audit", "--user", "alice",
+         "--tool", "write_file"], capture_output=True, text=True,
+        env=env_of(tmp_path, store_env()), timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(x) for x in out.stdout.splitlines()]
+    if on_postgres():
+        assert [(x["user"], x["tool"], x["outcome"]) for x in lines] == [("alice", "write_file", "ok")] * 2
+        assert [x["args"]["path"] for x in lines] == ["from-a.txt", "from-b.txt"]
+    else:
+        assert lines == [], lines

@@ -43,6 +43,8 @@ pub struct App {
     /// Where MCP sessions register to be told what falls due, when a family delivers
     /// through them (follow-ups with the `mcp` channel, in `serve`).
     live: Option<Arc<LiveSessions>>,
+    /// The state store `[store]` names (shared with the families).
+    store: Arc<crate::store::SharedStore>,
 }
 
 impl App {
@@ -101,6 +103,7 @@ impl App {
             data_dir: config.data_dir.clone(),
             withheld,
             live: shared.get::<LiveSessions>(),
+            store: shared.get_or_init(|| crate::store::SharedStore::new(config.store.clone())),
         })
     }
 
@@ -156,7 +159,11 @@ impl App {
     /// Starts the audit trail (`<data dir>/audit/audit.jsonl`). Without it the server still
     /// runs; the failure is logged.
     pub fn open_audit(&mut self) {
-        match crate::audit::AuditFile::open(&self.data_dir) {
+        let shared = self.store.audit().unwrap_or_else(|e| {
+            tracing::error!(error = %e, "the audit trail is written to the data directory only");
+            None
+        });
+        match crate::audit::AuditFile::open(&self.data_dir, shared) {
             Ok(a) => {
                 let closing = a.clone();
                 self.supervisor
@@ -177,6 +184,10 @@ impl App {
 
     pub fn data_dir(&self) -> &std::path::Path {
         &self.data_dir
+    }
+
+    pub fn store(&self) -> &crate::store::SharedStore {
+        &self.store
     }
 
     /// Deletes saved outputs older than the retention period (every user's).

@@ -1,6 +1,8 @@
 //! The audit trail: every tool call as one JSON line in `<data dir>/audit/audit.jsonl`,
 //! written by a background thread (a call only queues its line), rotated by size, and
-//! queried with `ringfence audit`.
+//! queried with `ringfence audit`. With the PostgreSQL store the same thread also writes
+//! each batch of lines to the shared `audit_log` table, where `ringfence audit` then reads
+//! every instance's calls.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -8,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
+use ringfence_store::pg::audit::{AuditFilter, AuditLine, PgAudit};
 use ringfence_tools::{AuditEvent, AuditSink};
 
 /// Lines queued at most; beyond that lines are counted as dropped (and the count logged)
@@ -20,7 +23,7 @@ pub const KEEP: usize = 5;
 
 #[derive(Debug)]
 pub struct AuditFile {
-    tx: Mutex<Option<SyncSender<String>>>,
+    tx: Mutex<Option<SyncSender<AuditLine>>>,
     dropped: AtomicU64,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -31,14 +34,14 @@ pub fn audit_path(data_dir: &Path) -> PathBuf {
 
 impl AuditFile {
     #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
-    pub fn open(data_dir: &Path) -> std::io::Result<Arc<AuditFile>> {
+    pub fn open(data_dir: &Path, shared: Option<Arc<PgAudit>>) -> std::io::Result<Arc<AuditFile>> {
         let path = audit_path(data_dir);
         ringfence_fs::create_private_dir_all(path.parent().expect("audit dir"))?;
         let file = open_append(&path)?;
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let worker = std::thread::Builder::new()
             .name("ringfence-audit".into())
-            .spawn(move || write_loop(path, file, rx))?;
+            .spawn(move || write_loop(path, file, rx, shared))?;
         Ok(Arc::new(AuditFile {
             tx: Mutex::new(Some(tx)),
             dropped: AtomicU64::new(0),
@@ -64,8 +67,16 @@ impl AuditFile {
 
 impl AuditSink for AuditFile {
     fn record(&self, event: AuditEvent) {
-        let Ok(line) = serde_json::to_string(&event) else {
+        let Ok(json) = serde_json::to_string(&event) else {
             return;
+        };
+        let line = AuditLine {
+            time: event.time,
+            user: event.user,
+            session: event.session,
+            tool: event.tool,
+            outcome: event.outcome.to_owned(),
+            line: json,
         };
         let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
         let Some(tx) = tx.as_ref() else { return };
@@ -94,13 +105,20 @@ fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
-fn write_loop(path: PathBuf, file: std::fs::File, rx: Receiver<String>) {
+fn write_loop(
+    path: PathBuf,
+    file: std::fs::File,
+    rx: Receiver<AuditLine>,
+    shared: Option<Arc<PgAudit>>,
+) {
+    let mut shared_failing = false;
     let mut size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut out = std::io::BufWriter::new(file);
     while let Ok(line) = rx.recv() {
         let mut batch = vec![line];
         batch.extend(rx.try_iter());
-        for line in batch {
+        for entry in &batch {
+            let line = &entry.line;
             if size > MAX_BYTES {
                 let _ = out.flush();
                 for k in (1..KEEP).rev() {
@@ -122,6 +140,21 @@ fn write_loop(path: PathBuf, file: std::fs::File, rx: Receiver<String>) {
             size += line.len() as u64 + 1;
         }
         let _ = out.flush();
+        if let Some(pg) = &shared {
+            match pg.append(&batch) {
+                Ok(()) if shared_failing => {
+                    shared_failing = false;
+                    tracing::info!("audit lines reach the shared store again");
+                }
+                Ok(()) => {}
+                Err(e) => {
+                    if !shared_failing {
+                        tracing::error!(error = %e, lines = batch.len(), "audit lines could not be written to the shared store (they are in the file)");
+                    }
+                    shared_failing = true;
+                }
+            }
+        }
     }
     let _ = out.flush();
 }
@@ -145,6 +178,18 @@ pub struct Query {
 }
 
 impl Query {
+    /// The same selection for the shared store.
+    pub fn filter(&self) -> AuditFilter {
+        AuditFilter {
+            user: self.user.clone(),
+            tool: self.tool.clone(),
+            outcome: self.outcome.clone(),
+            session: self.session.clone(),
+            since: self.since.clone(),
+            until: self.until.clone(),
+        }
+    }
+
     fn matches(&self, v: &serde_json::Value) -> bool {
         let field = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("");
         self.user.as_deref().is_none_or(|u| field("user") == u)

@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use ringfence_store::calendar::{CalendarDb, CalendarStore};
 use ringfence_store::followups::{FollowupDb, FollowupStore};
 use ringfence_store::pg::Pg;
+use ringfence_store::pg::audit::PgAudit;
 use ringfence_store::pg::calendar::PgCalendar;
 use ringfence_store::pg::followups::PgFollowups;
 use ringfence_store::pg::journal::PgJournalRows;
@@ -70,6 +71,19 @@ impl SharedStore {
                 Ok(Arc::new(QueuedJournal::new(Arc::new(rows))) as Arc<dyn Journal>)
             },
         )
+    }
+
+    /// The shared audit table, with PostgreSQL (`None` with SQLite, whose trail is the
+    /// data directory's file alone).
+    pub fn audit(&self) -> Result<Option<Arc<PgAudit>>, String> {
+        if self.settings == StoreSettings::Sqlite {
+            return Ok(None);
+        }
+        self.open(
+            || unreachable!("the SQLite store has no audit table"),
+            |pg| Ok(Arc::new(PgAudit::open(pg)?)),
+        )
+        .map(Some)
     }
 
     /// One family's store: its SQLite file, or its tables on the pool (connected on the

@@ -25,6 +25,7 @@ use tokio_postgres::Client;
 
 use crate::{Schema, StoreError};
 
+pub mod audit;
 pub mod calendar;
 pub mod copy;
 pub mod followups;

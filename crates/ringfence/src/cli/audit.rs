@@ -1,13 +1,13 @@
 //! `audit`: prints the audit trail's lines that match every filter given (the trail itself
-//! is written by `crate::audit`).
+//! is written by `crate::audit`): from the data directory's files, or with the PostgreSQL
+//! store from its table, which holds every instance's calls.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use super::{fail, print_out};
 use crate::audit::Query;
 
-pub(super) fn run(data_dir: &Path, q: Query) -> ExitCode {
+pub(super) fn run(app: &crate::app::App, q: Query) -> ExitCode {
     if let Some(o) = &q.outcome
         && o != "ok"
         && o != "error"
@@ -15,10 +15,18 @@ pub(super) fn run(data_dir: &Path, q: Query) -> ExitCode {
         return fail(&format!("audit --outcome {o}: use ok or error"));
     }
     let mut text = String::new();
-    match crate::audit::query(data_dir, &q, &mut |line| {
+    let mut out = |line: &str| {
         text.push_str(line);
         text.push('\n');
-    }) {
+    };
+    let read = match app.store().audit() {
+        Ok(Some(shared)) => shared
+            .query(&q.filter(), &mut out)
+            .map_err(|e| e.to_string()),
+        Ok(None) => crate::audit::query(app.data_dir(), &q, &mut out).map_err(|e| e.to_string()),
+        Err(e) => Err(e),
+    };
+    match read {
         Ok(_) => {
             if !text.is_empty() {
                 print_out(&text);

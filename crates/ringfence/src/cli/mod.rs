@@ -214,7 +214,7 @@ pub fn run_main() -> ExitCode {
             since,
             until,
         } => audit::run(
-            app.data_dir(),
+            &app,
             crate::audit::Query {
                 user,
                 tool,
