@@ -27,6 +27,8 @@ from zoneinfo import ZoneInfo
 import anyio
 import pytest
 
+from store import on_postgres, psql, store_env
+
 from test_sdk_client import (  # noqa: F401 (fixtures)
     TEST_TIMEOUT_S, _binary, dirs, is_error, ringfence_bin, serve, structured, text_of,
 )
@@ -229,7 +231,7 @@ def config(tmp: Path, base: str) -> Path:
 
 def env_for(tmp: Path) -> dict[str, str]:
     return {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp), "XDG_CONFIG_HOME": str(tmp / "xdg"),
-            "GOOGLE_CLIENT_SECRET": "s3cret"}
+            "GOOGLE_CLIENT_SECRET": "s3cret", **store_env()}
 
 
 def connect(tmp: Path, cfg: Path) -> subprocess.CompletedProcess[str]:
@@ -270,9 +272,16 @@ async def test_connect_then_create_list_patch_delete_with_meet_and_refresh(ringf
         assert done.returncode == 0, done.stderr
         assert "Google Calendar is connected" in done.stderr and "s3cret" not in done.stderr
         token_file = data / "calendar" / "google-local.json"
-        assert oct(token_file.stat().st_mode & 0o777) == "0o600"
-        stored = json.loads(token_file.read_text())
-        assert stored["refresh_token"] == "refresh-1" and "s3cret" not in token_file.read_text()
+        if on_postgres():
+            # Kept in the shared store, for every instance; no file.
+            text = psql(store_env()["RINGFENCE_DATABASE_URL"],
+                        "SELECT doc FROM credentials WHERE \"user\" = 'local' AND provider = 'google'")
+            assert not token_file.exists() and "shared store" in done.stderr
+        else:
+            assert oct(token_file.stat().st_mode & 0o777) == "0o600"
+            text = token_file.read_text()
+        stored = json.loads(text)
+        assert stored["refresh_token"] == "refresh-1" and "s3cret" not in text
 
         # A recurring event's occurrence someone made in the web app.
         occ = at(2, 9)

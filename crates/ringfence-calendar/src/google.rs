@@ -52,8 +52,47 @@ pub struct GoogleAccount {
     pub client_id: String,
     pub client_secret: Option<String>,
     pub endpoints: Endpoints,
-    /// `<data dir>/calendar/google-<user>.json`, 0600.
-    pub token_file: PathBuf,
+    /// Where the connection (the refresh token) is kept.
+    pub tokens: Arc<dyn TokenStore>,
+}
+
+/// Where one user's Google connection is kept: a JSON document holding the refresh token.
+pub trait TokenStore: Send + Sync + std::fmt::Debug {
+    /// The document, if the user connected.
+    fn load(&self) -> Result<Option<String>, String>;
+    /// Saves (replacing) the document.
+    fn save(&self, doc: &str) -> Result<(), String>;
+    /// Where it is, for messages.
+    fn place(&self) -> String;
+}
+
+/// The connection in a file (`<data dir>/calendar/google-<user>.json`, 0600, in a 0700
+/// directory).
+#[derive(Debug, Clone)]
+pub struct TokenFile(pub PathBuf);
+
+impl TokenStore for TokenFile {
+    #[allow(clippy::disallowed_methods)] // ringfence's own token file, 0600
+    fn load(&self) -> Result<Option<String>, String> {
+        match std::fs::read_to_string(&self.0) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("cannot read {}: {e}", self.0.display())),
+        }
+    }
+
+    fn save(&self, doc: &str) -> Result<(), String> {
+        if let Some(dir) = self.0.parent() {
+            ringfence_fs::create_private_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        ringfence_fs::write_private_file(&self.0, doc.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", self.0.display()))
+    }
+
+    fn place(&self) -> String {
+        self.0.display().to_string()
+    }
 }
 
 impl std::fmt::Debug for GoogleAccount {
@@ -64,7 +103,7 @@ impl std::fmt::Debug for GoogleAccount {
                 "client_secret",
                 &self.client_secret.as_ref().map(|_| "<redacted>"),
             )
-            .field("token_file", &self.token_file)
+            .field("tokens", &self.tokens)
             .finish()
     }
 }
@@ -190,12 +229,7 @@ pub async fn connect(
         "scope": answer["scope"],
         "connected_at": ringfence_tools::time::format_iso_ms(ringfence_tools::time::now_ms()),
     });
-    if let Some(dir) = account.token_file.parent() {
-        ringfence_fs::create_private_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    ringfence_fs::write_private_file(&account.token_file, doc.to_string().as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", account.token_file.display()))?;
+    account.tokens.save(&doc.to_string())?;
     Ok(answer["scope"].as_str().unwrap_or(SCOPE).to_owned())
 }
 
@@ -283,10 +317,13 @@ impl GoogleCalendar {
             let token = match held {
                 Some(t) => t,
                 None => {
-                    #[allow(clippy::disallowed_methods)] // ringfence's own token file, 0600
-                    let text = std::fs::read_to_string(&account.token_file).map_err(|_| {
-                        not_connected("no Google account is connected for this user")
-                    })?;
+                    let text = account
+                        .tokens
+                        .load()
+                        .map_err(|e| failed("reading the stored connection", e))?
+                        .ok_or_else(|| {
+                            not_connected("no Google account is connected for this user")
+                        })?;
                     let doc: Value = serde_json::from_str(&text)
                         .map_err(|_| not_connected("the stored connection is unreadable"))?;
                     let refresh = doc["refresh_token"].as_str().ok_or_else(|| {

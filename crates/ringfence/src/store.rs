@@ -11,6 +11,7 @@ use ringfence_store::followups::{FollowupDb, FollowupStore};
 use ringfence_store::pg::Pg;
 use ringfence_store::pg::audit::PgAudit;
 use ringfence_store::pg::calendar::PgCalendar;
+use ringfence_store::pg::credentials::PgCredentials;
 use ringfence_store::pg::followups::PgFollowups;
 use ringfence_store::pg::journal::PgJournalRows;
 use ringfence_store::{Durability, QueuedJournal, Store, StoreError};
@@ -82,6 +83,19 @@ impl SharedStore {
         self.open(
             || unreachable!("the SQLite store has no audit table"),
             |pg| Ok(Arc::new(PgAudit::open(pg)?)),
+        )
+        .map(Some)
+    }
+
+    /// The shared credentials table, with PostgreSQL (`None` with SQLite: logins are files
+    /// of the data directory).
+    pub fn credentials(&self) -> Result<Option<Arc<PgCredentials>>, String> {
+        if self.settings == StoreSettings::Sqlite {
+            return Ok(None);
+        }
+        self.open(
+            || unreachable!("the SQLite store keeps logins in files"),
+            |pg| Ok(Arc::new(PgCredentials::open(pg)?)),
         )
         .map(Some)
     }

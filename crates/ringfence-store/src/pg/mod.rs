@@ -28,6 +28,7 @@ use crate::{Schema, StoreError};
 pub mod audit;
 pub mod calendar;
 pub mod copy;
+pub mod credentials;
 pub mod followups;
 pub mod journal;
 pub mod scratch;

@@ -105,7 +105,11 @@ fn connect(config: &Config, provider: &str, user: &str, wait_secs: u64) -> ExitC
         ));
     }
     let settings = crate::families::calendar::settings(config);
-    let accounts = crate::families::calendar::Accounts::new(settings, &config.data_dir);
+    let accounts = crate::families::calendar::Accounts::new(
+        settings,
+        &config.data_dir,
+        std::sync::Arc::new(crate::store::SharedStore::new(config.store.clone())),
+    );
     let account = match accounts.account(user) {
         Ok(a) => a,
         Err(e) => return fail(&format!("{e:?}")),
@@ -122,7 +126,7 @@ fn connect(config: &Config, provider: &str, user: &str, wait_secs: u64) -> ExitC
         Ok(scope) => {
             say(&format!(
                 "Google Calendar is connected for {user} (scope {scope}); the token is kept in {}",
-                account.token_file.display()
+                account.tokens.place()
             ));
             ExitCode::SUCCESS
         }

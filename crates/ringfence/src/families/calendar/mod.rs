@@ -7,10 +7,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ringfence_calendar::caldav::{CalDavAccount, CalDavStore};
-use ringfence_calendar::google::{GoogleAccount, GoogleAccounts, GoogleCalendar};
+use ringfence_calendar::google::{
+    GoogleAccount, GoogleAccounts, GoogleCalendar, TokenFile, TokenStore,
+};
 use ringfence_calendar::local::LocalStore;
 use ringfence_calendar::{ObjectCalendar, ObjectStore, UserStores};
 use ringfence_store::calendar::CalendarStore;
+use ringfence_store::pg::credentials::PgCredentials;
 use ringfence_tools::BoxFuture;
 use ringfence_tools::calendar::{
     self as family, CalendarBackend, CalendarError, CalendarEvent, CalendarResult, Deleted,
@@ -50,10 +53,11 @@ impl FamilyPlug for CalendarPlug {
                 .get_or_init(|| SharedStore::new(env.config.store.clone())),
             caldav: Mutex::default(),
         });
-        let accounts = Arc::new(Accounts {
-            settings: settings.clone(),
-            data_dir: env.config.data_dir.clone(),
-        });
+        let accounts = Arc::new(Accounts::new(
+            settings,
+            &env.config.data_dir,
+            stores.store.clone(),
+        ));
         let google = GoogleCalendar::new(accounts, settings.timeout)
             .map_err(|e| format!("the Google Calendar client: {e:?}"))?;
         Ok(family::family(Arc::new(Router {
@@ -148,19 +152,51 @@ impl UserStores for Stores {
     }
 }
 
-/// Each user's Google account: the configured OAuth client and their token file.
+/// Each user's Google account: the configured OAuth client and where their connection is
+/// kept (a file of the data directory, or the shared store's credentials).
 #[derive(Debug)]
 pub struct Accounts {
     settings: CalendarSettings,
     data_dir: std::path::PathBuf,
+    store: Arc<SharedStore>,
 }
 
 impl Accounts {
-    pub fn new(settings: &CalendarSettings, data_dir: &std::path::Path) -> Accounts {
+    pub fn new(
+        settings: &CalendarSettings,
+        data_dir: &std::path::Path,
+        store: Arc<SharedStore>,
+    ) -> Accounts {
         Accounts {
             settings: settings.clone(),
             data_dir: data_dir.to_owned(),
+            store,
         }
+    }
+}
+
+/// One user's Google connection in the shared store.
+#[derive(Debug)]
+struct SharedToken {
+    credentials: Arc<PgCredentials>,
+    user: String,
+}
+
+impl TokenStore for SharedToken {
+    fn load(&self) -> Result<Option<String>, String> {
+        self.credentials
+            .load(&self.user, "google")
+            .map_err(|e| e.to_string())
+    }
+
+    fn save(&self, doc: &str) -> Result<(), String> {
+        self.credentials
+            .save(&self.user, "google", doc, ringfence_tools::time::now_ms())
+            .map_err(|e| e.to_string())
+    }
+
+    fn place(&self) -> String {
+        "the shared store (PostgreSQL)".into()
     }
 }
 
@@ -185,14 +221,23 @@ impl GoogleAccounts for Accounts {
         let client_secret = client_secret.clone().map_err(|why| {
             CalendarError::NotConnected(format!("Google Calendar is not connected: {why}; {how}"))
         })?;
+        let tokens: Arc<dyn TokenStore> = match self.store.credentials() {
+            Ok(Some(credentials)) => Arc::new(SharedToken {
+                credentials,
+                user: user.to_owned(),
+            }),
+            Ok(None) => Arc::new(TokenFile(
+                self.data_dir
+                    .join("calendar")
+                    .join(format!("google-{}.json", ringfence_fs::user_dir_name(user))),
+            )),
+            Err(e) => return Err(CalendarError::Failed(e)),
+        };
         Ok(GoogleAccount {
             client_id,
             client_secret,
             endpoints: endpoints.clone(),
-            token_file: self
-                .data_dir
-                .join("calendar")
-                .join(format!("google-{}.json", ringfence_fs::user_dir_name(user))),
+            tokens,
         })
     }
 
