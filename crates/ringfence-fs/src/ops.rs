@@ -245,18 +245,22 @@ impl Target {
         } else {
             dest.create_missing_dirs(dest_parent)?
         };
-        let flags = if opts.overwrite {
-            rustix::fs::RenameFlags::empty()
+        let renamed = if opts.overwrite {
+            rustix::fs::renameat(
+                &**src_parent,
+                src_name.as_os_str(),
+                &*dest_dir,
+                dest_name.as_os_str(),
+            )
         } else {
-            rustix::fs::RenameFlags::NOREPLACE
+            crate::target::rename_noreplace(
+                src_parent,
+                src_name.as_os_str(),
+                &dest_dir,
+                dest_name.as_os_str(),
+            )
         };
-        match rustix::fs::renameat_with(
-            &**src_parent,
-            src_name.as_os_str(),
-            &*dest_dir,
-            dest_name.as_os_str(),
-            flags,
-        ) {
+        match renamed {
             Ok(()) => {
                 fsync_dir(&dest_dir).map_err(|e| dest.io(e))?;
                 if !Arc::ptr_eq(src_parent, &dest_dir) {
@@ -479,12 +483,11 @@ impl Target {
 /// Renames `tmp` to `name` inside `dir` (never replacing unless `overwrite`), then flushes
 /// the directory.
 fn place(dir: &Dir, tmp: &str, name: &OsStr, overwrite: bool) -> io::Result<()> {
-    let flags = if overwrite {
-        rustix::fs::RenameFlags::empty()
+    if overwrite {
+        rustix::fs::renameat(dir, tmp, dir, name)?;
     } else {
-        rustix::fs::RenameFlags::NOREPLACE
-    };
-    rustix::fs::renameat_with(dir, tmp, dir, name, flags)?;
+        crate::target::rename_noreplace(dir, OsStr::new(tmp), dir, name)?;
+    }
     fsync_dir(dir)
 }
 

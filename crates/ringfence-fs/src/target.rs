@@ -398,12 +398,11 @@ impl Target {
             } else {
                 // A new file: never replace one that appeared since resolution (it would
                 // bypass the caller's read-first check).
-                rustix::fs::renameat_with(
-                    &*dir,
-                    tmp_name.as_str(),
-                    &*dir,
+                rename_noreplace(
+                    &dir,
+                    std::ffi::OsStr::new(tmp_name.as_str()),
+                    &dir,
                     self.name.as_os_str(),
-                    rustix::fs::RenameFlags::NOREPLACE,
                 )
                 .map_err(io::Error::from)?;
             }
@@ -487,4 +486,108 @@ pub(crate) fn open_dot(dir: &Dir) -> io::Result<rustix::fd::OwnedFd> {
 fn fchmod(file: &File, mode: u32) -> io::Result<()> {
     rustix::fs::fchmod(file, rustix::fs::Mode::from_raw_mode(mode))?;
     Ok(())
+}
+
+/// Renames `from` (in `from_dir`) to `to` (in `to_dir`) unless `to` exists, failing with
+/// EEXIST if it does.
+///
+/// Network file systems (NFS, CephFS, EFS) have no `RENAME_NOREPLACE`: they answer EINVAL.
+/// There a file is linked under the new name — `link` fails if the name exists, atomically
+/// on the server too — and then unlinked under the old one. A directory cannot be linked:
+/// it is renamed after a check that the name is free, which leaves a window in which a name
+/// made by another process could be replaced (SECURITY.md, "Shared file systems").
+pub(crate) fn rename_noreplace(
+    from_dir: &Dir,
+    from: &std::ffi::OsStr,
+    to_dir: &Dir,
+    to: &std::ffi::OsStr,
+) -> rustix::io::Result<()> {
+    use rustix::fs::{AtFlags, RenameFlags};
+    use rustix::io::Errno;
+    let first = if noreplace_unsupported_for_tests() {
+        Err(Errno::INVAL)
+    } else {
+        rustix::fs::renameat_with(from_dir, from, to_dir, to, RenameFlags::NOREPLACE)
+    };
+    match first {
+        Err(Errno::INVAL) => {}
+        other => return other,
+    }
+    let st = rustix::fs::statat(from_dir, from, AtFlags::SYMLINK_NOFOLLOW)?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory {
+        match rustix::fs::statat(to_dir, to, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(_) => return Err(Errno::EXIST),
+            Err(Errno::NOENT) => {}
+            Err(e) => return Err(e),
+        }
+        rustix::fs::renameat(from_dir, from, to_dir, to)?;
+    } else {
+        rustix::fs::linkat(from_dir, from, to_dir, to, AtFlags::empty())?;
+        rustix::fs::unlinkat(from_dir, from, AtFlags::empty())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Makes this thread's [`rename_noreplace`] act as on a file system without
+    /// `RENAME_NOREPLACE` (there is no NFS server here to test against).
+    pub(crate) static NO_RENAME_NOREPLACE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn noreplace_unsupported_for_tests() -> bool {
+    #[cfg(test)]
+    {
+        NO_RENAME_NOREPLACE.with(|f| f.get())
+    }
+    #[cfg(not(test))]
+    {
+        false
+    }
+}
+
+#[cfg(test)]
+mod noreplace_tests {
+    use super::*;
+
+    #[allow(clippy::disallowed_methods)] // the test's own directory
+    fn check(fallback: bool) {
+        NO_RENAME_NOREPLACE.with(|f| f.set(fallback));
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("a"), "A").unwrap();
+        std::fs::write(tmp.path().join("taken"), "T").unwrap();
+        std::fs::create_dir(tmp.path().join("d")).unwrap();
+        std::fs::create_dir(tmp.path().join("dtaken")).unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let os = std::ffi::OsStr::new;
+        // A file to a free name: moved, content kept, the old name gone.
+        rename_noreplace(&dir, os("a"), &dir, os("b")).unwrap();
+        assert_eq!(std::fs::read_to_string(tmp.path().join("b")).unwrap(), "A");
+        assert!(!tmp.path().join("a").exists());
+        // To a taken name: refused, both untouched.
+        let e = rename_noreplace(&dir, os("b"), &dir, os("taken")).unwrap_err();
+        assert_eq!(e, rustix::io::Errno::EXIST);
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("taken")).unwrap(),
+            "T"
+        );
+        assert_eq!(std::fs::read_to_string(tmp.path().join("b")).unwrap(), "A");
+        // Directories likewise.
+        rename_noreplace(&dir, os("d"), &dir, os("e")).unwrap();
+        assert!(tmp.path().join("e").is_dir() && !tmp.path().join("d").exists());
+        let e = rename_noreplace(&dir, os("e"), &dir, os("dtaken")).unwrap_err();
+        assert_eq!(e, rustix::io::Errno::EXIST);
+        assert!(tmp.path().join("e").is_dir());
+        NO_RENAME_NOREPLACE.with(|f| f.set(false));
+    }
+
+    #[test]
+    fn with_rename_noreplace() {
+        check(false);
+    }
+
+    #[test]
+    fn without_it_as_on_network_file_systems() {
+        check(true);
+    }
 }
