@@ -12,7 +12,8 @@
 # made for the cluster (DIR/tls/ca.pem), for the tests of certificate checking.
 #   bash scripts/postgres.sh stop DIR    stops the cluster and removes DIR
 #
-# The cluster trades durability for speed (fsync off): it is for tests only. Run as root,
+# The cluster trades durability for speed (fsync off; PG_DURABLE=1 keeps it on, for
+# benchmarks): it is for tests only. Run as root,
 # the server runs as the `postgres` system user (PostgreSQL refuses to run as root).
 set -euo pipefail
 
@@ -102,8 +103,11 @@ start() {
         { cat "$dir/initdb.log" >&2; die "initdb failed"; }
     rm -f "$dir/.pw"
     make_tls "$dir/tls"
+    # Tests trade durability for speed; PG_DURABLE=1 (benchmarks) keeps PostgreSQL's defaults.
+    local speed="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    [[ "${PG_DURABLE:-0}" == 1 ]] && speed=""
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c ssl=on -c ssl_cert_file=$dir/tls/server.pem -c ssl_key_file=$dir/tls/server.key" >&2 ||
+        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir $speed -c max_connections=400 -c ssl=on -c ssl_cert_file=$dir/tls/server.pem -c ssl_key_file=$dir/tls/server.key" >&2 ||
         { cat "$dir/server.log" >&2; die "the server did not start"; }
     PGPASSWORD=$password PGSSLMODE=disable psql -X -q -h 127.0.0.1 -p "$port" -U ringfence -d postgres \
         -c "CREATE DATABASE ringfence" >&2 || die "cannot create the database"
