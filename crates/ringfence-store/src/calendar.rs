@@ -44,6 +44,18 @@ pub struct Object {
     pub ics: String,
 }
 
+impl Object {
+    /// The object a write just stored.
+    pub(crate) fn written(calendar: &str, href: &str, version: i64, ics: &str) -> Object {
+        Object {
+            calendar: calendar.to_owned(),
+            href: href.to_owned(),
+            version,
+            ics: ics.to_owned(),
+        }
+    }
+}
+
 /// Why a write did not happen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WriteError {
@@ -250,12 +262,7 @@ impl CalendarStore for CalendarDb {
         if n == 0 {
             return Err(WriteError::Exists);
         }
-        Ok(Object {
-            calendar: calendar.to_owned(),
-            href: href.to_owned(),
-            version,
-            ics: ics.to_owned(),
-        })
+        Ok(Object::written(calendar, href, version, ics))
     }
 
     fn insert_many(
@@ -317,12 +324,7 @@ impl CalendarStore for CalendarDb {
             params![user, calendar, href, ics, span.0, span.1, now_ms, version],
         )?;
         tx.commit()?;
-        Ok(Object {
-            calendar: calendar.to_owned(),
-            href: href.to_owned(),
-            version,
-            ics: ics.to_owned(),
-        })
+        Ok(Object::written(calendar, href, version, ics))
     }
 
     fn remove(

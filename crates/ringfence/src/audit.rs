@@ -165,46 +165,19 @@ fn rotated(path: &Path, k: usize) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// What `ringfence audit` selects.
-#[derive(Debug, Default)]
-pub struct Query {
-    pub user: Option<String>,
-    pub tool: Option<String>,
-    pub outcome: Option<String>,
-    pub session: Option<String>,
-    /// RFC 3339 prefixes compare as strings (all times are UTC, same format).
-    pub since: Option<String>,
-    pub until: Option<String>,
-}
+/// What `ringfence audit` selects (the same filters for the file and the shared table).
+pub type Query = AuditFilter;
 
-impl Query {
-    /// The same selection for the shared store.
-    pub fn filter(&self) -> AuditFilter {
-        AuditFilter {
-            user: self.user.clone(),
-            tool: self.tool.clone(),
-            outcome: self.outcome.clone(),
-            session: self.session.clone(),
-            since: self.since.clone(),
-            until: self.until.clone(),
-        }
-    }
-
-    fn matches(&self, v: &serde_json::Value) -> bool {
-        let field = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("");
-        self.user.as_deref().is_none_or(|u| field("user") == u)
-            && self.tool.as_deref().is_none_or(|t| field("tool") == t)
-            && self
-                .outcome
-                .as_deref()
-                .is_none_or(|o| field("outcome") == o)
-            && self
-                .session
-                .as_deref()
-                .is_none_or(|s| field("session") == s)
-            && self.since.as_deref().is_none_or(|s| field("time") >= s)
-            && self.until.as_deref().is_none_or(|u| field("time") < u)
-    }
+/// Whether the line `v` passes every filter of `q`. RFC 3339 prefixes compare as strings
+/// (all times are UTC, same format).
+fn matches(q: &Query, v: &serde_json::Value) -> bool {
+    let field = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("");
+    q.user.as_deref().is_none_or(|u| field("user") == u)
+        && q.tool.as_deref().is_none_or(|t| field("tool") == t)
+        && q.outcome.as_deref().is_none_or(|o| field("outcome") == o)
+        && q.session.as_deref().is_none_or(|s| field("session") == s)
+        && q.since.as_deref().is_none_or(|s| field("time") >= s)
+        && q.until.as_deref().is_none_or(|u| field("time") < u)
 }
 
 /// The matching lines, oldest first, across the rotated files and the current one.
@@ -223,7 +196,7 @@ pub fn query(data_dir: &Path, q: &Query, out: &mut dyn FnMut(&str)) -> std::io::
             let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
                 continue;
             };
-            if q.matches(&v) {
+            if matches(q, &v) {
                 out(&line);
                 n += 1;
             }

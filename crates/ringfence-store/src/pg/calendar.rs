@@ -162,12 +162,7 @@ impl CalendarStore for PgCalendar {
         if n == 0 {
             return Err(WriteError::Exists);
         }
-        Ok(Object {
-            calendar: calendar.to_owned(),
-            href: href.to_owned(),
-            version,
-            ics: ics.to_owned(),
-        })
+        Ok(Object::written(calendar, href, version, ics))
     }
 
     fn insert_many(
@@ -233,12 +228,7 @@ impl CalendarStore for PgCalendar {
             Ok(Ok(()))
         })?;
         outcome?;
-        Ok(Object {
-            calendar: calendar.to_owned(),
-            href: href.to_owned(),
-            version,
-            ics: ics.to_owned(),
-        })
+        Ok(Object::written(calendar, href, version, ics))
     }
 
     fn remove(

@@ -20,9 +20,7 @@ pub(super) fn run(app: &crate::app::App, q: Query) -> ExitCode {
         text.push('\n');
     };
     let read = match app.store().audit() {
-        Ok(Some(shared)) => shared
-            .query(&q.filter(), &mut out)
-            .map_err(|e| e.to_string()),
+        Ok(Some(shared)) => shared.query(&q, &mut out).map_err(|e| e.to_string()),
         Ok(None) => crate::audit::query(app.data_dir(), &q, &mut out).map_err(|e| e.to_string()),
         Err(e) => Err(e),
     };
