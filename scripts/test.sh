@@ -177,8 +177,8 @@ run_step "python tests (pytest)" \
 
 # --- 5. Python tests on PostgreSQL ----------------------------------------------------
 # The suites whose state lives in [store] (more join as their families move there).
-PG_SUITES=(tests/python/test_store.py tests/python/test_followups.py tests/python/test_calendar.py
-    tests/python/test_calendar_google.py)
+PG_SUITES=(tests/python/test_store.py tests/python/test_memory.py tests/python/test_followups.py
+    tests/python/test_calendar.py tests/python/test_calendar_google.py)
 section "pytest on PostgreSQL: ${PG_SUITES[*]}"
 # shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose
 run_step "python tests on PostgreSQL (pytest)" env RINGFENCE_TEST_STORE=postgres \

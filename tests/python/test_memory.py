@@ -30,6 +30,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from store import another_store, on_postgres, store_env
 from test_http import call, client, token_hash, wait_for_url
 from test_http_users import Server as HttpServer
 from test_sdk_client import (
@@ -91,6 +92,7 @@ def env_for(tmp: Path, model: bool = True, **extra: str) -> dict[str, str]:
     }
     if model:
         env["RINGFENCE_MODEL_DIR"] = model_dir()
+    env.update(store_env())
     env.update(extra)
     return env
 
@@ -169,6 +171,10 @@ def export(tmp: Path, *args: str, data: Path | None = None, config: Path | None 
 
 
 def integrity(db: Path) -> str:
+    """SQLite's integrity check of `db`; on PostgreSQL, "ok" when no such file was made
+    (the rows went to the database)."""
+    if on_postgres():
+        return "ok" if not db.exists() else f"{db} exists though the store is PostgreSQL"
     conn = sqlite3.connect(str(db))
     try:
         return conn.execute("PRAGMA integrity_check").fetchone()[0]
@@ -942,8 +948,8 @@ async def test_openai_compatible_embeddings_endpoint(tmp_path):
         f'url = "http://127.0.0.1:{closed_port()}/v1"\n'
         'model = "fake-embed-64"\n'
         "timeout_secs = 2\n"))
-    with anyio.fail_after(TEST_TIMEOUT_S):
-        async with stdio(down, config=cfg, env=env_for(down, model=False)) as srv:
+    with another_store() as elsewhere, anyio.fail_after(TEST_TIMEOUT_S):
+        async with stdio(down, config=cfg, env=env_for(down, model=False, **elsewhere)) as srv:
             s = srv.session
             r = await ok(s, "store_memory", {"memoryContent": "User is allergic to shellfish"})
             assert structured(r)["stored"] is True
@@ -1072,37 +1078,42 @@ async def test_memory_export_import_and_list(tmp_path):
     assert bare.returncode == 0 and all(
         "embedding" not in json.loads(l) for l in bare.stdout.splitlines())
 
-    # Into a fresh data dir, for another user.
-    fresh = tmp_path / "fresh"
-    out = ringfence(tmp_path, "memory", "import", str(backup), "--user", "other", data=fresh)
-    assert out.returncode == 0, out.stderr
-    assert "imported 4 rows; 0 already there; 0 refused" in out.stderr, out.stderr
-    moved = export(tmp_path, data=fresh)
-    assert {r["user"] for r in moved} == {"other"}
-    key = lambda r: (r["kind"], r["content"], r.get("category"), r.get("memoryType"),  # noqa: E731
-                     tuple(r.get("tags") or ()), r.get("isPinned"), r["created"], r["updated"],
-                     r["embedding"]["vector"])
-    assert sorted(map(key, moved)) == sorted(map(key, rows))  # vectors moved, not recomputed
-    with anyio.fail_after(TEST_TIMEOUT_S):
-        # The stdio user is `local`: the rows moved to `other` are not theirs.
-        async with stdio(tmp_path, data=fresh) as srv:
-            r = await ok(srv.session, "search_memory", {"searchQuery": "seafood allergy"})
-            assert contents(r) == []
-    again = ringfence(tmp_path, "memory", "import", str(backup), "--user", "other", data=fresh)
-    assert again.returncode == 0, again.stderr
-    assert "imported 0 rows; 4 already there" in again.stderr, again.stderr
-    assert len(export(tmp_path, data=fresh)) == 4
-    # From stdin, for the local user, then found through the tools.
-    out = ringfence(tmp_path, "memory", "import", "-", "--user", "local", data=fresh,
-                    stdin=backup.read_text())
-    assert out.returncode == 0 and "imported 4 rows" in out.stderr, out.stderr
-    with anyio.fail_after(TEST_TIMEOUT_S):
-        async with stdio(tmp_path, data=fresh) as srv:
-            r = await ok(srv.session, "search_memory", {"searchQuery": "seafood allergy"})
-            assert contents(r) == ["User is allergic to shellfish"], text_of(r)
-            assert structured(r)["results"][0]["tags"] == ["food", "allergy"]
-            pinned = (await srv.session.read_resource(PINNED_URI)).contents[0].text
-            assert "TJ's full name is TJ Miller" in pinned and "Rex" not in pinned
+    # Into a fresh data dir (on PostgreSQL, another database), for another user.
+    with another_store() as elsewhere:
+        fenv = env_for(tmp_path, **elsewhere)
+        fresh = tmp_path / "fresh"
+        out = ringfence(tmp_path, "memory", "import", str(backup), "--user", "other",
+                        data=fresh, env=fenv)
+        assert out.returncode == 0, out.stderr
+        assert "imported 4 rows; 0 already there; 0 refused" in out.stderr, out.stderr
+        moved = export(tmp_path, data=fresh, env=fenv)
+        assert {r["user"] for r in moved} == {"other"}
+        key = lambda r: (r["kind"], r["content"], r.get("category"), r.get("memoryType"),  # noqa: E731
+                         tuple(r.get("tags") or ()), r.get("isPinned"), r["created"], r["updated"],
+                         r["embedding"]["vector"])
+        assert sorted(map(key, moved)) == sorted(map(key, rows))  # vectors moved, not recomputed
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            # The stdio user is `local`: the rows moved to `other` are not theirs.
+            async with stdio(tmp_path, data=fresh, env=fenv) as srv:
+                r = await ok(srv.session, "search_memory", {"searchQuery": "seafood allergy"})
+                assert contents(r) == []
+        again = ringfence(tmp_path, "memory", "import", str(backup), "--user", "other",
+                          data=fresh, env=fenv)
+        assert again.returncode == 0, again.stderr
+        assert "imported 0 rows; 4 already there" in again.stderr, again.stderr
+        assert len(export(tmp_path, data=fresh, env=fenv)) == 4
+        # From stdin, for the local user, then found through the tools.
+        out = ringfence(tmp_path, "memory", "import", "-", "--user", "local", data=fresh,
+                        env=fenv,
+                        stdin=backup.read_text())
+        assert out.returncode == 0 and "imported 4 rows" in out.stderr, out.stderr
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            async with stdio(tmp_path, data=fresh, env=fenv) as srv:
+                r = await ok(srv.session, "search_memory", {"searchQuery": "seafood allergy"})
+                assert contents(r) == ["User is allergic to shellfish"], text_of(r)
+                assert structured(r)["results"][0]["tags"] == ["food", "allergy"]
+                pinned = (await srv.session.read_resource(PINNED_URI)).contents[0].text
+                assert "TJ's full name is TJ Miller" in pinned and "Rex" not in pinned
 
     # A malformed line is named by its number; the exit code says something was refused.
     bad = tmp_path / "bad.jsonl"

@@ -77,15 +77,21 @@ def test_two_instances_share_what_the_store_keeps(tmp_path):
     assert done.returncode == 0, done.stderr
     events = b("list_calendar_events", {"days": 7})
     assert listed.returncode == 0 and events.returncode == 0, listed.stderr + events.stderr
+    # A memory stored through A, searched for through B (no model here: found by words).
+    done = a("store_memory", {"memoryContent": "User is allergic to shellfish"})
+    assert done.returncode == 0, done.stderr
+    found = b("search_memory", {"searchQuery": "shellfish"})
+    assert found.returncode == 0, found.stderr
 
     if on_postgres():
         assert undone.returncode == 0, undone.stderr
         assert (ws / "notes.txt").read_text() == "first\n"
         assert "ask about the trip" in listed.stdout, listed.stdout
         assert "Dentist" in events.stdout, events.stdout
+        assert "allergic to shellfish" in found.stdout, found.stdout
         url = store_env()["RINGFENCE_DATABASE_URL"]
         names = psql(url, "SELECT name FROM ringfence_schema ORDER BY name").splitlines()
-        assert names == ["calendar", "edit journal", "followups"], names
+        assert names == ["calendar", "edit journal", "followups", "memory"], names
         for name in ("a", "b"):
             data = tmp_path / f"data-{name}"
             kept = {p.name for p in data.glob("*.db")}
@@ -96,6 +102,7 @@ def test_two_instances_share_what_the_store_keeps(tmp_path):
         assert (ws / "notes.txt").read_text() == "second\n"
         assert "ask about the trip" not in listed.stdout, listed.stdout
         assert "Dentist" not in events.stdout, events.stdout
+        assert "allergic to shellfish" not in found.stdout, found.stdout
 
 
 def test_store_migrate_moves_everything_there_and_back(tmp_path):
@@ -122,6 +129,9 @@ def test_store_migrate_moves_everything_there_and_back(tmp_path):
         assert a("create_calendar_event", {
             "title": "Dentist", "startDateTime": start.isoformat(),
             "endDateTime": (start + dt.timedelta(hours=1)).isoformat()}).returncode == 0
+        for fact in ("User is allergic to shellfish", "User plays the oboe"):
+            assert a("store_memory", {"memoryContent": fact}).returncode == 0
+        assert a("store_truth", {"truthContent": "TJ lives in Oslo"}).returncode == 0
 
         def migrate(data: str, *args: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run(
@@ -133,9 +143,15 @@ def test_store_migrate_moves_everything_there_and_back(tmp_path):
         assert there.returncode == 0, there.stderr
         assert "followups: 1 rows read, 1 written (0 were there already), 1 in the target" in there.stderr
         assert "edit_journal: 2 rows read, 2 written" in there.stderr, there.stderr
+        assert "items: 3 rows read, 3 written (0 were there already), 3 in the target" in there.stderr
         # B, on PostgreSQL, has A's state.
         assert "ask about the trip" in b("list_followups", {}).stdout
         assert "Dentist" in b("list_calendar_events", {"days": 7}).stdout
+        assert "oboe" in b("search_memory", {"searchQuery": "oboe"}).stdout
+        assert "Oslo" in b("search_truths", {"searchQuery": "Oslo"}).stdout
+        # Numbering goes on where A's left off.
+        stored = b("store_memory", {"memoryContent": "User sails on weekends"})
+        assert stored.returncode == 0 and "#3" in stored.stdout, stored.stdout
         # Run again: nothing new, nothing lost.
         again = migrate("data-a", "--from", "sqlite", "--to", "postgres", "--url", url)
         assert again.returncode == 0 and "1 rows read, 0 written (1 were there already)" in again.stderr
@@ -146,6 +162,7 @@ def test_store_migrate_moves_everything_there_and_back(tmp_path):
             capture_output=True, text=True, env=env_of(tmp_path, on_pg), timeout=120)
         assert back.returncode == 0, back.stderr
         assert "ask about the trip" in c("list_followups", {}).stdout
+        assert "sails on weekends" in c("search_memory", {"searchQuery": "sails"}).stdout
         undone = c("undo_edit", {"path": str(ws / "notes.txt")})
         assert undone.returncode == 0, undone.stdout + undone.stderr
         assert (ws / "notes.txt").read_text() == "first\n"

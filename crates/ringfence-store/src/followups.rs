@@ -733,28 +733,7 @@ mod tests {
         }
     }
 
-    /// Each test once per backend (PostgreSQL's are skipped without a test cluster).
-    macro_rules! on_both {
-        ($($name:ident),* $(,)?) => {
-            mod sqlite {
-                $(#[test]
-                fn $name() {
-                    super::$name(&super::SqliteBed(tempfile::tempdir().unwrap()));
-                })*
-            }
-            #[cfg(feature = "postgres")]
-            mod postgres {
-                $(#[test]
-                fn $name() {
-                    if let Some(db) = crate::pg::scratch::ScratchDb::new() {
-                        super::$name(&super::PgBed(db));
-                    }
-                })*
-            }
-        };
-    }
-
-    on_both!(
+    on_both_beds!(
         numbers_are_per_user_and_lists_are_ordered,
         due_lists_what_fell_due_in_the_window_delivered_or_not,
         another_users_number_is_not_found_and_only_pending_ones_change,

@@ -17,6 +17,30 @@ use rusqlite::{Connection, OptionalExtension, params};
 use ringfence_tools::journal::HISTORY_PER_FILE;
 use ringfence_tools::{FileKey, Journal, JournalEntry, JournalRecord};
 
+/// Runs each named test once per backend, for a test module that defines `SqliteBed`
+/// (around a temporary directory) and `PgBed` (around a scratch database); PostgreSQL's
+/// runs are skipped without a test cluster.
+#[cfg(test)]
+macro_rules! on_both_beds {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[test]
+            fn $name() {
+                super::$name(&super::SqliteBed(tempfile::tempdir().unwrap()));
+            })*
+        }
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(#[test]
+            fn $name() {
+                if let Some(db) = crate::pg::scratch::ScratchDb::new() {
+                    super::$name(&super::PgBed(db));
+                }
+            })*
+        }
+    };
+}
+
 pub mod calendar;
 mod error;
 pub mod followups;

@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use ringfence_store::calendar::{CalendarDb, CalendarStore};
 use ringfence_store::followups::{FollowupDb, FollowupStore};
+use ringfence_store::memory::{EmbedderLoader, MemoryDb, RankConfig};
 use ringfence_store::pg::Pg;
 use ringfence_store::pg::audit::PgAudit;
 use ringfence_store::pg::calendar::PgCalendar;
@@ -54,6 +55,33 @@ impl SharedStore {
             },
             |pg| Ok(Arc::new(PgCalendar::open(pg)?) as Arc<dyn CalendarStore>),
         )
+    }
+
+    /// Truths and memories: `memory.db` at `sqlite_path` (made 0600, a missing directory
+    /// 0700: facts about people), or PostgreSQL's tables.
+    pub fn memory(
+        &self,
+        sqlite_path: &Path,
+        loader: Option<EmbedderLoader>,
+        rank: RankConfig,
+    ) -> Result<Arc<MemoryDb>, String> {
+        let opened = match &self.settings {
+            StoreSettings::Sqlite => {
+                if let Some(dir) = sqlite_path.parent() {
+                    ringfence_fs::create_private_dir_all(dir)
+                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                }
+                MemoryDb::open(sqlite_path, loader, rank).map_err(|e| e.to_string())
+            }
+            StoreSettings::Postgres(_) => self.open(
+                || unreachable!("PostgreSQL is configured"),
+                |pg| MemoryDb::open_postgres(pg, loader, rank),
+            ),
+        };
+        opened.map_err(|e| {
+            tracing::error!(error = %e, "cannot open the memory database; the memory tools are unavailable");
+            format!("the memory database could not be opened: {e}")
+        })
     }
 
     /// The edit journal: `ringfence.db` in `data_dir` (made 0700, the file 0600: it holds

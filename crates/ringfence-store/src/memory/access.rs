@@ -5,10 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use rusqlite::params;
-
 use super::now_ms;
-use crate::Store;
+use super::rows::MemoryRows;
 
 /// Access counts not yet written: row id → (count, last access ms).
 #[derive(Default)]
@@ -36,25 +34,14 @@ impl AccessCounts {
             .remove(&row);
     }
 
-    /// Writes the pending counts to `store`; a failure is logged (the counts are lost).
-    pub(super) fn flush(&self, store: &Store) {
+    /// Writes the pending counts to `rows`; a failure is logged (the counts are lost).
+    pub(super) fn flush(&self, rows: &dyn MemoryRows) {
         let pending: HashMap<i64, (i64, i64)> =
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
         if pending.is_empty() {
             return;
         }
-        let mut conn = store.conn();
-        let result = (|| -> rusqlite::Result<()> {
-            let tx = conn.transaction()?;
-            for (row, (count, last)) in &pending {
-                tx.execute(
-                    "UPDATE items SET access_count = access_count + ?1, last_access_ms = ?2 WHERE id = ?3",
-                    params![count, last, row],
-                )?;
-            }
-            tx.commit()
-        })();
-        if let Err(e) = result {
+        if let Err(e) = rows.add_access(&pending) {
             tracing::warn!(error = %e, "could not record memory access counts");
         }
     }

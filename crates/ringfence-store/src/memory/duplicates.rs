@@ -35,6 +35,7 @@ impl MemoryDb {
         except: Option<i64>,
     ) -> Result<Option<Duplicate>, StoreError> {
         Ok(self
+            .rows
             .find_by_hash(user, kind, hash)?
             .filter(|(row, _)| Some(*row) != except)
             .map(|(_, existing)| exact(existing)))
@@ -73,7 +74,9 @@ impl MemoryDb {
             .filter(|(_, sim)| *sim >= self.rank.duplicate_threshold)
             .collect();
         close.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let mut rows = self.rows_by_id(user, &close.iter().map(|c| c.0).collect::<Vec<_>>())?;
+        let mut rows = self
+            .rows
+            .rows_by_id(user, &close.iter().map(|c| c.0).collect::<Vec<_>>())?;
         let numbers = numbers_in(content);
         for (row, similarity) in close {
             if let Some(existing) = rows.remove(&row)

@@ -24,11 +24,8 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-
-use rusqlite::{OptionalExtension, params};
 
 use ringfence_embed::{EmbedError, Embedder};
 use ringfence_tools::memory::{
@@ -36,16 +33,17 @@ use ringfence_tools::memory::{
     StoreOutcome, UpdateOutcome,
 };
 
-use crate::{Durability, Store, StoreError};
+use crate::StoreError;
 
 mod access;
 mod duplicates;
 mod lexical;
-mod normalize;
+pub(crate) mod normalize;
 mod rank;
-mod schema;
+pub(crate) mod rows;
+pub(crate) mod schema;
 mod transfer;
-mod vectors;
+pub(crate) mod vectors;
 
 pub use rank::RankConfig;
 pub use schema::MEMORY_SCHEMA;
@@ -53,7 +51,8 @@ pub use transfer::{ExportEmbedding, ExportRecord, ImportReport, Prepared};
 
 use access::AccessCounts;
 use normalize::{embedding_text, norm_hash};
-use schema::{ITEM_COLUMNS, Row, item_from_row, vector_blob};
+use rows::{MemoryRows, SqliteRows};
+use schema::Row;
 use vectors::{Filter, RowMeta, SharedIndex};
 
 /// Candidates taken from each side (vectors, words) before fusion.
@@ -73,7 +72,7 @@ pub const RETRY_LOAD: Duration = Duration::from_secs(30);
 
 /// The memory database and its indexes.
 pub struct MemoryDb {
-    store: Store,
+    rows: Box<dyn MemoryRows>,
     rank: RankConfig,
     loader: Option<EmbedderLoader>,
     embedder: OnceLock<Arc<dyn Embedder>>,
@@ -85,9 +84,6 @@ pub struct MemoryDb {
     indexes: Mutex<HashMap<(String, Kind), (SharedIndex, std::time::Instant)>>,
     /// Serialises duplicate check + insert so two sessions cannot store the same fact twice.
     write: Mutex<()>,
-    /// `PRAGMA data_version` when the indexes were last known good: another process (an
-    /// import) changing the file makes the indexes reload.
-    data_version: AtomicI64,
     queries: Mutex<HashMap<String, Arc<Vec<f32>>>>,
     /// Access counts not yet written.
     access: AccessCounts,
@@ -96,7 +92,7 @@ pub struct MemoryDb {
 impl std::fmt::Debug for MemoryDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryDb")
-            .field("path", &self.store.path())
+            .field("rows", &self.rows.describe())
             .finish()
     }
 }
@@ -111,26 +107,35 @@ impl MemoryDb {
         loader: Option<EmbedderLoader>,
         rank: RankConfig,
     ) -> Result<Arc<MemoryDb>, StoreError> {
-        let store = Store::open_schema(path, Durability::Full, &MEMORY_SCHEMA)?;
-        let db = Arc::new(MemoryDb {
-            store,
+        Ok(MemoryDb::with_rows(
+            Box::new(SqliteRows::open(path)?),
+            loader,
+            rank,
+        ))
+    }
+
+    /// The memory database over `rows` (SQLite's or PostgreSQL's).
+    pub(crate) fn with_rows(
+        rows: Box<dyn MemoryRows>,
+        loader: Option<EmbedderLoader>,
+        rank: RankConfig,
+    ) -> Arc<MemoryDb> {
+        Arc::new(MemoryDb {
+            rows,
             rank,
             embedder: OnceLock::new(),
             loader,
             failed: Mutex::new(None),
             indexes: Mutex::new(HashMap::new()),
             write: Mutex::new(()),
-            data_version: AtomicI64::new(0),
             queries: Mutex::new(HashMap::new()),
             access: AccessCounts::default(),
-        });
-        let v = db.current_data_version()?;
-        db.data_version.store(v, Ordering::SeqCst);
-        Ok(db)
+        })
     }
 
-    pub fn path(&self) -> &Path {
-        self.store.path()
+    /// Where the rows are: a file's path, or "PostgreSQL".
+    pub fn describe(&self) -> String {
+        self.rows.describe()
     }
 
     /// The embedder, loading it on first call; `Err` says why search is by words only.
@@ -181,20 +186,13 @@ impl MemoryDb {
     /// Writes pending access counts (its owner calls this periodically and at exit; dropping
     /// the database writes them too).
     pub fn flush(&self) {
-        self.access.flush(&self.store);
+        self.access.flush(self.rows.as_ref());
     }
 
-    fn current_data_version(&self) -> Result<i64, StoreError> {
-        Ok(self
-            .store
-            .conn()
-            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
-    }
-
-    /// Drops the indexes when another connection (another process) changed the database.
+    /// Drops the indexes when another connection (another process) changed a store that
+    /// does not version its rows (see [`MemoryRows::changed_elsewhere`]).
     fn check_external_changes(&self) -> Result<(), StoreError> {
-        let v = self.current_data_version()?;
-        if self.data_version.swap(v, Ordering::SeqCst) != v {
+        if self.rows.changed_elsewhere()? {
             self.drop_all_indexes();
         }
         Ok(())
@@ -281,8 +279,8 @@ impl MemoryDb {
             updated_ms,
             access_count,
         };
-        match self.insert_row(&row)? {
-            Ok((row, stored)) => {
+        match self.rows.insert(&row)? {
+            Some((row, stored)) => {
                 if let (Some(index), Some(v)) = (&index, &vector) {
                     index.write().unwrap_or_else(|e| e.into_inner()).insert(
                         row,
@@ -297,15 +295,10 @@ impl MemoryDb {
                 Ok(StoreOutcome::Stored(stored))
             }
             // Another process stored the same text between our check and insert.
-            Err(rusqlite::Error::SqliteFailure(f, _))
-                if f.code == rusqlite::ErrorCode::ConstraintViolation =>
-            {
-                match self.exact_duplicate(user, kind, &hash, None)? {
-                    Some(dup) => Ok(StoreOutcome::Duplicate(dup)),
-                    None => Err(StoreError::StoreConflict),
-                }
-            }
-            Err(e) => Err(e.into()),
+            None => match self.exact_duplicate(user, kind, &hash, None)? {
+                Some(dup) => Ok(StoreOutcome::Duplicate(dup)),
+                None => Err(StoreError::StoreConflict),
+            },
         }
     }
 
@@ -376,7 +369,7 @@ impl MemoryDb {
         if let (Some(v), Ok((embedder, _))) = (&query_vector, &indexed) {
             similarities = self.exact_similarities(user, embedder.id(), &ids, v)?;
         }
-        let rows = self.rows_by_id(user, &ids)?;
+        let rows = self.rows.rows_by_id(user, &ids)?;
         let now = now_ms();
         let hybrid = matches!(mode, SearchMode::Hybrid);
         let mut hits: Vec<(i64, Hit)> = Vec::new();
@@ -423,7 +416,7 @@ impl MemoryDb {
         content: &str,
     ) -> Result<UpdateOutcome, StoreError> {
         self.check_external_changes()?;
-        let Some((row, before)) = self.find(user, kind, id)? else {
+        let Some((row, before)) = self.rows.find(user, kind, id)? else {
             return Ok(UpdateOutcome::NotFound);
         };
         let hash = norm_hash(content);
@@ -452,31 +445,16 @@ impl MemoryDb {
         }
         let now = now_ms();
         let model = embedder.as_ref().map(|e| e.id().to_owned());
-        let changed = self
-            .store
-            .conn()
-            .execute(
-                "UPDATE items SET content = ?1, norm_hash = ?2, embedding = ?3, embedding_model = ?4,
-                     updated_ms = ?5 WHERE id = ?6 AND user = ?7",
-                params![
-                    content,
-                    hash,
-                    vector.as_deref().map(vector_blob),
-                    model,
-                    now,
-                    row,
-                    user
-                ],
-            )
-            .map_err(|e| match e {
-                rusqlite::Error::SqliteFailure(f, _)
-                    if f.code == rusqlite::ErrorCode::ConstraintViolation =>
-                {
-                    StoreError::UpdateConflict
-                }
-                e => e.into(),
-            })?;
-        if changed == 0 {
+        let changed = self.rows.update(
+            user,
+            kind,
+            row,
+            content,
+            &hash,
+            vector.as_deref().zip(model.as_deref()),
+            now,
+        )?;
+        if !changed {
             return Ok(UpdateOutcome::NotFound);
         }
         if let Some(index) = &index {
@@ -506,17 +484,7 @@ impl MemoryDb {
     fn delete_row(&self, user: &str, kind: Kind, id: i64) -> Result<Option<Item>, StoreError> {
         self.check_external_changes()?;
         let _guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
-        let removed = self
-            .store
-            .conn()
-            .query_row(
-                &format!(
-                    "DELETE FROM items WHERE user = ?1 AND kind = ?2 AND number = ?3 RETURNING {ITEM_COLUMNS}"
-                ),
-                params![user, kind.as_str(), id],
-                item_from_row,
-            )
-            .optional()?;
+        let removed = self.rows.delete(user, kind, id)?;
         let Some((row, item)) = removed else {
             return Ok(None);
         };
@@ -527,21 +495,13 @@ impl MemoryDb {
 
     /// [`MemoryBackend::pinned`]: `user`'s pinned truths, by number.
     fn pinned_rows(&self, user: &str) -> Result<Vec<Item>, StoreError> {
-        let conn = self.store.conn();
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {ITEM_COLUMNS} FROM items WHERE user = ?1 AND kind = 'truth' AND pinned = 1 ORDER BY number"
-        ))?;
-        let items = stmt
-            .query_map(params![user], item_from_row)?
-            .map(|r| r.map(|(_, i)| i))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(items)
+        self.rows.pinned(user)
     }
 }
 
 impl Drop for MemoryDb {
     fn drop(&mut self) {
-        self.access.flush(&self.store);
+        self.access.flush(self.rows.as_ref());
     }
 }
 

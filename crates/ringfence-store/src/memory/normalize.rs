@@ -4,7 +4,7 @@
 
 /// The text embedded for a row: its content, and its tags (words the user chose to
 /// describe it, which often name the topic in other words than the content).
-pub(super) fn embedding_text(content: &str, tags: &[String]) -> String {
+pub(crate) fn embedding_text(content: &str, tags: &[String]) -> String {
     if tags.is_empty() {
         content.to_owned()
     } else {
@@ -24,7 +24,7 @@ fn normalized(text: &str) -> String {
 }
 
 /// The BLAKE3 of the normalised text: the `norm_hash` column, unique per user and kind.
-pub(super) fn norm_hash(text: &str) -> Vec<u8> {
+pub(crate) fn norm_hash(text: &str) -> Vec<u8> {
     blake3::hash(normalized(text).as_bytes())
         .as_bytes()
         .to_vec()

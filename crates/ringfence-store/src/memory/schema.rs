@@ -1,16 +1,12 @@
-//! The memory database's tables and the SQL that reads and writes whole rows: the
-//! migrations, the column list an [`Item`] is read from, numbered inserts, lookups by
-//! number and by row id, and the byte format of a stored vector.
+//! The memory database's SQLite tables: the migrations, the column list an [`Item`] is read
+//! from, numbered inserts, and the byte format of a stored vector (PostgreSQL's too).
 
-use std::collections::HashMap;
-
-use rusqlite::{OptionalExtension, ToSql, params, params_from_iter};
+use rusqlite::params;
 
 use ringfence_tools::memory::{Item, Kind, NewItem};
 
-use super::MemoryDb;
 use super::normalize::norm_hash;
-use crate::{Schema, StoreError};
+use crate::Schema;
 
 /// The memory database (`memory.db`).
 pub const MEMORY_SCHEMA: Schema = Schema {
@@ -68,11 +64,11 @@ pub const MEMORY_SCHEMA: Schema = Schema {
 };
 
 /// The columns [`item_from_row`] reads, in its order.
-pub(super) const ITEM_COLUMNS: &str = "id, number, kind, content, category, memory_type, tags, pinned, \
+pub(crate) const ITEM_COLUMNS: &str = "id, number, kind, content, category, memory_type, tags, pinned, \
     source, created_ms, updated_ms, access_count";
 
 /// A row selected as [`ITEM_COLUMNS`]: its row id and the item.
-pub(super) fn item_from_row(r: &rusqlite::Row) -> rusqlite::Result<(i64, Item)> {
+pub(crate) fn item_from_row(r: &rusqlite::Row) -> rusqlite::Result<(i64, Item)> {
     let kind: String = r.get(2)?;
     let tags: String = r.get(6)?;
     Ok((
@@ -94,30 +90,50 @@ pub(super) fn item_from_row(r: &rusqlite::Row) -> rusqlite::Result<(i64, Item)> 
 }
 
 /// A vector as stored in the `embedding` column: little-endian f32s.
-pub(super) fn vector_blob(v: &[f32]) -> Vec<u8> {
+pub(crate) fn vector_blob(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 /// The vector of an `embedding` column.
-pub(super) fn blob_vector(b: &[u8]) -> Vec<f32> {
+pub(crate) fn blob_vector(b: &[u8]) -> Vec<f32> {
     b.chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect()
 }
 
 /// One row to insert.
-pub(super) struct Row<'a> {
-    pub(super) user: &'a str,
-    pub(super) kind: Kind,
-    pub(super) item: &'a NewItem,
-    pub(super) vector: Option<(&'a [f32], &'a str)>,
-    pub(super) created_ms: i64,
-    pub(super) updated_ms: i64,
-    pub(super) access_count: i64,
+pub(crate) struct Row<'a> {
+    pub(crate) user: &'a str,
+    pub(crate) kind: Kind,
+    pub(crate) item: &'a NewItem,
+    pub(crate) vector: Option<(&'a [f32], &'a str)>,
+    pub(crate) created_ms: i64,
+    pub(crate) updated_ms: i64,
+    pub(crate) access_count: i64,
+}
+
+impl Row<'_> {
+    /// The item this row becomes, numbered `number`.
+    pub(crate) fn item(&self, number: i64) -> Item {
+        let item = self.item;
+        Item {
+            id: number,
+            kind: self.kind,
+            content: item.content.clone(),
+            category: item.category.clone(),
+            memory_type: item.memory_type.clone(),
+            tags: item.tags.clone(),
+            pinned: item.pinned,
+            source: item.source.clone(),
+            created_ms: self.created_ms,
+            updated_ms: self.updated_ms,
+            access_count: self.access_count,
+        }
+    }
 }
 
 /// Inserts `row` in `tx`, numbered next for its user and kind.
-pub(super) fn insert_in(tx: &rusqlite::Transaction, row: &Row) -> rusqlite::Result<(i64, Item)> {
+pub(crate) fn insert_in(tx: &rusqlite::Transaction, row: &Row) -> rusqlite::Result<(i64, Item)> {
     let (user, kind, item) = (row.user, row.kind, row.item);
     let number: i64 = tx.query_row(
         "INSERT INTO counters (user, kind, last) VALUES (?1, ?2, 1)
@@ -149,103 +165,5 @@ pub(super) fn insert_in(tx: &rusqlite::Transaction, row: &Row) -> rusqlite::Resu
         ],
         |r| r.get::<_, i64>(0),
     )?;
-    Ok((
-        id,
-        Item {
-            id: number,
-            kind,
-            content: item.content.clone(),
-            category: item.category.clone(),
-            memory_type: item.memory_type.clone(),
-            tags: item.tags.clone(),
-            pinned: item.pinned,
-            source: item.source.clone(),
-            created_ms: row.created_ms,
-            updated_ms: row.updated_ms,
-            access_count: row.access_count,
-        },
-    ))
-}
-
-impl MemoryDb {
-    /// Inserts one row (numbered next for its user and kind) in its own transaction;
-    /// returns its row id and item, or the SQLite error of the insert (a constraint).
-    pub(super) fn insert_row(
-        &self,
-        row: &Row,
-    ) -> Result<Result<(i64, Item), rusqlite::Error>, StoreError> {
-        let mut conn = self.store.conn();
-        let tx = conn.transaction()?;
-        match insert_in(&tx, row) {
-            Ok(done) => {
-                tx.commit()?;
-                Ok(Ok(done))
-            }
-            Err(e) => Ok(Err(e)),
-        }
-    }
-
-    /// The row of `user`'s `kind` numbered `number`.
-    pub(super) fn find(
-        &self,
-        user: &str,
-        kind: Kind,
-        number: i64,
-    ) -> Result<Option<(i64, Item)>, StoreError> {
-        Ok(self
-            .store
-            .conn()
-            .query_row(
-                &format!(
-                    "SELECT {ITEM_COLUMNS} FROM items WHERE user = ?1 AND kind = ?2 AND number = ?3"
-                ),
-                params![user, kind.as_str(), number],
-                item_from_row,
-            )
-            .optional()?)
-    }
-
-    /// The row of `user`'s `kind` whose normalised text has the hash `hash`.
-    pub(super) fn find_by_hash(
-        &self,
-        user: &str,
-        kind: Kind,
-        hash: &[u8],
-    ) -> Result<Option<(i64, Item)>, StoreError> {
-        Ok(self
-            .store
-            .conn()
-            .query_row(
-                &format!("SELECT {ITEM_COLUMNS} FROM items WHERE user = ?1 AND kind = ?2 AND norm_hash = ?3"),
-                params![user, kind.as_str(), hash],
-                item_from_row,
-            )
-            .optional()?)
-    }
-
-    /// `user`'s rows among `ids` (row ids, not numbers).
-    pub(super) fn rows_by_id(
-        &self,
-        user: &str,
-        ids: &[i64],
-    ) -> Result<HashMap<i64, Item>, StoreError> {
-        if ids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let marks = vec!["?"; ids.len()].join(",");
-        let conn = self.store.conn();
-        let mut stmt = conn.prepare(&format!(
-            // `+user`: look the rows up by id; an index on user would walk all of them.
-            "SELECT {ITEM_COLUMNS} FROM items WHERE id IN ({marks}) AND +user = ?"
-        ))?;
-        let args: Vec<&dyn ToSql> = ids
-            .iter()
-            .map(|i| i as &dyn ToSql)
-            .chain(std::iter::once(&user as &dyn ToSql))
-            .collect();
-        let rows = stmt
-            .query_map(params_from_iter(args), item_from_row)?
-            .collect::<Result<HashMap<_, _>, _>>()?;
-        Ok(rows)
-    }
+    Ok((id, row.item(number)))
 }

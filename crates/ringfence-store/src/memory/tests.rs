@@ -40,14 +40,70 @@ impl Embedder for Words {
     }
 }
 
-fn open(dir: &std::path::Path, embedder: bool) -> Arc<MemoryDb> {
-    let loader: Option<super::EmbedderLoader> = if embedder {
+/// Where a test's rows live: a SQLite file or a PostgreSQL database.
+trait Bed {
+    /// A handle on the test's store (each call another, as another process would open).
+    fn open_with(&self, loader: Option<super::EmbedderLoader>) -> Arc<MemoryDb>;
+    /// Another, empty store (and what keeps it alive).
+    fn another(&self) -> Box<dyn Bed>;
+}
+
+struct SqliteBed(tempfile::TempDir);
+
+impl Bed for SqliteBed {
+    fn open_with(&self, loader: Option<super::EmbedderLoader>) -> Arc<MemoryDb> {
+        MemoryDb::open(
+            &self.0.path().join("memory.db"),
+            loader,
+            RankConfig::default(),
+        )
+        .unwrap()
+    }
+    fn another(&self) -> Box<dyn Bed> {
+        Box::new(SqliteBed(tempfile::tempdir().unwrap()))
+    }
+}
+
+#[cfg(feature = "postgres")]
+struct PgBed(crate::pg::scratch::ScratchDb);
+
+#[cfg(feature = "postgres")]
+impl Bed for PgBed {
+    fn open_with(&self, loader: Option<super::EmbedderLoader>) -> Arc<MemoryDb> {
+        MemoryDb::open_postgres(self.0.connect(), loader, RankConfig::default()).unwrap()
+    }
+    fn another(&self) -> Box<dyn Bed> {
+        Box::new(PgBed(
+            crate::pg::scratch::ScratchDb::new().expect("a test cluster"),
+        ))
+    }
+}
+
+fn open(t: &dyn Bed, embedder: bool) -> Arc<MemoryDb> {
+    t.open_with(if embedder {
         Some(Box::new(|| Ok(Arc::new(Words) as Arc<dyn Embedder>)))
     } else {
         None
-    };
-    MemoryDb::open(&dir.join("memory.db"), loader, RankConfig::default()).unwrap()
+    })
 }
+
+on_both_beds!(
+    ids_count_per_user_and_kind_and_survive_reopen,
+    one_user_never_reaches_another_users_rows,
+    duplicates_by_text_or_meaning_are_not_stored_twice,
+    update_replaces_content_and_vector,
+    deleting_a_truth_promotes_nothing,
+    filters_unrelated_rows_and_pinned_truths,
+    without_a_model_search_is_by_words_and_says_so,
+    changes_by_another_process_are_seen,
+    concurrent_stores_lose_nothing_and_number_uniquely,
+    export_then_import_round_trips_with_vectors,
+    search_counts_accesses,
+    bulk_import_skips_stored_text_and_is_searchable_at_once,
+    words_only_search_applies_type_category_and_tag_filters,
+    an_embedder_that_fails_leaves_stores_working_and_search_to_words,
+    words_of_users_with_similar_names_stay_apart,
+);
 
 fn memory(content: &str) -> NewItem {
     NewItem {
@@ -86,11 +142,9 @@ fn found(db: &MemoryDb, user: &str, kind: Kind, q: &str) -> Vec<i64> {
         .collect()
 }
 
-#[test]
-fn ids_count_per_user_and_kind_and_survive_reopen() {
-    let tmp = tempfile::tempdir().unwrap();
+fn ids_count_per_user_and_kind_and_survive_reopen(t: &dyn Bed) {
     {
-        let db = open(tmp.path(), true);
+        let db = open(t, true);
         assert_eq!(
             stored(
                 db.store("ann", Kind::Truth, memory("Ann is a pilot"))
@@ -129,16 +183,14 @@ fn ids_count_per_user_and_kind_and_survive_reopen() {
             3
         );
     }
-    let db = open(tmp.path(), true);
+    let db = open(t, true);
     assert_eq!(found(&db, "ann", Kind::Truth, "pilot")[0], 1);
     assert_eq!(found(&db, "ann", Kind::Truth, "cat")[0], 3);
     assert!(!found(&db, "ann", Kind::Truth, "Oslo").contains(&2));
 }
 
-#[test]
-fn one_user_never_reaches_another_users_rows() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = open(tmp.path(), true);
+fn one_user_never_reaches_another_users_rows(t: &dyn Bed) {
+    let db = open(t, true);
     stored(
         db.store("ann", Kind::Memory, memory("Ann's locker code is 4711"))
             .unwrap(),
@@ -158,10 +210,8 @@ fn one_user_never_reaches_another_users_rows() {
     assert_eq!(db.export(Some("bob"), None, false).unwrap().len(), 1);
 }
 
-#[test]
-fn duplicates_by_text_or_meaning_are_not_stored_twice() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = open(tmp.path(), true);
+fn duplicates_by_text_or_meaning_are_not_stored_twice(t: &dyn Bed) {
+    let db = open(t, true);
     let id = stored(
         db.store("u", Kind::Memory, memory("User is allergic to shellfish"))
             .unwrap(),
@@ -199,10 +249,8 @@ fn duplicates_by_text_or_meaning_are_not_stored_twice() {
     assert_eq!(db.export(Some("u"), None, false).unwrap().len(), 2);
 }
 
-#[test]
-fn update_replaces_content_and_vector() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = open(tmp.path(), true);
+fn update_replaces_content_and_vector(t: &dyn Bed) {
+    let db = open(t, true);
     stored(
         db.store("u", Kind::Memory, memory("User lives in Seattle"))
             .unwrap(),
@@ -234,10 +282,8 @@ fn update_replaces_content_and_vector() {
     assert_eq!(found(&db, "u", Kind::Memory, "Chicago"), vec![1]);
 }
 
-#[test]
-fn deleting_a_truth_promotes_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = open(tmp.path(), true);
+fn deleting_a_truth_promotes_nothing(t: &dyn Bed) {
+    let db = open(t, true);
     stored(
         db.store("u", Kind::Truth, memory("User works as a nurse"))
             .unwrap(),
@@ -267,10 +313,8 @@ fn store_runner_and_baker(db: &MemoryDb, user: &str) {
     assert_eq!(stored(db.store(user, Kind::Memory, m).unwrap()), 2);
 }
 
-#[test]
-fn filters_unrelated_rows_and_pinned_truths() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = open(tmp.path(), true);
+fn filters_unrelated_rows_and_pinned_truths(t: &dyn Bed) {
+    let db = open(t, true);
     store_runner_and_baker(&db, "u");
     let mut q = query("runs");
     q.memory_type = Some("habit".into());
@@ -297,10 +341,8 @@ fn filters_unrelated_rows_and_pinned_truths() {
     assert!(db.pinned("other").unwrap().is_empty());
 }
 
-#[test]
-fn without_a_model_search_is_by_words_and_says_so() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = open(tmp.path(), false);
+fn without_a_model_search_is_by_words_and_says_so(t: &dyn Bed) {
+    let db = open(t, false);
     stored(
         db.store("u", Kind::Memory, memory("User is allergic to shellfish"))
             .unwrap(),
@@ -318,7 +360,7 @@ fn without_a_model_search_is_by_words_and_says_so() {
     assert!(found(&db, "u", Kind::Memory, "seafood").is_empty());
     drop(db);
     // Rows stored without a model get vectors when a model is there.
-    let db = open(tmp.path(), true);
+    let db = open(t, true);
     let out = db
         .search("u", Kind::Memory, &query("shellfish to allergic is user"))
         .unwrap();
@@ -326,11 +368,9 @@ fn without_a_model_search_is_by_words_and_says_so() {
     assert!(out.hits[0].similarity.unwrap() > 0.9);
 }
 
-#[test]
-fn changes_by_another_process_are_seen() {
-    let tmp = tempfile::tempdir().unwrap();
-    let a = open(tmp.path(), true);
-    let b = open(tmp.path(), true);
+fn changes_by_another_process_are_seen(t: &dyn Bed) {
+    let a = open(t, true);
+    let b = open(t, true);
     stored(
         a.store("u", Kind::Memory, memory("User plays the oboe"))
             .unwrap(),
@@ -343,12 +383,25 @@ fn changes_by_another_process_are_seen() {
     b.delete("u", Kind::Memory, 1).unwrap().unwrap();
     assert_eq!(found(&a, "u", Kind::Memory, "stamps collects"), vec![2]);
     assert!(found(&a, "u", Kind::Memory, "oboe").is_empty());
+    // `a`'s vector index took in `b`'s row: the same words in another order (another text,
+    // the same meaning) are refused as its duplicate, which only the index can tell.
+    let duplicate_of =
+        |db: &MemoryDb, text: &str| match db.store("u", Kind::Memory, memory(text)).unwrap() {
+            StoreOutcome::Duplicate(d) => Some(d.existing.id),
+            StoreOutcome::Stored(_) => None,
+        };
+    assert_eq!(duplicate_of(&a, "Stamps user collects"), Some(2));
+    // An update through `b` moves the row in `a`'s index too.
+    assert!(matches!(
+        b.update("u", Kind::Memory, 2, "User breeds goats").unwrap(),
+        UpdateOutcome::Updated { .. }
+    ));
+    assert_eq!(duplicate_of(&a, "goats user breeds"), Some(2));
+    assert_eq!(duplicate_of(&a, "Stamps user collects"), None);
 }
 
-#[test]
-fn concurrent_stores_lose_nothing_and_number_uniquely() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = open(tmp.path(), true);
+fn concurrent_stores_lose_nothing_and_number_uniquely(t: &dyn Bed) {
+    let db = open(t, true);
     let threads: Vec<_> = (0..8)
         .map(|t| {
             let db = db.clone();
@@ -381,22 +434,20 @@ fn concurrent_stores_lose_nothing_and_number_uniquely() {
     assert_eq!(exported.iter().filter(|r| r.kind == "truth").count(), 40);
 }
 
-#[test]
-fn export_then_import_round_trips_with_vectors() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = open(tmp.path(), true);
+fn export_then_import_round_trips_with_vectors(t: &dyn Bed) {
+    let db = open(t, true);
     let mut m = memory("User prefers tea over coffee");
     m.memory_type = Some("preference".into());
     m.tags = vec!["drinks".into()];
     stored(db.store("u", Kind::Memory, m).unwrap());
-    let mut t = memory("User is called Sam");
-    t.pinned = true;
-    stored(db.store("u", Kind::Truth, t).unwrap());
+    let mut truth = memory("User is called Sam");
+    truth.pinned = true;
+    stored(db.store("u", Kind::Truth, truth).unwrap());
     let records = db.export(Some("u"), None, true).unwrap();
     assert!(records.iter().all(|r| r.embedding.is_some()));
 
-    let other = tempfile::tempdir().unwrap();
-    let db2 = open(other.path(), true);
+    let other = t.another();
+    let db2 = open(other.as_ref(), true);
     for r in records.clone() {
         assert!(matches!(
             db2.import(r, Some("v")).unwrap(),
@@ -443,10 +494,8 @@ fn export_then_import_round_trips_with_vectors() {
     );
 }
 
-#[test]
-fn search_counts_accesses() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = open(tmp.path(), true);
+fn search_counts_accesses(t: &dyn Bed) {
+    let db = open(t, true);
     stored(
         db.store("u", Kind::Memory, memory("User swims at dawn"))
             .unwrap(),
@@ -459,10 +508,8 @@ fn search_counts_accesses() {
     assert_eq!(r[0].access_count, Some(3));
 }
 
-#[test]
-fn bulk_import_skips_stored_text_and_is_searchable_at_once() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = open(tmp.path(), true);
+fn bulk_import_skips_stored_text_and_is_searchable_at_once(t: &dyn Bed) {
+    let db = open(t, true);
     stored(
         db.store("u", Kind::Memory, memory("User grows tomatoes"))
             .unwrap(),
@@ -508,10 +555,8 @@ fn bulk_import_skips_stored_text_and_is_searchable_at_once() {
     assert_eq!(r[1].source.as_deref(), Some("import"));
 }
 
-#[test]
-fn words_only_search_applies_type_category_and_tag_filters() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = open(tmp.path(), false);
+fn words_only_search_applies_type_category_and_tag_filters(t: &dyn Bed) {
+    let db = open(t, false);
     store_runner_and_baker(&db, "u");
     // Another user's row with the same words and labels is never a candidate.
     let mut m = memory("Someone else runs marathons and a bakery");
@@ -557,16 +602,9 @@ impl Embedder for Down {
     }
 }
 
-#[test]
-fn an_embedder_that_fails_leaves_stores_working_and_search_to_words() {
-    let tmp = tempfile::tempdir().unwrap();
+fn an_embedder_that_fails_leaves_stores_working_and_search_to_words(t: &dyn Bed) {
     let loader: super::EmbedderLoader = Box::new(|| Ok(Arc::new(Down) as Arc<dyn Embedder>));
-    let db = MemoryDb::open(
-        &tmp.path().join("memory.db"),
-        Some(loader),
-        RankConfig::default(),
-    )
-    .unwrap();
+    let db = t.open_with(Some(loader));
     store_runner_and_baker(&db, "u");
     // The first search must build the index, which embeds the stored rows: that fails too,
     // and the search answers by words, saying why.
@@ -583,10 +621,8 @@ fn an_embedder_that_fails_leaves_stores_working_and_search_to_words() {
     );
 }
 
-#[test]
-fn words_of_users_with_similar_names_stay_apart() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = open(tmp.path(), false);
+fn words_of_users_with_similar_names_stay_apart(t: &dyn Bed) {
+    let db = open(t, false);
     // Names that differ by case, by a suffix, or that contain the separator characters
     // of the full-text index's owner token.
     let users = ["ann", "ANN", "ann2", "ann 1", "an", "ännchen", "u616e6e2"];

@@ -2,13 +2,12 @@
 //! checks, and bulk import with batched embedding.
 
 use base64::Engine as _;
-use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
 use ringfence_tools::memory::{CATEGORIES, Item, Kind, MEMORY_TYPES, NewItem, StoreOutcome};
 
-use super::normalize::{embedding_text, norm_hash};
-use super::schema::{ITEM_COLUMNS, Row, blob_vector, insert_in, item_from_row};
+use super::normalize::embedding_text;
+use super::schema::{Row, blob_vector};
 use super::{EMBED_BATCH, MemoryDb, now_ms};
 use crate::StoreError;
 
@@ -18,12 +17,7 @@ const IMPORT_BATCH: usize = 1000;
 impl MemoryDb {
     /// Users with any rows, sorted.
     pub fn users(&self) -> Result<Vec<String>, StoreError> {
-        let conn = self.store.conn();
-        let mut stmt = conn.prepare("SELECT DISTINCT user FROM items ORDER BY user")?;
-        let users = stmt
-            .query_map([], |r| r.get(0))?
-            .collect::<Result<Vec<String>, _>>()?;
-        Ok(users)
+        self.rows.users()
     }
 
     /// Every row of `user` (all users when `None`), by user, kind and number.
@@ -34,34 +28,18 @@ impl MemoryDb {
         with_embeddings: bool,
     ) -> Result<Vec<ExportRecord>, StoreError> {
         self.flush();
-        let conn = self.store.conn();
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {ITEM_COLUMNS}, user, embedding, embedding_model FROM items
-                 WHERE (?1 IS NULL OR user = ?1) AND (?2 IS NULL OR kind = ?2)
-                 ORDER BY user, kind DESC, number"
-        ))?;
-        let records = stmt
-            .query_map(params![user, kind.map(Kind::as_str)], |r| {
-                let (_, item) = item_from_row(r)?;
-                let user: String = r.get(12)?;
-                let embedding = if with_embeddings {
-                    match (
-                        r.get::<_, Option<Vec<u8>>>(13)?,
-                        r.get::<_, Option<String>>(14)?,
-                    ) {
-                        (Some(blob), Some(model)) => Some(ExportEmbedding {
-                            model,
-                            vector: base64::engine::general_purpose::STANDARD.encode(blob),
-                        }),
-                        _ => None,
-                    }
-                } else {
-                    None
-                };
-                Ok(ExportRecord::from_item(&user, &item, embedding))
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(records)
+        Ok(self
+            .rows
+            .export(user, kind, with_embeddings)?
+            .into_iter()
+            .map(|r| {
+                let embedding = r.embedding.map(|(blob, model)| ExportEmbedding {
+                    model,
+                    vector: base64::engine::general_purpose::STANDARD.encode(blob),
+                });
+                ExportRecord::from_item(&r.user, &r.item, embedding)
+            })
+            .collect())
     }
 
     /// Stores one exported record (for `user` when given, else the record's user).
@@ -133,39 +111,30 @@ impl MemoryDb {
         let mut report = ImportReport::default();
         let mut touched: Vec<(String, Kind)> = Vec::new();
         for chunk in rows.chunks(IMPORT_BATCH) {
-            let mut conn = self.store.conn();
-            let tx = conn.transaction()?;
-            for p in chunk {
-                let exists: bool = tx.query_row(
-                    "SELECT EXISTS (SELECT 1 FROM items WHERE user = ?1 AND kind = ?2 AND norm_hash = ?3)",
-                    params![p.user, p.kind.as_str(), norm_hash(&p.item.content)],
-                    |r| r.get(0),
-                )?;
-                if exists {
-                    report.duplicates += 1;
-                    continue;
-                }
-                let vector = p
-                    .vector
-                    .as_ref()
-                    .filter(|(_, m)| Some(m) == model.as_ref())
-                    .map(|(v, m)| (v.as_slice(), m.as_str()));
-                let row = Row {
+            let batch: Vec<Row> = chunk
+                .iter()
+                .map(|p| Row {
                     user: &p.user,
                     kind: p.kind,
                     item: &p.item,
-                    vector,
+                    vector: p
+                        .vector
+                        .as_ref()
+                        .filter(|(_, m)| Some(m) == model.as_ref())
+                        .map(|(v, m)| (v.as_slice(), m.as_str())),
                     created_ms: p.created_ms,
                     updated_ms: p.updated_ms,
                     access_count: p.access_count,
-                };
-                insert_in(&tx, &row)?;
-                report.stored += 1;
+                })
+                .collect();
+            let stored = self.rows.import(&batch)?;
+            report.stored += stored;
+            report.duplicates += batch.len() - stored;
+            for p in chunk {
                 if !touched.iter().any(|(u, k)| u == &p.user && *k == p.kind) {
                     touched.push((p.user.clone(), p.kind));
                 }
             }
-            tx.commit()?;
         }
         // The affected indexes are rebuilt on their next use.
         self.drop_indexes(touched);

@@ -2,18 +2,16 @@
 //! to signed bytes, scored with integer dot products (SIMD, split over cores for large
 //! indexes); at most [`MAX_INDEXES`] kept, the least recently used dropped. The index only
 //! nominates candidates: their exact cosine is recomputed from the f32 vectors stored in
-//! SQLite ([`MemoryDb::exact_similarities`]).
+//! the database ([`MemoryDb::exact_similarities`]). Where several processes share the
+//! database (PostgreSQL), each index remembers the version of the rows it reflects and
+//! takes in what the others changed before it is used.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use rusqlite::{ToSql, params, params_from_iter};
-
 use ringfence_embed::{Embedder, dot};
 use ringfence_tools::memory::{CATEGORIES, Kind, MEMORY_TYPES, Query};
 
-use super::normalize::embedding_text;
-use super::schema::{blob_vector, vector_blob};
 use super::{EMBED_BATCH, MemoryDb};
 use crate::StoreError;
 
@@ -39,17 +37,20 @@ pub(super) struct VecIndex {
     scales: Vec<f32>,
     meta: Vec<RowMeta>,
     position: HashMap<i64, usize>,
+    /// The store's version of these rows the index reflects (see `MemoryRows::version`).
+    version: i64,
 }
 
 /// What a search may filter an indexed row by.
-pub(super) struct RowMeta {
+#[derive(Clone)]
+pub(crate) struct RowMeta {
     memory_type: Option<u8>,
     category: Option<u8>,
     tags: Box<[Box<str>]>,
 }
 
 impl RowMeta {
-    pub(super) fn new(
+    pub(crate) fn new(
         memory_type: Option<&str>,
         category: Option<&str>,
         tags: &[String],
@@ -208,7 +209,8 @@ impl VecIndex {
 impl MemoryDb {
     /// The vector index of `user`'s rows of `kind`, built on first use. Rows without a
     /// vector from the current model (stored without a model, or under another one) are
-    /// embedded and saved first.
+    /// embedded and saved first. Where several processes write the store, an index in
+    /// memory is first brought up to date with what they changed.
     pub(super) fn index(
         &self,
         user: &str,
@@ -216,42 +218,35 @@ impl MemoryDb {
         embedder: &Arc<dyn Embedder>,
     ) -> Result<SharedIndex, StoreError> {
         let key = (user.to_owned(), kind);
-        if let Some((ix, used)) = self
+        let cached = self
             .indexes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get_mut(&key)
-        {
-            *used = std::time::Instant::now();
-            return Ok(ix.clone());
+            .map(|(ix, used)| {
+                *used = std::time::Instant::now();
+                ix.clone()
+            });
+        if let Some(ix) = cached {
+            self.refresh(user, kind, embedder, &ix)?;
+            return Ok(ix);
         }
         self.embed_missing(user, kind, embedder)?;
         let model = embedder.id();
+        // The version before the rows: a change committed while they are read is applied
+        // again by the next refresh, never missed.
+        let version = self.rows.version(user, kind)?.unwrap_or(0);
         let mut ix = VecIndex {
             dims: embedder.dims(),
+            version,
             ..VecIndex::default()
         };
-        {
-            let conn = self.store.conn();
-            let mut stmt = conn.prepare(
-                "SELECT id, embedding, memory_type, category, tags FROM items
-                     WHERE user = ?1 AND kind = ?2 AND embedding_model = ?3",
-            )?;
-            let mut rows = stmt.query(params![user, kind.as_str(), model])?;
-            while let Some(r) = rows.next()? {
-                let blob: Vec<u8> = r.get(1)?;
-                let v = blob_vector(&blob);
+        for row in self.rows.vectors(user, kind, model)? {
+            if let Some(v) = &row.vector {
                 if ix.dims == 0 {
                     ix.dims = v.len();
                 }
-                let tags: String = r.get(4)?;
-                let tags: Vec<String> = serde_json::from_str(&tags).unwrap_or_default();
-                let meta = RowMeta::new(
-                    r.get::<_, Option<String>>(2)?.as_deref(),
-                    r.get::<_, Option<String>>(3)?.as_deref(),
-                    &tags,
-                );
-                ix.insert(r.get(0)?, &v, meta);
+                ix.insert(row.id, v, row.meta);
             }
         }
         let mut indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
@@ -272,6 +267,58 @@ impl MemoryDb {
         Ok(ix.clone())
     }
 
+    /// Applies to `index` what other processes changed in `user`'s rows of `kind` since it
+    /// was last brought up to date (nothing where the store is not shared). Changed rows
+    /// without a vector from this model are embedded here.
+    fn refresh(
+        &self,
+        user: &str,
+        kind: Kind,
+        embedder: &Arc<dyn Embedder>,
+        index: &SharedIndex,
+    ) -> Result<(), StoreError> {
+        let Some(now) = self.rows.version(user, kind)? else {
+            return Ok(());
+        };
+        let since = index.read().unwrap_or_else(|e| e.into_inner()).version;
+        if now == since {
+            return Ok(());
+        }
+        let changes = self.rows.changes(user, kind, embedder.id(), since)?;
+        let mut unembedded = Vec::new();
+        {
+            let mut ix = index.write().unwrap_or_else(|e| e.into_inner());
+            for id in changes.deleted {
+                ix.remove(id);
+            }
+            for row in changes.rows {
+                match &row.vector {
+                    Some(v) => ix.insert(row.id, v, row.meta),
+                    None => {
+                        ix.remove(row.id);
+                        unembedded.push(row);
+                    }
+                }
+            }
+            ix.version = ix.version.max(changes.version);
+        }
+        for chunk in unembedded.chunks(EMBED_BATCH) {
+            let texts: Vec<&str> = chunk.iter().map(|r| r.text.as_str()).collect();
+            let vectors = embedder.embed(&texts)?;
+            let pairs: Vec<(i64, &[f32])> = chunk
+                .iter()
+                .zip(&vectors)
+                .map(|(r, v)| (r.id, v.as_slice()))
+                .collect();
+            self.rows.set_vectors(user, kind, embedder.id(), &pairs)?;
+            let mut ix = index.write().unwrap_or_else(|e| e.into_inner());
+            for (row, v) in chunk.iter().zip(&vectors) {
+                ix.insert(row.id, v, row.meta.clone());
+            }
+        }
+        Ok(())
+    }
+
     /// Embeds and saves `user`'s rows of `kind` that have no vector from `embedder`'s model.
     fn embed_missing(
         &self,
@@ -280,19 +327,7 @@ impl MemoryDb {
         embedder: &Arc<dyn Embedder>,
     ) -> Result<(), StoreError> {
         let model = embedder.id();
-        let missing: Vec<(i64, String)> = {
-            let conn = self.store.conn();
-            let mut stmt = conn.prepare(
-                "SELECT id, content, tags FROM items WHERE user = ?1 AND kind = ?2
-                     AND (embedding IS NULL OR embedding_model IS NOT ?3)",
-            )?;
-            stmt.query_map(params![user, kind.as_str(), model], |r| {
-                let tags: String = r.get(2)?;
-                let tags: Vec<String> = serde_json::from_str(&tags).unwrap_or_default();
-                Ok((r.get(0)?, embedding_text(&r.get::<_, String>(1)?, &tags)))
-            })?
-            .collect::<Result<_, _>>()?
-        };
+        let missing = self.rows.missing_vectors(user, kind, model)?;
         if missing.is_empty() {
             return Ok(());
         }
@@ -306,17 +341,13 @@ impl MemoryDb {
         for chunk in missing.chunks(EMBED_BATCH) {
             let texts: Vec<&str> = chunk.iter().map(|(_, c)| c.as_str()).collect();
             let vectors = embedder.embed(&texts)?;
-            let mut conn = self.store.conn();
-            let tx = conn.transaction()?;
-            for ((id, _), v) in chunk.iter().zip(&vectors) {
-                tx.execute(
-                    "UPDATE items SET embedding = ?1, embedding_model = ?2 WHERE id = ?3",
-                    params![vector_blob(v), model, id],
-                )?;
-            }
-            tx.commit()?;
+            let pairs: Vec<(i64, &[f32])> = chunk
+                .iter()
+                .zip(&vectors)
+                .map(|((id, _), v)| (*id, v.as_slice()))
+                .collect();
+            self.rows.set_vectors(user, kind, model, &pairs)?;
         }
-        // Our own commits do not change data_version for this connection.
         Ok(())
     }
 
@@ -357,27 +388,11 @@ impl MemoryDb {
         ids: &[i64],
         query: &[f32],
     ) -> Result<HashMap<i64, f32>, StoreError> {
-        if ids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let marks = vec!["?"; ids.len()].join(",");
-        let conn = self.store.conn();
-        let mut stmt = conn.prepare(&format!(
-            // `+`: by id, not by an index on user (see rows_by_id).
-            "SELECT id, embedding FROM items
-                 WHERE id IN ({marks}) AND +user = ? AND +embedding_model = ?"
-        ))?;
-        let args: Vec<&dyn ToSql> = ids
-            .iter()
-            .map(|i| i as &dyn ToSql)
-            .chain([&user as &dyn ToSql, &model as &dyn ToSql])
-            .collect();
-        let sims = stmt
-            .query_map(params_from_iter(args), |r| {
-                let blob: Vec<u8> = r.get(1)?;
-                Ok((r.get::<_, i64>(0)?, dot(query, &blob_vector(&blob))))
-            })?
-            .collect::<Result<HashMap<_, _>, _>>()?;
-        Ok(sims)
+        Ok(self
+            .rows
+            .vectors_by_id(user, model, ids)?
+            .into_iter()
+            .map(|(id, v)| (id, dot(query, &v)))
+            .collect())
     }
 }

@@ -30,6 +30,9 @@ pub enum Kind {
 #[derive(Debug)]
 pub struct Table {
     pub name: &'static str,
+    /// Its name in PostgreSQL, where that differs (a shared database names tables by
+    /// family).
+    pub renamed: Option<&'static str>,
     pub columns: &'static [(&'static str, Kind)],
     /// The primary key's columns (rows already in the target are skipped by it).
     pub key: &'static [&'static str],
@@ -67,6 +70,13 @@ pub enum Direction {
     PostgresToSqlite,
 }
 
+impl Table {
+    /// Its name in PostgreSQL.
+    pub fn pg_name(&self) -> &'static str {
+        self.renamed.unwrap_or(self.name)
+    }
+}
+
 fn quoted(name: &str) -> String {
     format!("\"{name}\"")
 }
@@ -87,12 +97,23 @@ fn key_list(t: &Table) -> String {
         .join(", ")
 }
 
-/// The families whose state both backends keep, with their SQLite files: the edit journal
-/// (`journal`), follow-ups and local calendars.
-pub fn families(journal: PathBuf, followups: PathBuf, calendar: PathBuf) -> Vec<Family> {
+/// Where each family keeps its SQLite file.
+#[derive(Debug, Clone)]
+pub struct Files {
+    /// The edit journal (`ringfence.db`).
+    pub journal: PathBuf,
+    pub followups: PathBuf,
+    pub calendar: PathBuf,
+    pub memory: PathBuf,
+}
+
+/// The families whose state both backends keep, with their SQLite files: the edit journal,
+/// follow-ups, local calendars, truths and memories.
+pub fn families(files: Files) -> Vec<Family> {
     use Kind::{Bytes, Int, Text};
     const JOURNAL: &[Table] = &[Table {
         name: "edit_journal",
+        renamed: None,
         columns: &[
             ("id", Int),
             ("path", Text),
@@ -111,6 +132,7 @@ pub fn families(journal: PathBuf, followups: PathBuf, calendar: PathBuf) -> Vec<
     const FOLLOWUPS: &[Table] = &[
         Table {
             name: "followups",
+            renamed: None,
             columns: &[
                 ("id", Int),
                 ("user", Text),
@@ -135,6 +157,7 @@ pub fn families(journal: PathBuf, followups: PathBuf, calendar: PathBuf) -> Vec<
         },
         Table {
             name: "followup_counters",
+            renamed: None,
             columns: &[("user", Text), ("last", Int)],
             key: &["user"],
             identity: None,
@@ -143,6 +166,7 @@ pub fn families(journal: PathBuf, followups: PathBuf, calendar: PathBuf) -> Vec<
     const CALENDAR: &[Table] = &[
         Table {
             name: "calendars",
+            renamed: None,
             columns: &[
                 ("user", Text),
                 ("id", Text),
@@ -154,6 +178,7 @@ pub fn families(journal: PathBuf, followups: PathBuf, calendar: PathBuf) -> Vec<
         },
         Table {
             name: "calendar_objects",
+            renamed: None,
             columns: &[
                 ("user", Text),
                 ("calendar", Text),
@@ -168,6 +193,46 @@ pub fn families(journal: PathBuf, followups: PathBuf, calendar: PathBuf) -> Vec<
             identity: None,
         },
     ];
+    const MEMORY: &[Table] = &[
+        Table {
+            name: "items",
+            renamed: Some("memory_items"),
+            columns: &[
+                ("id", Int),
+                ("user", Text),
+                ("kind", Text),
+                ("number", Int),
+                ("content", Text),
+                ("norm_hash", Bytes),
+                ("category", Text),
+                ("memory_type", Text),
+                ("tags", Text),
+                ("pinned", Int),
+                ("source", Text),
+                ("created_ms", Int),
+                ("updated_ms", Int),
+                ("access_count", Int),
+                ("last_access_ms", Int),
+                ("embedding", Bytes),
+                ("embedding_model", Text),
+            ],
+            key: &["id"],
+            identity: Some("id"),
+        },
+        Table {
+            name: "counters",
+            renamed: Some("memory_counters"),
+            columns: &[("user", Text), ("kind", Text), ("last", Int)],
+            key: &["user", "kind"],
+            identity: None,
+        },
+    ];
+    let Files {
+        journal,
+        followups,
+        calendar,
+        memory,
+    } = files;
     vec![
         Family {
             sqlite: &crate::JOURNAL_SCHEMA,
@@ -188,6 +253,13 @@ pub fn families(journal: PathBuf, followups: PathBuf, calendar: PathBuf) -> Vec<
             postgres: &super::calendar::CALENDAR_PG_SCHEMA,
             tables: CALENDAR,
             file: calendar,
+            durability: Durability::Full,
+        },
+        Family {
+            sqlite: &crate::memory::MEMORY_SCHEMA,
+            postgres: &super::memory::MEMORY_PG_SCHEMA,
+            tables: MEMORY,
+            file: memory,
             durability: Durability::Full,
         },
     ]
@@ -214,13 +286,16 @@ pub fn copy_family(
             let sql = format!(
                 "SELECT setval(pg_get_serial_sequence('{0}', '{id}'),
                      GREATEST((SELECT max({id}) FROM {0}), 1))",
-                table.name
+                table.pg_name()
             );
             pg.run(async |c| Ok(c.batch_execute(&sql).await?))?;
         }
-        let count = format!("SELECT count(*) FROM {}", table.name);
-        let in_sqlite: i64 = sqlite.conn().query_row(&count, [], |r| r.get(0))?;
-        let in_pg: i64 = pg.run(async |c| Ok(c.query_one(&count, &[]).await?.get(0)))?;
+        let count = |name: &str| format!("SELECT count(*) FROM {name}");
+        let in_sqlite: i64 = sqlite
+            .conn()
+            .query_row(&count(table.name), [], |r| r.get(0))?;
+        let pg_count = count(table.pg_name());
+        let in_pg: i64 = pg.run(async |c| Ok(c.query_one(&pg_count, &[]).await?.get(0)))?;
         let (source, target) = match direction {
             Direction::SqliteToPostgres => (in_sqlite, in_pg),
             Direction::PostgresToSqlite => (in_pg, in_sqlite),
@@ -268,7 +343,7 @@ fn sqlite_to_pg(
     let params: Vec<String> = (1..=table.columns.len()).map(|i| format!("${i}")).collect();
     let insert = format!(
         "INSERT INTO {} ({columns}) VALUES ({}) ON CONFLICT DO NOTHING",
-        table.name,
+        table.pg_name(),
         params.join(", ")
     );
     let conn = sqlite.conn();
@@ -340,7 +415,7 @@ fn pg_to_sqlite(
     );
     let select = format!(
         "SELECT {columns} FROM {} ORDER BY {}",
-        table.name,
+        table.pg_name(),
         key_list(table)
     );
     let (mut read, mut written) = (0u64, 0u64);
@@ -382,18 +457,66 @@ mod tests {
     use ringfence_tools::followups::FollowupBackend;
     use ringfence_tools::{FileKey, Journal, JournalEntry};
 
+    use ringfence_tools::memory::{Kind, MemoryBackend, NewItem, Query, SearchMode, StoreOutcome};
+
     use super::*;
     use crate::calendar::{CalendarDb, CalendarStore};
     use crate::followups::{FollowupDb, FollowupStore};
+    use crate::memory::{MemoryDb, RankConfig};
     use crate::pg::followups::PgFollowups;
     use crate::pg::scratch::ScratchDb;
 
     fn files(dir: &std::path::Path) -> Vec<Family> {
-        families(
-            dir.join("ringfence.db"),
-            dir.join("followups.db"),
-            dir.join("calendar.db"),
-        )
+        families(Files {
+            journal: dir.join("ringfence.db"),
+            followups: dir.join("followups.db"),
+            calendar: dir.join("calendar.db"),
+            memory: dir.join("memory.db"),
+        })
+    }
+
+    /// A two-dimensional embedder: "tea" one way, everything else the other.
+    #[derive(Debug)]
+    struct Axis;
+
+    impl ringfence_embed::Embedder for Axis {
+        fn id(&self) -> &str {
+            "test:axis"
+        }
+        fn dims(&self) -> usize {
+            2
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ringfence_embed::EmbedError> {
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    if t.contains("tea") {
+                        vec![1.0, 0.0]
+                    } else {
+                        vec![0.0, 1.0]
+                    }
+                })
+                .collect())
+        }
+    }
+
+    fn memory_db(
+        open: impl FnOnce(Option<crate::memory::EmbedderLoader>) -> Arc<MemoryDb>,
+    ) -> Arc<MemoryDb> {
+        open(Some(Box::new(|| {
+            Ok(Arc::new(Axis) as Arc<dyn ringfence_embed::Embedder>)
+        })))
+    }
+
+    fn new_item(content: &str) -> NewItem {
+        NewItem {
+            content: content.into(),
+            category: None,
+            memory_type: Some("preference".into()),
+            tags: vec!["drinks".into()],
+            pinned: false,
+            source: "conversation".into(),
+        }
     }
 
     /// Every row of every table, in key order, as SQLite holds them.
@@ -451,6 +574,20 @@ mod tests {
                 .unwrap();
         }
         followups.cancel("u1", 2, Some("no need"), 1).unwrap();
+        let memory = memory_db(|l| {
+            MemoryDb::open(&dir.join("memory.db"), l, RankConfig::default()).unwrap()
+        });
+        for (user, text) in [
+            ("alice", "Alice drinks green tea"),
+            ("alice", "Alice rows"),
+            ("bob", "Bob likes jazz"),
+        ] {
+            memory.store(user, Kind::Memory, new_item(text)).unwrap();
+        }
+        memory
+            .store("alice", Kind::Truth, new_item("Alice is a nurse"))
+            .unwrap();
+        memory.delete("alice", Kind::Memory, 2).unwrap().unwrap();
         let calendar = CalendarDb::open(&dir.join("calendar.db")).unwrap();
         calendar
             .calendars("alice", ("personal", "Personal"), 1)
@@ -515,5 +652,32 @@ mod tests {
         );
         let back_calendar = CalendarDb::open(&back.path().join("calendar.db")).unwrap();
         assert_eq!(back_calendar.all("alice", None).unwrap().len(), 1);
+        // The copied memories are found by words and by meaning, and numbering goes on.
+        let memory =
+            memory_db(|l| MemoryDb::open_postgres(pg.clone(), l, RankConfig::default()).unwrap());
+        let found = memory
+            .search(
+                "alice",
+                Kind::Memory,
+                &Query {
+                    text: "tea".into(),
+                    limit: 5,
+                    memory_type: None,
+                    category: None,
+                    tags: Vec::new(),
+                },
+            )
+            .unwrap();
+        assert_eq!(found.mode, SearchMode::Hybrid);
+        assert_eq!(found.hits[0].item.content, "Alice drinks green tea");
+        assert_eq!(found.hits[0].similarity, Some(1.0));
+        assert!(found.hits[0].keyword_match);
+        let StoreOutcome::Stored(next) = memory
+            .store("alice", Kind::Memory, new_item("Alice sails"))
+            .unwrap()
+        else {
+            panic!("stored as a duplicate")
+        };
+        assert_eq!(next.id, 3);
     }
 }

@@ -31,6 +31,7 @@ pub mod copy;
 pub mod credentials;
 pub mod followups;
 pub mod journal;
+pub mod memory;
 pub mod scratch;
 
 pub use tokio_postgres::Error as PgError;

@@ -1,5 +1,6 @@
 //! `store migrate`: every row of the state both backends keep (edit journal, follow-ups,
-//! local calendars), from the data directory's SQLite files into PostgreSQL, or back.
+//! local calendars, truths and memories), from the data directory's SQLite files into
+//! PostgreSQL, or back.
 
 use std::process::ExitCode;
 
@@ -62,11 +63,12 @@ pub(super) fn run(config: &Config, cmd: StoreCommand) -> ExitCode {
     if let Err(e) = ringfence_fs::create_private_dir_all(&config.data_dir) {
         return fail(&format!("cannot create {}: {e}", config.data_dir.display()));
     }
-    let families = copy::families(
-        config.data_dir.join("ringfence.db"),
-        crate::families::followups::settings(config).db_path.clone(),
-        crate::families::calendar::settings(config).db_path.clone(),
-    );
+    let families = copy::families(copy::Files {
+        journal: config.data_dir.join("ringfence.db"),
+        followups: crate::families::followups::settings(config).db_path.clone(),
+        calendar: crate::families::calendar::settings(config).db_path.clone(),
+        memory: crate::families::memory::settings(config).database.clone(),
+    });
     let (source, target) = match direction {
         Direction::SqliteToPostgres => {
             ("SQLite".to_owned(), format!("PostgreSQL ({})", pg.shown()))

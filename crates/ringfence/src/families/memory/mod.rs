@@ -1,4 +1,5 @@
-//! The memory family: truths and memories per user in `memory.db`, searched by meaning with
+//! The memory family: truths and memories per user in `memory.db` (or the shared
+//! PostgreSQL database `[store]` names), searched by meaning with
 //! the configured embeddings; the pinned truths as a resource, a prompt and (optionally)
 //! instructions.
 
@@ -13,6 +14,7 @@ use ringfence_tools::{Family, FamilyInfo};
 
 use super::{FamilyEnv, FamilyPlug};
 use crate::config::{Config, ConfigError, SectionInput};
+use crate::store::SharedStore;
 
 mod config;
 
@@ -40,6 +42,9 @@ impl FamilyPlug for MemoryPlug {
         let memory = Arc::new(LazyMemory {
             cell: std::sync::OnceLock::new(),
             settings: settings.clone(),
+            store: env
+                .shared
+                .get_or_init(|| SharedStore::new(env.config.store.clone())),
         });
         if env.background {
             // The model takes a moment to read; the handshake must not wait. Calls that need
@@ -70,15 +75,16 @@ pub fn settings(config: &Config) -> &MemorySettings {
     config.families.get(family::INFO.name)
 }
 
-/// The memory database, opened now (for the `memory` commands).
+/// The memory database `[store]` names, opened now (for the `memory` commands).
 pub fn open_now(config: &Config) -> Result<Arc<MemoryDb>, String> {
-    open_memory_db(settings(config))
+    open_memory_db(&SharedStore::new(config.store.clone()), settings(config))
 }
 
 /// Truths and memories, opened on first use (or by a background job at start-up).
 struct LazyMemory {
     cell: std::sync::OnceLock<Result<Arc<MemoryDb>, String>>,
     settings: MemorySettings,
+    store: Arc<SharedStore>,
 }
 
 impl std::fmt::Debug for LazyMemory {
@@ -99,7 +105,7 @@ impl LazyMemory {
 
     fn get(&self) -> Result<&Arc<MemoryDb>, MemoryError> {
         self.cell
-            .get_or_init(|| open_memory_db(&self.settings))
+            .get_or_init(|| open_memory_db(&self.store, &self.settings))
             .as_ref()
             .map_err(|e| MemoryError::new(e.clone()))
     }
@@ -129,23 +135,13 @@ impl MemoryBackend for LazyMemory {
     }
 }
 
-/// Opens the memory database with the configured embedder. Facts about people: the store
-/// creates the file 0600 (its -wal and -shm files take that mode), and a missing directory
-/// for it is made 0700.
-fn open_memory_db(settings: &MemorySettings) -> Result<Arc<MemoryDb>, String> {
-    if let Some(dir) = settings.database.parent() {
-        ringfence_fs::create_private_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    MemoryDb::open(
+/// Opens the memory database `[store]` names with the configured embedder.
+fn open_memory_db(store: &SharedStore, settings: &MemorySettings) -> Result<Arc<MemoryDb>, String> {
+    store.memory(
         &settings.database,
         embedder_loader(&settings.provider),
         settings.rank.clone(),
     )
-    .map_err(|e| {
-        tracing::error!(error = %e, "cannot open the memory database; the memory tools are unavailable");
-        format!("the memory database could not be opened: {e}")
-    })
 }
 
 /// How the configured embedding provider is loaded.
