@@ -176,9 +176,12 @@ run_step "python tests (pytest)" \
     "$VENV/bin/python" -m pytest tests/python -p no:cacheprovider ${PYTEST_ARGS:-} || true
 
 # --- 5. Python tests on PostgreSQL ----------------------------------------------------
-# The suites whose state lives in [store] (more join as their families move there).
-PG_SUITES=(tests/python/test_store.py tests/python/test_memory.py tests/python/test_followups.py
-    tests/python/test_calendar.py tests/python/test_calendar_google.py)
+# The suites whose state lives in [store], and the HTTP suites (with PostgreSQL, sessions and
+# their event streams are shared through it).
+PG_SUITES=(tests/python/test_store.py tests/python/test_instances.py tests/python/test_memory.py
+    tests/python/test_followups.py tests/python/test_calendar.py tests/python/test_calendar_google.py
+    tests/python/test_http.py tests/python/test_http_users.py tests/python/test_http_hardening.py
+    tests/python/test_http_stateless.py tests/python/test_client_roots.py)
 section "pytest on PostgreSQL: ${PG_SUITES[*]}"
 # shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose
 run_step "python tests on PostgreSQL (pytest)" env RINGFENCE_TEST_STORE=postgres \

@@ -15,6 +15,7 @@ use ringfence_store::pg::calendar::PgCalendar;
 use ringfence_store::pg::credentials::PgCredentials;
 use ringfence_store::pg::followups::PgFollowups;
 use ringfence_store::pg::journal::PgJournalRows;
+use ringfence_store::pg::sessions::PgSessions;
 use ringfence_store::{Durability, QueuedJournal, Store, StoreError};
 use ringfence_tools::Journal;
 
@@ -115,6 +116,22 @@ impl SharedStore {
         .map(Some)
     }
 
+    /// The shared MCP session tables, with PostgreSQL (`None` with SQLite: sessions live in
+    /// the instance's memory).
+    pub fn sessions(&self) -> Result<Option<Arc<dyn ringfence_mcp::SessionDirectory>>, String> {
+        if self.settings == StoreSettings::Sqlite {
+            return Ok(None);
+        }
+        self.open(
+            || unreachable!("the SQLite store keeps no sessions"),
+            |pg| {
+                Ok(Arc::new(SessionTables(PgSessions::open(pg)?))
+                    as Arc<dyn ringfence_mcp::SessionDirectory>)
+            },
+        )
+        .map(Some)
+    }
+
     /// The shared credentials table, with PostgreSQL (`None` with SQLite: logins are files
     /// of the data directory).
     pub fn credentials(&self) -> Result<Option<Arc<PgCredentials>>, String> {
@@ -144,4 +161,55 @@ impl SharedStore {
             .clone()?;
         postgres(pg).map_err(|e| e.to_string())
     }
+}
+
+/// A session nobody held for this long is forgotten (an instance marks the sessions it holds
+/// every minute; rmcp ends a session after 5 minutes without a request).
+const SESSION_KEPT_MS: i64 = 30 * 60 * 1000;
+/// Events are kept this long for clients resuming a stream.
+const EVENTS_KEPT_MS: i64 = 10 * 60 * 1000;
+
+/// The transport's shared sessions over PostgreSQL's tables.
+#[derive(Debug)]
+struct SessionTables(PgSessions);
+
+fn io(e: StoreError) -> std::io::Error {
+    std::io::Error::other(e.to_string())
+}
+
+impl ringfence_mcp::SessionDirectory for SessionTables {
+    fn save_state(&self, id: &str, state: &str) -> std::io::Result<()> {
+        self.0.save_state(id, state, now_ms()).map_err(io)
+    }
+    fn set_owner(&self, id: &str, user: &str) -> std::io::Result<()> {
+        self.0.set_owner(id, user, now_ms()).map_err(io)
+    }
+    fn session(&self, id: &str) -> std::io::Result<Option<(Option<String>, Option<String>)>> {
+        Ok(self.0.session(id).map_err(io)?.map(|s| (s.user, s.state)))
+    }
+    fn remove(&self, id: &str) -> std::io::Result<()> {
+        self.0.remove(id).map_err(io)
+    }
+    fn keep(&self, alive: &[String]) -> std::io::Result<()> {
+        let now = now_ms();
+        self.0.touch(alive, now).map_err(io)?;
+        let (sessions, events) = self
+            .0
+            .prune(now - SESSION_KEPT_MS, now - EVENTS_KEPT_MS)
+            .map_err(io)?;
+        if sessions + events > 0 {
+            tracing::debug!(sessions, events, "forgot old shared sessions and events");
+        }
+        Ok(())
+    }
+    fn append_event(&self, stream: &str, event: &str) -> std::io::Result<i64> {
+        self.0.append_event(stream, event, now_ms()).map_err(io)
+    }
+    fn events_after(&self, stream: &str, after: i64) -> std::io::Result<Vec<(i64, String)>> {
+        self.0.events_after(stream, after).map_err(io)
+    }
+}
+
+fn now_ms() -> i64 {
+    ringfence_tools::time::now_ms()
 }

@@ -18,6 +18,7 @@ use super::body::{BodyFailure, BodyLimits, Reservation};
 use super::limits::{Admitted, Kind, Limiters};
 use super::refusal::Refusal;
 use super::sessions::{SessionBook, SessionSlot};
+use super::shared::{self, SessionDirectory, blocking};
 use super::streams::{EventStreams, StreamOpen};
 use crate::Metrics;
 
@@ -46,6 +47,8 @@ pub(super) struct Gate {
     metrics: Option<Arc<Metrics>>,
     /// Which sessions have an event stream open.
     streams: Arc<EventStreams>,
+    /// Sessions several instances share: owners of sessions this instance has not seen.
+    directory: Option<Arc<dyn SessionDirectory>>,
 }
 
 /// What the gate is made of.
@@ -57,6 +60,7 @@ pub(super) struct GateParts {
     pub(super) stream_idle: Option<Duration>,
     pub(super) manager: Arc<LocalSessionManager>,
     pub(super) metrics: Option<Arc<Metrics>>,
+    pub(super) directory: Option<Arc<dyn SessionDirectory>>,
 }
 
 impl Gate {
@@ -70,6 +74,7 @@ impl Gate {
             stream_idle: parts.stream_idle,
             sessions,
             manager: parts.manager,
+            directory: parts.directory,
             draining: AtomicBool::new(false),
             inflight: AtomicUsize::new(0),
             idle: tokio::sync::Notify::new(),
@@ -94,6 +99,50 @@ impl Gate {
             .map(|k| k.to_string())
             .collect();
         self.sessions.retain(&alive);
+        if let Some(dir) = self.directory.clone() {
+            let alive: Vec<String> = alive.into_iter().collect();
+            if let Err(e) = blocking(move || dir.keep(&alive)).await {
+                tracing::warn!(error = %e, "cannot mark this instance's sessions alive in the shared store");
+            }
+        }
+    }
+
+    /// Whether session `id` is `user`'s: known here, or — where sessions are shared — known
+    /// to the shared store as theirs (then it is counted here from now on, and rmcp
+    /// re-creates it from the store).
+    async fn owns(&self, id: &str, user: &str) -> bool {
+        match self.sessions.owner(id) {
+            Some(owner) => owner == user,
+            None => {
+                let Some(dir) = self.directory.clone() else {
+                    return false;
+                };
+                let key = id.to_owned();
+                match blocking(move || dir.session(&key)).await {
+                    Ok(Some((Some(owner), Some(_)))) if owner == user => {
+                        self.sessions.adopt(id, user);
+                        true
+                    }
+                    Ok(_) => false,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot look a session up in the shared store");
+                        false
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records `user` as the owner of the new session `id` in the shared store, if any,
+    /// before its id reaches the client (so every instance knows it from then on).
+    async fn share_owner(&self, id: &str, user: &str) {
+        let Some(dir) = self.directory.clone() else {
+            return;
+        };
+        let (key, owner) = (id.to_owned(), user.to_owned());
+        if let Err(e) = blocking(move || dir.set_owner(&key, &owner)).await {
+            tracing::warn!(error = %e, "cannot record the session's owner in the shared store; only this instance will serve it");
+        }
     }
 
     /// A place for a new session of `user`. At the cap, sessions that ended since the last
@@ -299,7 +348,7 @@ async fn admit(
     // Every session made through this gate has its owner recorded (below), so an id the
     // book does not know is no session of this user's either.
     if let Some(id) = &session_id
-        && gate.sessions.owner(id).is_none_or(|o| o != user)
+        && !gate.owns(id, &user).await
     {
         tracing::warn!(user = %user.escape_debug(), "request for another user's MCP session refused");
         return Refusal::new(StatusCode::NOT_FOUND, "session", "session not found".into())
@@ -315,6 +364,32 @@ async fn admit(
         let resume = method == Method::GET && req.headers().contains_key("last-event-id");
         if !(method == Method::DELETE || resume) {
             return shutting_down();
+        }
+    }
+
+    // Shared sessions: a resumption reaches only this session's own standalone stream (or a
+    // request stream, whose random name only its client was given), and a first event
+    // stream starts at the session's first event, so nothing sent before it is lost.
+    if gate.directory.is_some()
+        && let Some(id) = &session_id
+    {
+        let resumed = req
+            .headers()
+            .get("last-event-id")
+            .map(|v| v.to_str().ok().map(str::to_owned));
+        match resumed {
+            Some(Some(last)) if shared::session_of_event_id(&last).is_some_and(|s| s != id) => {
+                tracing::warn!(user = %user.escape_debug(), "resumption of another session's stream refused");
+                return Refusal::new(StatusCode::NOT_FOUND, "session", "session not found".into())
+                    .into_response();
+            }
+            Some(_) => {}
+            None if method == Method::GET => {
+                if let Ok(v) = HeaderValue::from_str(&shared::from_the_start(id)) {
+                    req.headers_mut().insert("last-event-id", v);
+                }
+            }
+            None => {}
         }
     }
 
@@ -404,6 +479,7 @@ async fn admit(
         .and_then(|v| v.to_str().ok())
         .filter(|_| session_id.is_none())
     {
+        gate.share_owner(id, &user).await;
         match slot {
             Some(slot) => slot.fill(id),
             None => gate.sessions.adopt(id, &user),

@@ -20,11 +20,13 @@ mod limits;
 mod listener;
 mod refusal;
 mod sessions;
+mod shared;
 mod streams;
 mod tls;
 
 pub use auth::{Auth, MetricsToken, TokenAuth, TokenConfigError, token_hash};
 pub use limits::{RateLimits, open_request_slots};
+pub use shared::SessionDirectory;
 pub(crate) use streams::{StreamWatch, event_stream_check};
 pub use tls::{TlsConfig, TlsError, load_tls};
 
@@ -59,6 +61,9 @@ pub struct HttpOptions {
     /// The protected resource metadata (RFC 9728), served at
     /// `/.well-known/oauth-protected-resource` and named in challenges.
     pub resource_metadata: Option<ResourceMetadata>,
+    /// Sessions shared with other instances (see [`SessionDirectory`]); `None`: this
+    /// instance's sessions live in its memory only.
+    pub shared_sessions: Option<Arc<dyn SessionDirectory>>,
 }
 
 impl Default for HttpOptions {
@@ -77,6 +82,7 @@ impl Default for HttpOptions {
             tls: None,
             shutdown_grace: Duration::from_secs(30),
             resource_metadata: None,
+            shared_sessions: None,
         }
     }
 }
@@ -128,12 +134,19 @@ pub async fn serve_http(
     let sessions_ct = tokio_util::sync::CancellationToken::new();
     // No browser origin is allowed (an MCP client is not a web page); requests without an
     // `Origin` header — every native client — pass.
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .enforce_origin_validation()
         .with_cancellation_token(sessions_ct.clone())
         .with_max_request_body_bytes(options.max_body_bytes);
-    let manager = Arc::new(LocalSessionManager::default());
+    let mut manager = LocalSessionManager::default();
+    if let Some(dir) = &options.shared_sessions {
+        // Sessions re-created on any instance from the client's `initialize`, and every
+        // event written to the shared log before it is sent (see `shared`).
+        config.session_store = Some(Arc::new(shared::SharedSessions(dir.clone())));
+        manager = manager.with_event_store(Arc::new(shared::SharedEvents(dir.clone())));
+    }
+    let manager = Arc::new(manager);
     let service = StreamableHttpService::new(factory, manager.clone(), config);
     let gate = Arc::new(admission::Gate::new(admission::GateParts {
         auth: auth::Authenticator::new(options.auth.clone(), options.resource_metadata.as_ref()),
@@ -147,6 +160,7 @@ pub async fn serve_http(
         stream_idle: options.stream_idle,
         manager: manager.clone(),
         metrics: options.metrics.clone(),
+        directory: options.shared_sessions.clone(),
     }));
 
     let gate_state = gate.clone();

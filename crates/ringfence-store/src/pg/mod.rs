@@ -33,6 +33,7 @@ pub mod followups;
 pub mod journal;
 pub mod memory;
 pub mod scratch;
+pub mod sessions;
 
 pub use tokio_postgres::Error as PgError;
 pub use tokio_postgres::{GenericClient, Row, Transaction};

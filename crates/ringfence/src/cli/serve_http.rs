@@ -66,7 +66,12 @@ async fn serve(app: &Arc<App>, addr: SocketAddr, plan: &HttpPlan) -> Result<(), 
     }
     let metrics = Arc::new(ringfence_mcp::Metrics::default());
     let descriptors = descriptor_limit();
-    let options = plan.options(Arc::new(auth), metrics.clone(), descriptors);
+    let mut options = plan.options(Arc::new(auth), metrics.clone(), descriptors);
+    // With PostgreSQL, any instance serves any request of a session.
+    options.shared_sessions = app
+        .store()
+        .sessions()
+        .map_err(|e| format!("the shared session store: {e}"))?;
     tracing::info!(
         descriptors = descriptors
             .map(|d| d.to_string())

@@ -223,6 +223,8 @@ impl HttpPlan {
             tls: self.tls.clone(),
             shutdown_grace: self.grace,
             resource_metadata: self.metadata.clone(),
+            // Set by `serve` from `[store]`.
+            shared_sessions: None,
         }
     }
 }

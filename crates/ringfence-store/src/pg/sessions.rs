@@ -1,0 +1,221 @@
+//! MCP sessions in PostgreSQL, so any instance serves any request of a session: who owns
+//! each session and the client's `initialize` parameters (to re-create the session on an
+//! instance that has not seen it), and the log of server-sent events (so a client that
+//! lost its stream resumes it from `Last-Event-ID` on any instance).
+//!
+//! There is no SQLite twin: one instance keeps its sessions in memory.
+
+use super::Pg;
+use crate::{Schema, StoreError};
+
+/// The session tables.
+pub const SESSIONS_PG_SCHEMA: Schema = Schema {
+    name: "mcp sessions",
+    migrations: &[
+        // 1: sessions and their event log.
+        "CREATE TABLE mcp_sessions (
+            id TEXT PRIMARY KEY,
+            \"user\" TEXT,
+            state TEXT,
+            created_ms BIGINT NOT NULL,
+            seen_ms BIGINT NOT NULL
+        );
+        CREATE INDEX mcp_sessions_seen ON mcp_sessions (seen_ms);
+        CREATE TABLE mcp_events (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            stream TEXT NOT NULL,
+            event TEXT NOT NULL,
+            at_ms BIGINT NOT NULL
+        );
+        CREATE INDEX mcp_events_stream ON mcp_events (stream, id);
+        CREATE INDEX mcp_events_at ON mcp_events (at_ms);",
+    ],
+};
+
+/// A session as the store knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredSession {
+    /// Who opened it (recorded once the `initialize` answer names the session).
+    pub user: Option<String>,
+    /// The transport's state (the client's `initialize` parameters), as it wrote it.
+    pub state: Option<String>,
+}
+
+/// The MCP session tables of a PostgreSQL database.
+#[derive(Debug, Clone)]
+pub struct PgSessions {
+    pg: Pg,
+}
+
+impl PgSessions {
+    /// The session tables of `pg`, migrating them first.
+    pub fn open(pg: Pg) -> Result<PgSessions, StoreError> {
+        pg.migrate(&SESSIONS_PG_SCHEMA)?;
+        Ok(PgSessions { pg })
+    }
+
+    /// Records session `id`'s state (the transport writes it after the handshake).
+    pub fn save_state(&self, id: &str, state: &str, now_ms: i64) -> Result<(), StoreError> {
+        self.pg.run(async |c| {
+            c.execute(
+                "INSERT INTO mcp_sessions (id, state, created_ms, seen_ms) VALUES ($1, $2, $3, $3)
+                 ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, seen_ms = EXCLUDED.seen_ms",
+                &[&id, &state, &now_ms],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    /// Records `user` as session `id`'s owner. The first owner stays: a session never
+    /// changes hands.
+    pub fn set_owner(&self, id: &str, user: &str, now_ms: i64) -> Result<(), StoreError> {
+        self.pg.run(async |c| {
+            c.execute(
+                "INSERT INTO mcp_sessions (id, \"user\", created_ms, seen_ms) VALUES ($1, $2, $3, $3)
+                 ON CONFLICT (id) DO UPDATE SET \"user\" = COALESCE(mcp_sessions.\"user\", EXCLUDED.\"user\"),
+                     seen_ms = EXCLUDED.seen_ms",
+                &[&id, &user, &now_ms],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    /// Session `id`, if the store has it.
+    pub fn session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        self.pg.run(async |c| {
+            Ok(c.query_opt(
+                "SELECT \"user\", state FROM mcp_sessions WHERE id = $1",
+                &[&id],
+            )
+            .await?
+            .map(|r| StoredSession {
+                user: r.get(0),
+                state: r.get(1),
+            }))
+        })
+    }
+
+    /// Forgets session `id` (its client ended it).
+    pub fn remove(&self, id: &str) -> Result<(), StoreError> {
+        self.pg.run(async |c| {
+            c.execute("DELETE FROM mcp_sessions WHERE id = $1", &[&id])
+                .await?;
+            Ok(())
+        })
+    }
+
+    /// Marks `ids` (the sessions an instance holds) as seen now, so they are not pruned.
+    pub fn touch(&self, ids: &[String], now_ms: i64) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.pg.run(async |c| {
+            c.execute(
+                "UPDATE mcp_sessions SET seen_ms = $2 WHERE id = ANY($1)",
+                &[&ids, &now_ms],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    /// Forgets sessions nobody held since `sessions_before` and events older than
+    /// `events_before`; returns how many of each went.
+    pub fn prune(
+        &self,
+        sessions_before: i64,
+        events_before: i64,
+    ) -> Result<(u64, u64), StoreError> {
+        self.pg.run(async |c| {
+            let sessions = c
+                .execute(
+                    "DELETE FROM mcp_sessions WHERE seen_ms < $1",
+                    &[&sessions_before],
+                )
+                .await?;
+            let events = c
+                .execute("DELETE FROM mcp_events WHERE at_ms < $1", &[&events_before])
+                .await?;
+            Ok((sessions, events))
+        })
+    }
+
+    /// Appends an event to `stream`; returns its number (increasing across all streams).
+    pub fn append_event(&self, stream: &str, event: &str, now_ms: i64) -> Result<i64, StoreError> {
+        self.pg.run(async |c| {
+            Ok(c.query_one(
+                "INSERT INTO mcp_events (stream, event, at_ms) VALUES ($1, $2, $3) RETURNING id",
+                &[&stream, &event, &now_ms],
+            )
+            .await?
+            .get(0))
+        })
+    }
+
+    /// The events of `stream` after event `after`, in order: (number, event).
+    pub fn events_after(&self, stream: &str, after: i64) -> Result<Vec<(i64, String)>, StoreError> {
+        self.pg.run(async |c| {
+            Ok(c.query(
+                "SELECT id, event FROM mcp_events WHERE stream = $1 AND id > $2 ORDER BY id",
+                &[&stream, &after],
+            )
+            .await?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pg::scratch::ScratchDb;
+
+    #[test]
+    fn owners_stay_states_load_and_streams_replay_in_order() {
+        let Some(db) = ScratchDb::new() else { return };
+        let a = PgSessions::open(db.connect()).unwrap();
+        // Another instance, on its own pool.
+        let b = PgSessions::open(db.connect()).unwrap();
+        assert_eq!(b.session("s1").unwrap(), None);
+        // The state and the owner arrive in either order.
+        a.save_state("s1", "{\"init\":1}", 10).unwrap();
+        a.set_owner("s1", "alice", 11).unwrap();
+        b.set_owner("s2", "bob", 11).unwrap();
+        b.save_state("s2", "{}", 12).unwrap();
+        assert_eq!(
+            b.session("s1").unwrap(),
+            Some(StoredSession {
+                user: Some("alice".into()),
+                state: Some("{\"init\":1}".into())
+            })
+        );
+        // A session never changes hands.
+        b.set_owner("s1", "mallory", 13).unwrap();
+        assert_eq!(
+            a.session("s1").unwrap().unwrap().user.as_deref(),
+            Some("alice")
+        );
+        // Events: numbered across streams, replayed per stream after a number.
+        let e1 = a.append_event("s1:common", "one", 20).unwrap();
+        let other = b.append_event("x", "elsewhere", 20).unwrap();
+        let e2 = b.append_event("s1:common", "two", 21).unwrap();
+        assert!(e1 < other && other < e2);
+        assert_eq!(
+            b.events_after("s1:common", e1).unwrap(),
+            vec![(e2, "two".to_owned())]
+        );
+        assert_eq!(a.events_after("s1:common", 0).unwrap().len(), 2);
+        // Held sessions are kept; the others and old events go.
+        a.touch(&["s1".to_owned()], 100).unwrap();
+        assert_eq!(a.prune(50, 21).unwrap(), (1, 2));
+        assert!(a.session("s2").unwrap().is_none());
+        assert!(a.session("s1").unwrap().is_some());
+        assert_eq!(a.events_after("s1:common", 0).unwrap().len(), 1);
+        a.remove("s1").unwrap();
+        assert!(b.session("s1").unwrap().is_none());
+    }
+}
