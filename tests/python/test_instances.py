@@ -227,14 +227,20 @@ async def test_a_client_carries_on_when_its_instance_is_killed(tmp_path):
                 async with client(lb.url, ALICE) as s:
                     r = await call(s, "write_file", {"path": "log.txt", "content": "before\n"})
                     assert not is_error(r), text_of(r)
+                    # Read on A: the read-first record is the session's, wherever it runs.
+                    r = await call(s, "read_file", {"path": "plan.txt"})
+                    assert not is_error(r) and "step one" in text_of(r), text_of(r)
                     a.proc.send_signal(signal.SIGKILL)
                     a.proc.wait(timeout=10)
                     await lb.switch(b.url)
-                    r = await call(s, "read_file", {"path": "plan.txt"})
-                    assert not is_error(r) and "step one" in text_of(r), text_of(r)
                     r = await call(s, "edit_file", {"path": "plan.txt", "old_string": "step one",
                                                     "new_string": "step two"})
                     assert not is_error(r), text_of(r)
+                    # A file this session never read is still refused on B.
+                    (ws / "other.txt").write_text("x\n")
+                    r = await call(s, "edit_file", {"path": "other.txt", "old_string": "x",
+                                                    "new_string": "y"})
+                    assert is_error(r) and "has not been read" in text_of(r), text_of(r)
                     r = await call(s, "read_file", {"path": "log.txt"})
                     assert "before" in text_of(r), text_of(r)
                 tg.cancel_scope.cancel()

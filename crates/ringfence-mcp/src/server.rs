@@ -510,6 +510,13 @@ impl ServerHandler for McpServer {
             }
         } else {
             let scope = self.scope_for(&user);
+            // Where the session may move between instances, its read records follow it
+            // under the transport's session id.
+            if let Ok(scope) = &scope
+                && let Some(id) = transport_session_id(&ctx)
+            {
+                scope.session.share_reads_as(id);
+            }
             // A 2026-07-28 request declaring roots runs narrowed to the roots it sent, or
             // asks for them first; never against the wider configured roots.
             if let Ok(scope) = &scope
@@ -572,4 +579,14 @@ impl ServerHandler for McpServer {
         };
         Ok(response.into())
     }
+}
+
+/// The transport's id of the MCP session a request came in (HTTP), if it has one.
+fn transport_session_id(ctx: &RequestContext<RoleServer>) -> Option<&str> {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()?
+        .headers
+        .get("mcp-session-id")?
+        .to_str()
+        .ok()
 }

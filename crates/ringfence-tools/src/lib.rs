@@ -48,7 +48,7 @@ pub use runner::{
 };
 pub use session::{
     ClientSampler, LOCAL_USER, ReadRecord, ReadTracker, SamplingContent, SamplingMessage,
-    SamplingReply, SamplingRequest, SamplingRole, SamplingTool, Session,
+    SamplingReply, SamplingRequest, SamplingRole, SamplingTool, Session, SharedReads,
 };
 pub use spill::SpillStore;
 pub use tool::{

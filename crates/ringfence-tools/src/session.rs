@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use ringfence_fs::{ClientRoots, Target, Workspace};
 
+use crate::error::BackendError;
+
 /// What was known about a file when this session last read (or wrote) it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadRecord {
@@ -17,11 +19,24 @@ pub struct ReadRecord {
     pub mtime: Option<SystemTime>,
 }
 
+/// Read records kept where several instances find them: an MCP session served by any
+/// instance of a deployment keeps one set of records, keyed by the session's key and the
+/// file's absolute path (instances mount shared files at the same place).
+pub trait SharedReads: Send + Sync + std::fmt::Debug {
+    fn get(&self, session: &str, path: &str) -> Result<Option<ReadRecord>, BackendError>;
+    fn record(&self, session: &str, path: &str, record: &ReadRecord) -> Result<(), BackendError>;
+    fn forget(&self, session: &str, path: &str) -> Result<(), BackendError>;
+}
+
 /// Files this session has read, keyed by root and resolved root-relative path (so `a/../b`
-/// and `b` and a symlink to `b` are the same file).
+/// and `b` and a symlink to `b` are the same file). Where the session is shared with other
+/// instances (a [`SharedReads`] store and the session's key), the records live there too,
+/// and the shared ones are what counts.
 #[derive(Debug, Default)]
 pub struct ReadTracker {
     records: HashMap<(usize, String), ReadRecord>,
+    shared: Option<Arc<dyn SharedReads>>,
+    key: Option<String>,
 }
 
 fn key(target: &Target) -> (usize, String) {
@@ -29,15 +44,43 @@ fn key(target: &Target) -> (usize, String) {
 }
 
 impl ReadTracker {
+    /// The store and key records are shared under, once both are known.
+    fn shared(&self) -> Option<(&Arc<dyn SharedReads>, &str)> {
+        Some((self.shared.as_ref()?, self.key.as_deref()?))
+    }
+
     pub fn record(&mut self, target: &Target, record: ReadRecord) {
+        if let Some((store, session)) = self.shared()
+            && let Err(e) = store.record(session, &path_key(target), &record)
+        {
+            // Another instance will then ask for a fresh read: safe, if a nuisance.
+            tracing::warn!(error = %e, "cannot share a read record; other instances will ask for a fresh read");
+        }
         self.records.insert(key(target), record);
     }
 
-    pub fn get(&self, target: &Target) -> Option<&ReadRecord> {
-        self.records.get(&key(target))
+    /// What is known of `target`: where records are shared, the shared record (another
+    /// instance may have made it); else, or when the store has none or cannot be read, this
+    /// instance's own.
+    pub fn get(&self, target: &Target) -> Option<ReadRecord> {
+        if let Some((store, session)) = self.shared() {
+            match store.get(session, &path_key(target)) {
+                Ok(Some(found)) => return Some(found),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the shared read records; using this instance's")
+                }
+            }
+        }
+        self.records.get(&key(target)).cloned()
     }
 
     pub fn forget(&mut self, target: &Target) {
+        if let Some((store, session)) = self.shared()
+            && let Err(e) = store.forget(session, &path_key(target))
+        {
+            tracing::warn!(error = %e, "cannot forget a shared read record");
+        }
         self.records.remove(&key(target));
     }
 
@@ -48,6 +91,11 @@ impl ReadTracker {
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
+}
+
+/// A file as the shared records name it: its absolute path.
+fn path_key(target: &Target) -> String {
+    target.absolute().to_string_lossy().into_owned()
 }
 
 /// The user of a stdio server, or of HTTP without authentication.
@@ -118,6 +166,22 @@ impl Session {
 
     pub fn reads(&self) -> std::sync::MutexGuard<'_, ReadTracker> {
         self.reads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Read records of this session are kept in `store` too, once the session's key is
+    /// known ([`share_reads_as`](Self::share_reads_as)).
+    pub fn with_shared_reads(self, store: Arc<dyn SharedReads>) -> Session {
+        self.reads().shared = Some(store);
+        self
+    }
+
+    /// This session's records are shared under `key` (the transport's session id); the
+    /// first key given stays.
+    pub fn share_reads_as(&self, key: &str) {
+        let mut reads = self.reads();
+        if reads.shared.is_some() && reads.key.is_none() {
+            reads.key = Some(key.to_owned());
+        }
     }
 }
 

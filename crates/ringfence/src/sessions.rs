@@ -177,6 +177,8 @@ pub struct Sessions {
     client_roots: ClientRoots,
     /// Each user's roots, spill store and stateless sessions, made on first use and kept.
     users: Mutex<Users>,
+    /// Where read records are shared with other instances (HTTP on PostgreSQL).
+    shared_reads: std::sync::OnceLock<Arc<dyn ringfence_tools::SharedReads>>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -230,6 +232,7 @@ impl Sessions {
                 map: HashMap::new(),
                 swept: Instant::now(),
             }),
+            shared_reads: std::sync::OnceLock::new(),
         })
     }
 
@@ -313,9 +316,13 @@ impl Sessions {
             .with_internal_root(spill.root().clone())
             // Client roots (`extend`) never reach ringfence's own data.
             .with_protected_path(&self.data_dir);
-        Ok(Session::new(ws)
+        let session = Session::new(ws)
             .with_client_roots(self.client_roots)
-            .with_user(user))
+            .with_user(user);
+        Ok(match self.shared_reads.get() {
+            Some(store) => session.with_shared_reads(store.clone()),
+            None => session,
+        })
     }
 
     /// A fresh session for `user` over their roots (plus their read-only spill root): one MCP
@@ -356,6 +363,15 @@ impl Sessions {
         // Made outside the lock (narrowing opens directories), and narrowed before it is
         // kept where other requests find it.
         let session = self.new_session(user, base.clone(), &spill)?;
+        // Every instance finds the same records for this user's stateless requests with
+        // this roots answer.
+        session.share_reads_as(&format!(
+            "stateless:{user}:{}",
+            key.map_or_else(
+                || "none".to_owned(),
+                |k| blake3::Hash::from(k).to_hex().to_string()
+            )
+        ));
         if let Some(uris) = roots {
             let summary = session.apply_client_roots(uris);
             tracing::debug!(user = %user.escape_debug(), summary = %summary.escape_debug(), "stateless session narrowed to the client's roots");
@@ -378,6 +394,12 @@ impl Sessions {
         }
         entry.keep(key, session.clone(), now);
         Ok(entry.scope(&session))
+    }
+
+    /// Sessions made from now on keep their read records in `store` too (see
+    /// [`ringfence_tools::SharedReads`]).
+    pub fn share_reads(&self, store: Arc<dyn ringfence_tools::SharedReads>) {
+        let _ = self.shared_reads.set(store);
     }
 
     /// What the MCP client's roots may do (the configured policy).

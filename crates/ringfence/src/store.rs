@@ -132,6 +132,21 @@ impl SharedStore {
         .map(Some)
     }
 
+    /// The shared read-first records of HTTP sessions, with PostgreSQL (`None` with SQLite).
+    pub fn reads(&self) -> Result<Option<Arc<dyn ringfence_tools::SharedReads>>, String> {
+        if self.settings == StoreSettings::Sqlite {
+            return Ok(None);
+        }
+        self.open(
+            || unreachable!("the SQLite store keeps no read records"),
+            |pg| {
+                Ok(Arc::new(SessionTables(PgSessions::open(pg)?))
+                    as Arc<dyn ringfence_tools::SharedReads>)
+            },
+        )
+        .map(Some)
+    }
+
     /// The shared credentials table, with PostgreSQL (`None` with SQLite: logins are files
     /// of the data directory).
     pub fn credentials(&self) -> Result<Option<Arc<PgCredentials>>, String> {
@@ -168,6 +183,8 @@ impl SharedStore {
 const SESSION_KEPT_MS: i64 = 30 * 60 * 1000;
 /// Events are kept this long for clients resuming a stream.
 const EVENTS_KEPT_MS: i64 = 10 * 60 * 1000;
+/// Read records of stateless requests (which have no session row) are kept this long.
+const READS_KEPT_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// The transport's shared sessions over PostgreSQL's tables.
 #[derive(Debug)]
@@ -195,7 +212,11 @@ impl ringfence_mcp::SessionDirectory for SessionTables {
         self.0.touch(alive, now).map_err(io)?;
         let (sessions, events) = self
             .0
-            .prune(now - SESSION_KEPT_MS, now - EVENTS_KEPT_MS)
+            .prune(
+                now - SESSION_KEPT_MS,
+                now - EVENTS_KEPT_MS,
+                now - READS_KEPT_MS,
+            )
             .map_err(io)?;
         if sessions + events > 0 {
             tracing::debug!(sessions, events, "forgot old shared sessions and events");
@@ -207,6 +228,56 @@ impl ringfence_mcp::SessionDirectory for SessionTables {
     }
     fn events_after(&self, stream: &str, after: i64) -> std::io::Result<Vec<(i64, String)>> {
         self.0.events_after(stream, after).map_err(io)
+    }
+}
+
+fn backend(e: StoreError) -> ringfence_tools::BackendError {
+    ringfence_tools::BackendError::new(e)
+}
+
+impl ringfence_tools::SharedReads for SessionTables {
+    fn get(
+        &self,
+        session: &str,
+        path: &str,
+    ) -> Result<Option<ringfence_tools::ReadRecord>, ringfence_tools::BackendError> {
+        let Some(read) = self.0.read_record(session, path).map_err(backend)? else {
+            return Ok(None);
+        };
+        // A row another ringfence could not have written is no record.
+        let Ok(hash) = <[u8; 32]>::try_from(read.hash.as_slice()) else {
+            return Ok(None);
+        };
+        Ok(Some(ringfence_tools::ReadRecord {
+            hash,
+            size: read.size.max(0) as u64,
+            mtime: read.mtime_ns.map(|ns| {
+                std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns.max(0) as u64)
+            }),
+        }))
+    }
+
+    fn record(
+        &self,
+        session: &str,
+        path: &str,
+        record: &ringfence_tools::ReadRecord,
+    ) -> Result<(), ringfence_tools::BackendError> {
+        let read = ringfence_store::pg::sessions::StoredRead {
+            hash: record.hash.to_vec(),
+            size: record.size as i64,
+            mtime_ns: record
+                .mtime
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_nanos() as i64),
+        };
+        self.0
+            .set_read_record(session, path, &read, now_ms())
+            .map_err(backend)
+    }
+
+    fn forget(&self, session: &str, path: &str) -> Result<(), ringfence_tools::BackendError> {
+        self.0.forget_read_record(session, path).map_err(backend)
     }
 }
 

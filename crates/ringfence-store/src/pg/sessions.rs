@@ -29,8 +29,28 @@ pub const SESSIONS_PG_SCHEMA: Schema = Schema {
         );
         CREATE INDEX mcp_events_stream ON mcp_events (stream, id);
         CREATE INDEX mcp_events_at ON mcp_events (at_ms);",
+        // 2: the read-first records of shared sessions.
+        "CREATE TABLE mcp_read_records (
+            session TEXT NOT NULL,
+            path TEXT NOT NULL,
+            hash BYTEA NOT NULL,
+            size BIGINT NOT NULL,
+            mtime_ns BIGINT,
+            at_ms BIGINT NOT NULL,
+            PRIMARY KEY (session, path)
+        );
+        CREATE INDEX mcp_read_records_at ON mcp_read_records (at_ms);",
     ],
 };
+
+/// A file as a session last read (or wrote) it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRead {
+    pub hash: Vec<u8>,
+    pub size: i64,
+    /// Modification time in nanoseconds since the epoch, when known.
+    pub mtime_ns: Option<i64>,
+}
 
 /// A session as the store knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,12 +141,15 @@ impl PgSessions {
         })
     }
 
-    /// Forgets sessions nobody held since `sessions_before` and events older than
-    /// `events_before`; returns how many of each went.
+    /// Forgets sessions nobody held since `sessions_before` (and their read records), events
+    /// older than `events_before`, and read records of sessions the table does not hold
+    /// (stateless ones) older than `reads_before`; returns how many sessions and events
+    /// went.
     pub fn prune(
         &self,
         sessions_before: i64,
         events_before: i64,
+        reads_before: i64,
     ) -> Result<(u64, u64), StoreError> {
         self.pg.run(async |c| {
             let sessions = c
@@ -138,7 +161,69 @@ impl PgSessions {
             let events = c
                 .execute("DELETE FROM mcp_events WHERE at_ms < $1", &[&events_before])
                 .await?;
+            c.execute(
+                "DELETE FROM mcp_read_records r WHERE r.at_ms < $1
+                   AND NOT EXISTS (SELECT 1 FROM mcp_sessions s WHERE s.id = r.session)",
+                &[&reads_before],
+            )
+            .await?;
             Ok((sessions, events))
+        })
+    }
+
+    /// Session `session`'s record of the file at `path`.
+    pub fn read_record(&self, session: &str, path: &str) -> Result<Option<StoredRead>, StoreError> {
+        self.pg.run(async |c| {
+            Ok(c.query_opt(
+                "SELECT hash, size, mtime_ns FROM mcp_read_records WHERE session = $1 AND path = $2",
+                &[&session, &path],
+            )
+            .await?
+            .map(|r| StoredRead {
+                hash: r.get(0),
+                size: r.get(1),
+                mtime_ns: r.get(2),
+            }))
+        })
+    }
+
+    /// Records that session `session` knows the file at `path` as `read`.
+    pub fn set_read_record(
+        &self,
+        session: &str,
+        path: &str,
+        read: &StoredRead,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.pg.run(async |c| {
+            c.execute(
+                "INSERT INTO mcp_read_records (session, path, hash, size, mtime_ns, at_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (session, path) DO UPDATE SET hash = EXCLUDED.hash,
+                     size = EXCLUDED.size, mtime_ns = EXCLUDED.mtime_ns, at_ms = EXCLUDED.at_ms",
+                &[
+                    &session,
+                    &path,
+                    &read.hash,
+                    &read.size,
+                    &read.mtime_ns,
+                    &now_ms,
+                ],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    /// Forgets session `session`'s record of the file at `path`.
+    pub fn forget_read_record(&self, session: &str, path: &str) -> Result<(), StoreError> {
+        self.pg.run(async |c| {
+            c.execute(
+                "DELETE FROM mcp_read_records WHERE session = $1 AND path = $2",
+                &[&session, &path],
+            )
+            .await?;
+            Ok(())
         })
     }
 
@@ -210,8 +295,28 @@ mod tests {
         );
         assert_eq!(a.events_after("s1:common", 0).unwrap().len(), 2);
         // Held sessions are kept; the others and old events go.
+        // Read records: per session and path, replaced, forgotten.
+        let read = |n: u8| StoredRead {
+            hash: vec![n; 32],
+            size: i64::from(n),
+            mtime_ns: Some(7),
+        };
+        a.set_read_record("s1", "/w/a.txt", &read(1), 30).unwrap();
+        b.set_read_record("s1", "/w/a.txt", &read(2), 31).unwrap();
+        a.set_read_record("s2", "/w/a.txt", &read(3), 31).unwrap();
+        a.set_read_record("stateless:bob", "/w/a.txt", &read(4), 31)
+            .unwrap();
+        assert_eq!(b.read_record("s1", "/w/a.txt").unwrap(), Some(read(2)));
+        assert_eq!(b.read_record("s1", "/w/b.txt").unwrap(), None);
+        b.forget_read_record("s1", "/w/a.txt").unwrap();
+        assert_eq!(a.read_record("s1", "/w/a.txt").unwrap(), None);
+        a.set_read_record("s1", "/w/a.txt", &read(5), 32).unwrap();
         a.touch(&["s1".to_owned()], 100).unwrap();
-        assert_eq!(a.prune(50, 21).unwrap(), (1, 2));
+        assert_eq!(a.prune(50, 21, 40).unwrap(), (1, 2));
+        // A held session keeps its records; a pruned one's and old stateless ones go.
+        assert_eq!(a.read_record("s1", "/w/a.txt").unwrap(), Some(read(5)));
+        assert_eq!(a.read_record("s2", "/w/a.txt").unwrap(), None);
+        assert_eq!(a.read_record("stateless:bob", "/w/a.txt").unwrap(), None);
         assert!(a.session("s2").unwrap().is_none());
         assert!(a.session("s1").unwrap().is_some());
         assert_eq!(a.events_after("s1:common", 0).unwrap().len(), 1);

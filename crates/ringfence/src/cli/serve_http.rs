@@ -72,6 +72,13 @@ async fn serve(app: &Arc<App>, addr: SocketAddr, plan: &HttpPlan) -> Result<(), 
         .store()
         .sessions()
         .map_err(|e| format!("the shared session store: {e}"))?;
+    if let Some(reads) = app
+        .store()
+        .reads()
+        .map_err(|e| format!("the shared session store: {e}"))?
+    {
+        app.sessions.share_reads(reads);
+    }
     tracing::info!(
         descriptors = descriptors
             .map(|d| d.to_string())
