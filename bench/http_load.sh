@@ -20,6 +20,9 @@
 #   PEER (0; 1 adds a comparison: ringfence and the official server behind mcp-proxy, both
 #         with the read/edit mix PEER_MIX (read=80,edit=20) on files both return whole)
 #   OUT (bench/results/http_load.json)  KEEP_RUN_DIR (1 keeps the temporary run directory)
+#   STORE (sqlite; postgres: every instance on one throwaway PostgreSQL cluster, durable,
+#          a new database per run, sessions shared through it)
+#   INSTANCES (1; N starts N servers and spreads the sessions over them round-robin)
 set -euo pipefail
 
 BENCH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -38,6 +41,8 @@ MIX="${MIX:-read=60,grep=25,edit=15}"
 PEER_MIX="${PEER_MIX:-read=80,edit=20}"
 CLIENT_THREADS="${CLIENT_THREADS:-2}"
 PEER="${PEER:-0}"
+STORE="${STORE:-sqlite}"
+INSTANCES="${INSTANCES:-1}"
 OFFICIAL_PKG="@modelcontextprotocol/server-filesystem"
 OFFICIAL_VERSION="${OFFICIAL_VERSION:-2026.8.31}"
 MCP_PROXY_VERSION="${MCP_PROXY_VERSION:-6.7.19}"
@@ -140,10 +145,14 @@ GREP_PATTERNS=(--grep-pattern 'needle_[a-z]+_rare' --grep-pattern 'fn [a-z]+_han
 # --- helpers ---------------------------------------------------------------------------------
 RUN="$(mktemp -d "${TMPDIR:-/tmp}/ringfence-http-load.XXXXXX")"
 SERVER_PID=""
+SERVER_PIDS=()
 SAMPLER_PID=""
+PG_DIR=""
 cleanup() {
     [[ -n "$SAMPLER_PID" ]] && kill "$SAMPLER_PID" 2>/dev/null || true
     [[ -n "$SERVER_PID" ]] && kill -TERM "$SERVER_PID" 2>/dev/null || true
+    for p in "${SERVER_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    [[ -n "$PG_DIR" ]] && bash "$ROOT/scripts/postgres.sh" stop "$PG_DIR" >/dev/null 2>&1 || true
     if [[ "${KEEP_RUN_DIR:-0}" == 1 ]]; then say "run directory kept: $RUN"; else rm -rf "$RUN"; fi
 }
 trap cleanup EXIT
@@ -216,11 +225,30 @@ elif [[ -n "$(cd "$ROOT" && git status --porcelain -- crates Cargo.toml Cargo.lo
 fi
 RF_VERSION="$("$RINGFENCE" --version 2>/dev/null || echo unknown)"
 
-# One ringfence run: $1 label, $2 mix, $3 read list, then extra loadgen arguments.
+# PostgreSQL (STORE=postgres): one durable throwaway cluster for the whole benchmark.
+PG_URL=""
+if [[ "$STORE" == postgres ]]; then
+    PG_DIR="$(mktemp -d -u "${TMPDIR:-/tmp}/ringfence-bench-pg.XXXXXX")"
+    say "starting a throwaway PostgreSQL cluster (fsync on)"
+    PG_URL="$(PG_DURABLE=1 bash "$ROOT/scripts/postgres.sh" start "$PG_DIR")"
+fi
+# CPU seconds (user+system) of the database's processes so far (the server and its
+# connections, which the pools keep open through a run).
+db_cpu() {
+    [[ -n "$PG_DIR" ]] || { echo 0; return; }
+    local pm; pm="$(head -1 "$PG_DIR/data/postmaster.pid")"
+    local total=0 p
+    for p in "$pm" $(pgrep -P "$pm"); do
+        total="$(awk -v t="$CLK_TCK" -v acc="$total" '{ sub(/^.*\) /, ""); printf "%.2f", acc + ($12 + $13) / t }' "/proc/$p/stat" 2>/dev/null || echo "$total")"
+    done
+    echo "$total"
+}
+
+# One ringfence run: $1 label, $2 mix, $3 read list, then extra loadgen arguments. INSTANCES
+# servers (each its own data directory; with STORE=postgres all on one new database).
 run_ringfence() {
     local label="$1" mix="$2" list="$3"; shift 3
-    local data="$RUN/data-$label" log="$RUN/server-$label.log"
-    rm -rf "$data"; mkdir -p "$data"
+    local log="$RUN/server-$label.log"
     python3 - "$CORPUS" "$SESSIONS" <<'PY'
 import os, sys
 corpus, sessions = sys.argv[1], int(sys.argv[2])
@@ -230,30 +258,48 @@ for s in range(sessions):
     open(p, "w").write(t)
 PY
     sync   # no writeback of an earlier run's files during this one
-    local port; port="$(free_port)"
-    say "[$label] starting ringfence on 127.0.0.1:$port"
-    RINGFENCE_LOG="${RINGFENCE_LOG:-warn}" "$RINGFENCE" --config "$RUN/config.toml" --data-dir "$data" \
-        serve "$WS" --http "127.0.0.1:$port" 2> "$log" &
-    SERVER_PID=$!
-    wait_url "http://127.0.0.1:$port/healthz" "$SERVER_PID" || { say "ringfence did not come up:"; cat "$log" >&2; exit 1; }
-    local cpu0 hwm0 load0; cpu0="$(proc_cpu "$SERVER_PID")"; hwm0="$(proc_kib "$SERVER_PID" VmHWM)"
+    local store_env=()
+    if [[ -n "$PG_URL" ]]; then
+        local db="bench_${label//[^a-zA-Z0-9]/_}_$RANDOM"
+        psql -X -q "$PG_URL" -c "CREATE DATABASE $db" >/dev/null
+        store_env=(RINGFENCE_DATABASE_URL="$(python3 -c 'import re,sys; print(re.sub(r"(postgres(?:ql)?://[^/?]*)(/[^?]*)?", lambda m: m.group(1) + "/" + sys.argv[2], sys.argv[1], count=1))' "$PG_URL" "$db")")
+    fi
+    local urls=() n port data
+    SERVER_PIDS=()
+    for n in $(seq 1 "$INSTANCES"); do
+        data="$RUN/data-$label-$n"
+        rm -rf "$data"; mkdir -p "$data"
+        port="$(free_port)"
+        say "[$label] starting ringfence $n/$INSTANCES on 127.0.0.1:$port (store: $STORE)"
+        env "${store_env[@]}" RINGFENCE_LOG="${RINGFENCE_LOG:-warn}" "$RINGFENCE" --config "$RUN/config.toml" \
+            --data-dir "$data" serve "$WS" --http "127.0.0.1:$port" 2> "$log.$n" &
+        SERVER_PIDS+=($!)
+        wait_url "http://127.0.0.1:$port/healthz" "$!" || { say "ringfence did not come up:"; cat "$log.$n" >&2; exit 1; }
+        urls+=(--url "http://127.0.0.1:$port/mcp")
+    done
+    SERVER_PID="${SERVER_PIDS[0]}"
+    sum_cpu() { local u=0 s=0 p c; for p in "${SERVER_PIDS[@]}"; do c="$(proc_cpu "$p")"; u="$(awk -v a="$u" -v b="${c% *}" 'BEGIN { printf "%.2f", a + b }')"; s="$(awk -v a="$s" -v b="${c#* }" 'BEGIN { printf "%.2f", a + b }')"; done; echo "$u $s"; }
+    sum_kib() { local t=0 p; for p in "${SERVER_PIDS[@]}"; do t=$(( t + $(proc_kib "$p" "$1") )); done; echo "$t"; }
+    local cpu0 hwm0 load0 dbcpu0; cpu0="$(sum_cpu)"; hwm0="$(sum_kib VmHWM)"; dbcpu0="$(db_cpu)"
     load0="$(cut -d' ' -f1-3 /proc/loadavg)"
-    start_sampler "$SERVER_PID"
-    say "[$label] loadgen: $SESSIONS sessions, ${DURATION} s (+${WARMUP} s warm-up), mix $mix"
+    start_sampler "${SERVER_PIDS[@]}"
+    say "[$label] loadgen: $SESSIONS sessions over $INSTANCES instance(s), ${DURATION} s (+${WARMUP} s warm-up), mix $mix"
     local rc=0
-    "$LOADGEN" --url "http://127.0.0.1:$port/mcp" --sessions "$SESSIONS" --duration-secs "$DURATION" \
+    "$LOADGEN" "${urls[@]}" --sessions "$SESSIONS" --duration-secs "$DURATION" \
         --warmup-secs "$WARMUP" --tokens-file "$RUN/tokens.txt" --mix "$mix" --read-list "$list" \
         --threads "$CLIENT_THREADS" --label "$label" --out "$RUN/loadgen-$label.json" "$@" || rc=$?
-    local cpu1 hwm1 rss1 load1; cpu1="$(proc_cpu "$SERVER_PID")"
-    hwm1="$(proc_kib "$SERVER_PID" VmHWM)"; rss1="$(proc_kib "$SERVER_PID" VmRSS)"
+    local cpu1 hwm1 rss1 load1 dbcpu1; cpu1="$(sum_cpu)"; dbcpu1="$(db_cpu)"
+    hwm1="$(sum_kib VmHWM)"; rss1="$(sum_kib VmRSS)"
     load1="$(cut -d' ' -f1-3 /proc/loadavg)"
     stop_sampler
-    kill -TERM "$SERVER_PID"
-    local src=0; wait "$SERVER_PID" || src=$?
-    SERVER_PID=""
-    python3 - "$RUN" "$label" "$rc" "$src" "$cpu0" "$cpu1" "$hwm0" "$hwm1" "$rss1" "$load0" "$load1" "$log" "$data" <<'PY'
+    local src=0 p
+    for p in "${SERVER_PIDS[@]}"; do kill -TERM "$p"; done
+    for p in "${SERVER_PIDS[@]}"; do wait "$p" || src=$?; done
+    SERVER_PID=""; SERVER_PIDS=()
+    cat "$log".* > "$log"
+    python3 - "$RUN" "$label" "$rc" "$src" "$cpu0" "$cpu1" "$hwm0" "$hwm1" "$rss1" "$load0" "$load1" "$log" "$RUN/data-$label-1" "$STORE" "$INSTANCES" "$dbcpu0" "$dbcpu1" <<'PY'
 import json, os, re, sys
-run, label, rc, src, cpu0, cpu1, hwm0, hwm1, rss1, load0, load1, log, data = sys.argv[1:]
+run, label, rc, src, cpu0, cpu1, hwm0, hwm1, rss1, load0, load1, log, data, store, instances, db0, db1 = sys.argv[1:]
 u0, s0 = map(float, cpu0.split()); u1, s1 = map(float, cpu1.split())
 rss = []
 p = os.path.join(run, "rss.txt")
@@ -269,9 +315,11 @@ audit = os.path.join(data, "audit")
 audit_bytes = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(audit) for f in fs) if os.path.isdir(audit) else 0
 json.dump({
     "exit_code_loadgen": int(rc), "exit_code_server": int(src),
+    "store": store, "instances": int(instances),
     "server": {
         "peak_rss_kib": int(hwm1), "peak_rss_after_startup_kib": int(hwm0), "rss_at_end_kib": int(rss1),
         "cpu_user_s": round(u1 - u0, 2), "cpu_sys_s": round(s1 - s0, 2),
+        "database_cpu_s": round(float(db1) - float(db0), 2),
         "rss_timeline_kib": rss[::max(1, len(rss) // 120)],
         "log_warnings_errors": len(problems), "log_sample": problems[:10],
         "spill_files_written": spill_files, "audit_bytes": audit_bytes,
@@ -279,10 +327,10 @@ json.dump({
     "loadavg_start": load0, "loadavg_end": load1,
 }, open(os.path.join(run, f"server-{label}.json"), "w"))
 PY
-    # The data directory holds the run's spill files (a copy of every capped output; GBs at
+    # The data directories hold the run's spill files (a copy of every capped output; GBs at
     # full load): gone before the next run unless kept.
-    [[ "${KEEP_RUN_DIR:-0}" == 1 ]] || rm -rf "$data"
-    say "[$label] server peak RSS $((hwm1 / 1024)) MiB (VmHWM), loadgen exit $rc, server exit $src"
+    [[ "${KEEP_RUN_DIR:-0}" == 1 ]] || rm -rf "$RUN"/data-"$label"-*
+    say "[$label] servers' peak RSS $((hwm1 / 1024)) MiB (VmHWM, summed), loadgen exit $rc, server exit $src"
 }
 
 # The official server behind mcp-proxy (one node process for the server, one for the bridge;

@@ -10,6 +10,9 @@
 #
 #   bash bench/memory.sh
 #   MEMORY_SIZES=10000 ONLY=engine bash bench/memory.sh
+#   STORE=postgres ONLY=engine bash bench/memory.sh   # the engine on a throwaway PostgreSQL
+#                                                     # cluster (durable), beside SQLite: both
+#                                                     # runs, results in memory-postgres.json
 set -euo pipefail
 
 BENCH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -46,12 +49,41 @@ fi
 ENGINE_JSON="$RESULTS/.memory-engine.json"
 PEER_JSON="$RESULTS/.memory-peer.json"
 
+engine() { # $1: the result file; the environment may name MEMORY_DATABASE_URL
+    ( cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target/bench" RINGFENCE_TEST_MODEL_DIR="$MODEL_DIR" \
+        MEMORY_CORPUS="$CORPUS/memories-100k.jsonl" MEMORY_OUT="$1" \
+        MEMORY_VECTORS="$CORPUS/memories-100k.vectors.jsonl" \
+        cargo bench -p ringfence-store --features postgres --bench memory >/dev/null )
+}
+
+if [[ "${STORE:-sqlite}" == postgres ]]; then
+    PG_DIR="$(mktemp -d -u "${TMPDIR:-/tmp}/ringfence-bench-pg.XXXXXX")"
+    trap 'bash "$ROOT/scripts/postgres.sh" stop "$PG_DIR" >/dev/null 2>&1' EXIT
+    URL="$(PG_DURABLE=1 bash "$ROOT/scripts/postgres.sh" start "$PG_DIR")"
+    # SQLite first (it embeds the corpus on a first run and caches the vectors), then
+    # PostgreSQL on the same vectors.
+    say "engine benchmark on SQLite (sizes ${MEMORY_SIZES:-10000,100000})"
+    engine "$RESULTS/.memory-engine-sqlite.json"
+    say "engine benchmark on PostgreSQL"
+    MEMORY_DATABASE_URL="$URL" engine "$RESULTS/.memory-engine-postgres.json"
+    python3 - "$RESULTS" <<'PY'
+import json, os, sys
+results = sys.argv[1]
+out = {store: json.load(open(os.path.join(results, f".memory-engine-{store}.json")))
+       for store in ("sqlite", "postgres")}
+json.dump(out, open(os.path.join(results, "memory-postgres.json"), "w"), indent=2)
+for store, doc in out.items():
+    for size in doc["sizes"]:
+        print(store, size["memories"], "search", size["search"], "store", size["store"],
+              "index", size["index_load_ms"], "recall", size["recall_at_5"])
+PY
+    say "wrote bench/results/memory-postgres.json"
+    exit 0
+fi
+
 if [[ ",$ONLY," == *",engine,"* ]]; then
     say "engine benchmark (sizes ${MEMORY_SIZES:-10000,100000})"
-    ( cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target/bench" RINGFENCE_TEST_MODEL_DIR="$MODEL_DIR" \
-        MEMORY_CORPUS="$CORPUS/memories-100k.jsonl" MEMORY_OUT="$ENGINE_JSON" \
-        MEMORY_VECTORS="$CORPUS/memories-100k.vectors.jsonl" \
-        cargo bench -p ringfence-store --bench memory >/dev/null )
+    engine "$ENGINE_JSON"
 fi
 
 if [[ ",$ONLY," == *",peer,"* ]]; then

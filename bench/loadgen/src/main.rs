@@ -69,7 +69,9 @@ impl Op {
 
 #[derive(Debug)]
 struct Opts {
-    url: String,
+    /// The endpoints; session n uses `urls[n % urls.len()]` (several instances of a
+    /// deployment, the load spread across them).
+    urls: Vec<String>,
     sessions: usize,
     duration: Duration,
     warmup: Duration,
@@ -91,7 +93,8 @@ struct Opts {
 
 const USAGE: &str = "loadgen --url URL [options]
 
-  --url URL              MCP endpoint (default http://127.0.0.1:8765/mcp)
+  --url URL              MCP endpoint (default http://127.0.0.1:8765/mcp); repeatable:
+                         sessions are spread round-robin over the endpoints
   --sessions N           concurrent sessions = max in-flight requests (200)
   --duration-secs S      measured window (60)
   --warmup-secs S        before the window, excluded from the statistics (5)
@@ -113,7 +116,7 @@ const USAGE: &str = "loadgen --url URL [options]
 
 fn parse_args() -> Result<Opts, String> {
     let mut o = Opts {
-        url: "http://127.0.0.1:8765/mcp".into(),
+        urls: Vec::new(),
         sessions: 200,
         duration: Duration::from_secs(60),
         warmup: Duration::from_secs(5),
@@ -143,7 +146,7 @@ fn parse_args() -> Result<Opts, String> {
             s.parse::<u64>().map_err(|e| format!("{a}: {s:?}: {e}"))
         };
         match a.as_str() {
-            "--url" => o.url = val()?,
+            "--url" => o.urls.push(val()?),
             "--sessions" => o.sessions = num(val()?)? as usize,
             "--duration-secs" => o.duration = Duration::from_secs(num(val()?)?),
             "--warmup-secs" => o.warmup = Duration::from_secs(num(val()?)?),
@@ -606,7 +609,7 @@ impl SessionOut {
 struct Shared {
     opts: Opts,
     client: HttpClient,
-    url: hyper::Uri,
+    urls: Vec<hyper::Uri>,
     headers: Arc<Vec<(String, String)>>,
     t0: Instant,
     deadline: Instant,
@@ -660,7 +663,7 @@ async fn run_session(idx: usize, sh: Arc<Shared>) -> SessionOut {
     };
     let mut conn = Conn {
         client: sh.client.clone(),
-        url: sh.url.clone(),
+        url: sh.urls[idx % sh.urls.len()].clone(),
         token,
         headers: sh.headers.clone(),
         session_id: None,
@@ -877,14 +880,20 @@ fn main() {
     std::process::exit(code);
 }
 
-async fn run(opts: Opts) -> i32 {
-    let url: hyper::Uri = match opts.url.parse() {
-        Ok(u) => u,
-        Err(e) => {
-            eprintln!("loadgen: --url {:?}: {e}", opts.url);
-            return 2;
+async fn run(mut opts: Opts) -> i32 {
+    if opts.urls.is_empty() {
+        opts.urls.push("http://127.0.0.1:8765/mcp".into());
+    }
+    let mut urls = Vec::with_capacity(opts.urls.len());
+    for u in &opts.urls {
+        match u.parse::<hyper::Uri>() {
+            Ok(u) => urls.push(u),
+            Err(e) => {
+                eprintln!("loadgen: --url {u:?}: {e}");
+                return 2;
+            }
         }
-    };
+    }
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     let client: HttpClient = Client::builder(TokioExecutor::new())
@@ -901,7 +910,7 @@ async fn run(opts: Opts) -> i32 {
     let sh = Arc::new(Shared {
         opts,
         client,
-        url,
+        urls,
         headers,
         t0,
         deadline,
@@ -909,7 +918,7 @@ async fn run(opts: Opts) -> i32 {
     eprintln!(
         "loadgen: {} sessions against {} for {} s (+{} s warm-up), mix read={} grep={} edit={}",
         sessions,
-        sh.opts.url,
+        sh.opts.urls.join(" "),
         sh.opts.duration.as_secs(),
         sh.opts.warmup.as_secs(),
         sh.opts.mix[0],
@@ -1030,7 +1039,7 @@ async fn run(opts: Opts) -> i32 {
     let result = json!({
         "label": sh.opts.label,
         "params": {
-            "url": sh.opts.url,
+            "url": sh.opts.urls.join(" "),
             "flavor": format!("{:?}", sh.opts.flavor).to_lowercase(),
             "sessions": sessions,
             "duration_s": sh.opts.duration.as_secs(),

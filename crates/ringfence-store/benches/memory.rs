@@ -9,6 +9,9 @@
 //! the eval set's 128 paraphrased queries are timed and scored at each size. Prints one
 //! JSON object (also written to MEMORY_OUT when set).
 //!
+//! MEMORY_DATABASE_URL (with `--features postgres`) keeps the rows in that PostgreSQL
+//! database instead of a SQLite file (`STORE=postgres bash bench/memory.sh`).
+//!
 //! MEMORY_VECTORS names a cache of the corpus with its vectors (JSON lines, as `memory
 //! export` writes them): written after a run that embedded the corpus, read by
 //! the next, whose imports then store rows without embedding them (reported as
@@ -62,6 +65,18 @@ fn peak_rss_mib() -> f64 {
         })
         .map(|kb| round(kb / 1024.0))
         .unwrap_or(0.0)
+}
+
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str, loader: EmbedderLoader) -> Arc<MemoryDb> {
+    use ringfence_store::pg::{Pg, PgOptions};
+    let pg = Pg::connect(&PgOptions::new(url.to_owned())).expect("MEMORY_DATABASE_URL");
+    MemoryDb::open_postgres(pg, Some(loader), RankConfig::default()).unwrap()
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_url: &str, _loader: EmbedderLoader) -> Arc<MemoryDb> {
+    panic!("MEMORY_DATABASE_URL needs the benchmark built with --features postgres")
 }
 
 fn main() {
@@ -135,10 +150,14 @@ fn main() {
     // --- the database ---------------------------------------------------------------------
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("memory.db");
+    let database = std::env::var("MEMORY_DATABASE_URL").ok();
     let open = || {
         let loader_model = model.clone();
         let loader: EmbedderLoader = Box::new(move || Ok(loader_model.clone()));
-        MemoryDb::open(&path, Some(loader), RankConfig::default()).unwrap()
+        match &database {
+            None => MemoryDb::open(&path, Some(loader), RankConfig::default()).unwrap(),
+            Some(url) => open_postgres(url, loader),
+        }
     };
     let mut db = open();
     let user = "bench";
@@ -270,6 +289,7 @@ fn main() {
         "threads": threads,
         "embedding": embedding,
         "sizes": results,
+        "store": if database.is_some() { "postgres" } else { "sqlite" },
         "db_bytes": std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
     });
     let text = serde_json::to_string_pretty(&out).unwrap();

@@ -125,7 +125,9 @@ impl SharedStore {
         self.open(
             || unreachable!("the SQLite store keeps no sessions"),
             |pg| {
-                Ok(Arc::new(SessionTables(PgSessions::open(pg)?))
+                let tables = PgSessions::open(pg)?;
+                let heard = tables.listen();
+                Ok(Arc::new(SessionTables(tables, Some(heard)))
                     as Arc<dyn ringfence_mcp::SessionDirectory>)
             },
         )
@@ -140,7 +142,7 @@ impl SharedStore {
         self.open(
             || unreachable!("the SQLite store keeps no read records"),
             |pg| {
-                Ok(Arc::new(SessionTables(PgSessions::open(pg)?))
+                Ok(Arc::new(SessionTables(PgSessions::open(pg)?, None))
                     as Arc<dyn ringfence_tools::SharedReads>)
             },
         )
@@ -186,9 +188,10 @@ const EVENTS_KEPT_MS: i64 = 10 * 60 * 1000;
 /// Read records of stateless requests (which have no session row) are kept this long.
 const READS_KEPT_MS: i64 = 24 * 60 * 60 * 1000;
 
-/// The transport's shared sessions over PostgreSQL's tables.
+/// The transport's shared sessions over PostgreSQL's tables, with the announcements of
+/// appended events (for the transport).
 #[derive(Debug)]
-struct SessionTables(PgSessions);
+struct SessionTables(PgSessions, Option<tokio::sync::broadcast::Sender<String>>);
 
 fn io(e: StoreError) -> std::io::Error {
     std::io::Error::other(e.to_string())
@@ -228,6 +231,9 @@ impl ringfence_mcp::SessionDirectory for SessionTables {
     }
     fn events_after(&self, stream: &str, after: i64) -> std::io::Result<Vec<(i64, String)>> {
         self.0.events_after(stream, after).map_err(io)
+    }
+    fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        self.1.as_ref().map(|tx| tx.subscribe())
     }
 }
 

@@ -10,7 +10,10 @@
 //! - **Server-sent events** are appended to the directory before they are sent (rmcp's
 //!   `EventStore`), so a client whose stream broke resumes it with `Last-Event-ID` on any
 //!   instance: the events after that id are replayed, then the stream follows new ones as
-//!   any instance appends them (polled; a request's stream ends with its answer).
+//!   any instance appends them (woken by the directory's announcements, else polled; a
+//!   request's stream ends with its answer). Where the directory is shared, an instance's
+//!   first event stream of a session is such a resumption from the session's first event
+//!   (the admission gate asks for it), so what was sent before the stream opened arrives.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,6 +42,12 @@ pub trait SessionDirectory: Send + Sync + std::fmt::Debug + 'static {
     fn append_event(&self, stream: &str, event: &str) -> std::io::Result<i64>;
     /// The events of `stream` after number `after`, in order.
     fn events_after(&self, stream: &str, after: i64) -> std::io::Result<Vec<(i64, String)>>;
+    /// Announcements of the streams events are appended to, by any instance (an empty one
+    /// when some may have been missed); `None`: resumed streams look for new events
+    /// every [`FOLLOW_EVERY`].
+    fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
 }
 
 /// Runs `work` off the async workers.
@@ -131,8 +140,10 @@ pub(super) fn from_the_start(session: &str) -> String {
     event_id(0, &standalone_stream(session))
 }
 
-/// How often a resumed stream looks for new events.
+/// How often a resumed stream looks for new events, without announcements.
 const FOLLOW_EVERY: Duration = Duration::from_millis(250);
+/// With announcements, how often it looks all the same (one lost is then late, not lost).
+const FOLLOW_FALLBACK: Duration = Duration::from_secs(5);
 /// A request's resumed stream that gets nothing new for this long ends (the instance that
 /// ran the call is gone; the client may call again).
 const REQUEST_STREAM_QUIET: Duration = Duration::from_secs(60);
@@ -182,8 +193,11 @@ fn follow(
         pending: std::collections::VecDeque<ServerSseMessage>,
         quiet_since: tokio::time::Instant,
         done: bool,
+        /// Subscribed before the first look, so nothing appended after it goes unheard.
+        heard: Option<tokio::sync::broadcast::Receiver<String>>,
     }
     let state = State {
+        heard: dir.subscribe(),
         dir,
         stream,
         after,
@@ -213,7 +227,7 @@ fn follow(
                 {
                     return None;
                 }
-                tokio::time::sleep(FOLLOW_EVERY).await;
+                wait_for_news(&mut s.heard, &s.stream).await;
                 continue;
             }
             s.quiet_since = tokio::time::Instant::now();
@@ -245,6 +259,31 @@ fn follow(
             }
         }
     })
+}
+
+/// Until `stream` (or anything, after a gap) is announced, or the fallback time passes;
+/// without announcements, [`FOLLOW_EVERY`].
+async fn wait_for_news(heard: &mut Option<tokio::sync::broadcast::Receiver<String>>, stream: &str) {
+    let Some(rx) = heard else {
+        tokio::time::sleep(FOLLOW_EVERY).await;
+        return;
+    };
+    let until = tokio::time::sleep(FOLLOW_FALLBACK);
+    tokio::pin!(until);
+    loop {
+        tokio::select! {
+            _ = &mut until => return,
+            got = rx.recv() => match got {
+                Ok(s) if s == stream || s.is_empty() => return,
+                Ok(_) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                    *heard = None;
+                    return;
+                }
+            },
+        }
+    }
 }
 
 #[cfg(test)]

@@ -362,6 +362,69 @@ impl Pg {
     }
 }
 
+impl Pg {
+    /// Listens on `channel` (`LISTEN`) on a connection of its own, for as long as the pool
+    /// lives: every notification's payload is sent to the returned channel's receivers, and
+    /// an empty payload after each (re)connection says that notifications may have been
+    /// missed meanwhile. A broken connection is opened again after a second.
+    pub fn listen(&self, channel: &'static str) -> tokio::sync::broadcast::Sender<String> {
+        let (tx, _) = tokio::sync::broadcast::channel(1024);
+        let sender = tx.clone();
+        // Weak: the task runs on the pool's own runtime, which the pool owns.
+        let inner = Arc::downgrade(&self.inner);
+        self.inner.handle.spawn(async move {
+            loop {
+                let Some(pool) = inner.upgrade() else { return };
+                let (config, tls, shown) =
+                    (pool.config.clone(), pool.tls.clone(), pool.shown.clone());
+                drop(pool);
+                match listen_once(config, tls, channel, &sender).await {
+                    Ok(()) => {}
+                    Err(e) => {
+                        tracing::warn!(database = %shown, channel, error = %describe(&e), "PostgreSQL notifications interrupted; listening again in 1 s")
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+        tx
+    }
+}
+
+/// One connection's worth of listening (see [`Pg::listen`]): until it breaks.
+async fn listen_once(
+    config: tokio_postgres::Config,
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
+    channel: &str,
+    sender: &tokio::sync::broadcast::Sender<String>,
+) -> Result<(), PgError> {
+    use futures_util::StreamExt as _;
+    let (client, mut connection) = config.connect(tls).await?;
+    let forward = sender.clone();
+    let driver = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = messages.next().await {
+            match message {
+                Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
+                    let _ = forward.send(n.payload().to_owned());
+                }
+                Ok(_) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    });
+    client.batch_execute(&format!("LISTEN {channel}")).await?;
+    // (Re)connected: whatever was sent while no one listened must be looked for.
+    let _ = sender.send(String::new());
+    let ended = driver.await;
+    drop(client);
+    match ended {
+        Ok(result) => result,
+        Err(_) => Ok(()),
+    }
+}
+
 impl Inner {
     fn slots(&self) -> MutexGuard<'_, Slots> {
         self.pool.lock().unwrap_or_else(|e| e.into_inner())

@@ -61,6 +61,9 @@ pub struct StoredSession {
     pub state: Option<String>,
 }
 
+/// The channel on which each appended event's stream is announced.
+pub const EVENTS_CHANNEL: &str = "ringfence_mcp_events";
+
 /// The MCP session tables of a PostgreSQL database.
 #[derive(Debug, Clone)]
 pub struct PgSessions {
@@ -228,15 +231,25 @@ impl PgSessions {
     }
 
     /// Appends an event to `stream`; returns its number (increasing across all streams).
+    /// The stream's name is announced on [`EVENTS_CHANNEL`] when the event commits.
     pub fn append_event(&self, stream: &str, event: &str, now_ms: i64) -> Result<i64, StoreError> {
         self.pg.run(async |c| {
             Ok(c.query_one(
-                "INSERT INTO mcp_events (stream, event, at_ms) VALUES ($1, $2, $3) RETURNING id",
+                "WITH appended AS (
+                     INSERT INTO mcp_events (stream, event, at_ms) VALUES ($1, $2, $3) RETURNING id
+                 )
+                 SELECT id, pg_notify('ringfence_mcp_events', $1) FROM appended",
                 &[&stream, &event, &now_ms],
             )
             .await?
             .get(0))
         })
+    }
+
+    /// The streams events are appended to, as any instance appends them (see
+    /// [`Pg::listen`]).
+    pub fn listen(&self) -> tokio::sync::broadcast::Sender<String> {
+        self.pg.listen(EVENTS_CHANNEL)
     }
 
     /// The events of `stream` after event `after`, in order: (number, event).
@@ -284,8 +297,25 @@ mod tests {
             a.session("s1").unwrap().unwrap().user.as_deref(),
             Some("alice")
         );
-        // Events: numbered across streams, replayed per stream after a number.
+        // Events: numbered across streams, replayed per stream after a number, and each
+        // announced to every instance listening.
+        let mut heard = b.listen().subscribe();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let next = |heard: &mut tokio::sync::broadcast::Receiver<String>| {
+            runtime.block_on(async {
+                tokio::time::timeout(std::time::Duration::from_secs(10), heard.recv())
+                    .await
+                    .expect("a notification within 10 s")
+                    .unwrap()
+            })
+        };
+        // First the (re)connection marker, then the streams as events are appended.
+        assert_eq!(next(&mut heard), "");
         let e1 = a.append_event("s1:common", "one", 20).unwrap();
+        assert_eq!(next(&mut heard), "s1:common");
         let other = b.append_event("x", "elsewhere", 20).unwrap();
         let e2 = b.append_event("s1:common", "two", 21).unwrap();
         assert!(e1 < other && other < e2);
