@@ -50,6 +50,10 @@ pub struct PgOptions {
     pub ca_file: Option<PathBuf>,
     /// How long to wait for a connection: to open one, or for a busy pool to free one.
     pub connect_timeout: Duration,
+    /// The longest one statement may run (PostgreSQL's `statement_timeout`) before the
+    /// server cancels it, so a stuck database fails calls instead of holding them; `None`:
+    /// no limit. A URL that sets `options` itself keeps its own.
+    pub statement_timeout: Option<Duration>,
 }
 
 impl PgOptions {
@@ -59,6 +63,7 @@ impl PgOptions {
             pool_size: 16,
             ca_file: None,
             connect_timeout: Duration::from_secs(10),
+            statement_timeout: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -138,6 +143,11 @@ impl Pg {
         }
         if config.get_application_name().is_none() {
             config.application_name("ringfence");
+        }
+        if let Some(limit) = options.statement_timeout
+            && config.get_options().is_none()
+        {
+            config.options(format!("-c statement_timeout={}", limit.as_millis()));
         }
         let shown = shown(&config);
         let pg = Pg {

@@ -4,6 +4,13 @@
 //! lost its stream resumes it from `Last-Event-ID` on any instance).
 //!
 //! There is no SQLite twin: one instance keeps its sessions in memory.
+//!
+//! Events and read records are written without waiting for the commit's WAL flush
+//! (`synchronous_commit = off` for that statement alone): they are the transport's working
+//! state, not what a user wrote. A database crash may lose the last fraction of a second of
+//! them (a client then resumes from an earlier event, or is asked to read a file again),
+//! and no tool call waits for two or three disk flushes of them. Sessions' owners and
+//! states, and everything the families store, stay durable.
 
 use super::Pg;
 use crate::{Schema, StoreError};
@@ -200,8 +207,10 @@ impl PgSessions {
     ) -> Result<(), StoreError> {
         self.pg.run(async |c| {
             c.execute(
-                "INSERT INTO mcp_read_records (session, path, hash, size, mtime_ns, at_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6)
+                // Not waiting for the commit's flush (see the module's documentation).
+                "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true))
+                 INSERT INTO mcp_read_records (session, path, hash, size, mtime_ns, at_ms)
+                 SELECT $1, $2, $3, $4, $5, $6 FROM unflushed
                  ON CONFLICT (session, path) DO UPDATE SET hash = EXCLUDED.hash,
                      size = EXCLUDED.size, mtime_ns = EXCLUDED.mtime_ns, at_ms = EXCLUDED.at_ms",
                 &[
@@ -235,10 +244,12 @@ impl PgSessions {
     pub fn append_event(&self, stream: &str, event: &str, now_ms: i64) -> Result<i64, StoreError> {
         self.pg.run(async |c| {
             Ok(c.query_one(
-                "WITH appended AS (
+                // Not waiting for the commit's flush (see the module's documentation).
+                "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)),
+                 appended AS (
                      INSERT INTO mcp_events (stream, event, at_ms) VALUES ($1, $2, $3) RETURNING id
                  )
-                 SELECT id, pg_notify('ringfence_mcp_events', $1) FROM appended",
+                 SELECT id, pg_notify('ringfence_mcp_events', $1) FROM appended, unflushed",
                 &[&stream, &event, &now_ms],
             )
             .await?

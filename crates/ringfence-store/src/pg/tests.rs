@@ -244,3 +244,22 @@ fn tls_checks_the_certificate_and_its_name() {
         "{err}"
     );
 }
+
+#[test]
+fn a_statement_that_runs_too_long_is_cancelled_and_says_so() {
+    let Some(db) = ScratchDb::new() else { return };
+    let pg = Pg::connect(&PgOptions {
+        statement_timeout: Some(Duration::from_millis(300)),
+        ..PgOptions::new(db.url())
+    })
+    .unwrap();
+    let err = pg
+        .run(async |c| Ok(c.batch_execute("SELECT pg_sleep(30)").await?))
+        .unwrap_err();
+    assert!(err.to_string().contains("statement timeout"), "{err}");
+    // The connection is fine afterwards.
+    let one: i32 = pg
+        .run(async |c| Ok(c.query_one("SELECT 1", &[]).await?.get(0)))
+        .unwrap();
+    assert_eq!(one, 1);
+}

@@ -147,6 +147,9 @@ pub struct StoreTable {
     pub ca_file: Option<PathBuf>,
     /// Seconds to wait for a connection (default 10).
     pub connect_timeout_secs: Option<u64>,
+    /// Seconds one statement may run before the database cancels it (default 60; 0: no
+    /// limit).
+    pub statement_timeout_secs: Option<u64>,
 }
 
 /// `[http]`: the streamable HTTP transport.

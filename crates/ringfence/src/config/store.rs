@@ -24,6 +24,8 @@ pub struct PgSettings {
     pub pool_size: usize,
     pub ca_file: Option<PathBuf>,
     pub connect_timeout: Duration,
+    /// `None`: statements run as long as they take.
+    pub statement_timeout: Option<Duration>,
 }
 
 impl PgSettings {
@@ -34,6 +36,7 @@ impl PgSettings {
             pool_size: self.pool_size,
             ca_file: self.ca_file.clone(),
             connect_timeout: self.connect_timeout,
+            statement_timeout: self.statement_timeout,
         }
     }
 }
@@ -45,6 +48,7 @@ impl std::fmt::Debug for PgSettings {
             .field("pool_size", &self.pool_size)
             .field("ca_file", &self.ca_file)
             .field("connect_timeout", &self.connect_timeout)
+            .field("statement_timeout", &self.statement_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -80,6 +84,7 @@ pub fn resolve(table: Option<&StoreTable>, env: &dyn Env) -> Result<StoreSetting
             ("pool_size", t.pool_size.is_some()),
             ("ca_file", t.ca_file.is_some()),
             ("connect_timeout_secs", t.connect_timeout_secs.is_some()),
+            ("statement_timeout_secs", t.statement_timeout_secs.is_some()),
         ] {
             if set {
                 return Err(ConfigError::invalid(
@@ -125,6 +130,17 @@ pub fn resolve(table: Option<&StoreTable>, env: &dyn Env) -> Result<StoreSetting
             ));
         }
     };
+    let statement_timeout = match t.statement_timeout_secs {
+        None => Some(Duration::from_secs(60)),
+        Some(0) => None,
+        Some(n @ 1..=86_400) => Some(Duration::from_secs(n)),
+        Some(n) => {
+            return Err(ConfigError::invalid(
+                "store.statement_timeout_secs",
+                format!("{n} is out of range: 1 to 86400 (0: no limit)"),
+            ));
+        }
+    };
     if let Some(ca) = &t.ca_file
         && !ca.is_absolute()
     {
@@ -135,6 +151,7 @@ pub fn resolve(table: Option<&StoreTable>, env: &dyn Env) -> Result<StoreSetting
         pool_size,
         ca_file: t.ca_file.clone(),
         connect_timeout,
+        statement_timeout,
     }))
 }
 
@@ -180,6 +197,12 @@ mod tests {
             panic!("not postgres")
         };
         assert_eq!((pg.url.as_str(), pg.pool_size), ("postgres://env/db", 4));
+        assert_eq!(pg.statement_timeout, Some(Duration::from_secs(60)));
+        let t = table("url = \"postgres://file/db\"\nstatement_timeout_secs = 0");
+        let StoreSettings::Postgres(pg) = resolve(Some(&t), &env(&[])).unwrap() else {
+            panic!("not postgres")
+        };
+        assert_eq!(pg.statement_timeout, None);
         let t = table("url = \"postgres://file/db\"");
         assert_eq!(
             resolve(Some(&t), &env(&[("RINGFENCE_STORE_BACKEND", "sqlite")])).unwrap(),
@@ -205,6 +228,11 @@ mod tests {
                 "url = \"postgres://h/db\"\nca_file = \"ca.pem\"",
                 "store.ca_file",
             ),
+            (
+                "url = \"postgres://h/db\"\nstatement_timeout_secs = 100000",
+                "store.statement_timeout_secs",
+            ),
+            ("statement_timeout_secs = 5", "store.statement_timeout_secs"),
             ("pool_size = 3", "store.pool_size"),
         ];
         for (text, key) in cases {
