@@ -146,6 +146,16 @@ async def test_any_instance_serves_a_session_and_resumes_its_streams(tmp_path):
                 async with http.stream("GET", b.url, headers=bob.headers(BOB, **{
                         "Last-Event-ID": f"0@{alice.session}"})) as r:
                     assert r.status_code == 404, r.status_code  # not Alice's event stream
+                # Nor by naming her stream in the form of a request's stream.
+                async with http.stream("GET", b.url, headers=bob.headers(BOB, **{
+                        "Last-Event-ID": f"0/{alice.session}:common"})) as r:
+                    assert r.status_code == 404, r.status_code
+                # Nor without a session, as a stateless request.
+                stateless = Raw(http)
+                async with http.stream("GET", b.url, headers={
+                        **stateless.headers(BOB, **{"Last-Event-ID": f"0@{alice.session}"}),
+                        "MCP-Protocol-Version": "2026-07-28"}) as r:
+                    assert r.status_code != 200, r.status_code
                 # An unknown session is unknown to every instance.
                 ghost = Raw(http)
                 ghost.session = "no-such-session"

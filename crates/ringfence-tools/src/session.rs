@@ -60,13 +60,12 @@ impl ReadTracker {
     }
 
     /// What is known of `target`: where records are shared, the shared record (another
-    /// instance may have made it); else, or when the store has none or cannot be read, this
-    /// instance's own.
+    /// instance may have made, replaced or forgotten it); else, or when the store cannot be
+    /// read, this instance's own.
     pub fn get(&self, target: &Target) -> Option<ReadRecord> {
         if let Some((store, session)) = self.shared() {
             match store.get(session, &path_key(target)) {
-                Ok(Some(found)) => return Some(found),
-                Ok(None) => {}
+                Ok(found) => return found,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the shared read records; using this instance's")
                 }

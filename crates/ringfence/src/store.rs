@@ -232,6 +232,9 @@ impl ringfence_mcp::SessionDirectory for SessionTables {
     fn events_after(&self, stream: &str, after: i64) -> std::io::Result<Vec<(i64, String)>> {
         self.0.events_after(stream, after).map_err(io)
     }
+    fn stream_start(&self, session: &str, stream: &str) -> std::io::Result<i64> {
+        self.0.stream_start(session, stream).map_err(io)
+    }
     fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
         self.1.as_ref().map(|tx| tx.subscribe())
     }

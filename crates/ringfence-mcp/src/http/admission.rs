@@ -109,27 +109,21 @@ impl Gate {
 
     /// Whether session `id` is `user`'s: known here, or — where sessions are shared — known
     /// to the shared store as theirs (then it is counted here from now on, and rmcp
-    /// re-creates it from the store).
-    async fn owns(&self, id: &str, user: &str) -> bool {
-        match self.sessions.owner(id) {
-            Some(owner) => owner == user,
-            None => {
-                let Some(dir) = self.directory.clone() else {
-                    return false;
-                };
-                let key = id.to_owned();
-                match blocking(move || dir.session(&key)).await {
-                    Ok(Some((Some(owner), Some(_)))) if owner == user => {
-                        self.sessions.adopt(id, user);
-                        true
-                    }
-                    Ok(_) => false,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot look a session up in the shared store");
-                        false
-                    }
-                }
+    /// re-creates it from the store). `Err` when the store cannot be asked.
+    async fn owns(&self, id: &str, user: &str) -> std::io::Result<bool> {
+        if let Some(owner) = self.sessions.owner(id) {
+            return Ok(owner == user);
+        }
+        let Some(dir) = self.directory.clone() else {
+            return Ok(false);
+        };
+        let key = id.to_owned();
+        match blocking(move || dir.session(&key)).await? {
+            Some((Some(owner), Some(_))) if owner == user => {
+                self.sessions.adopt(id, user);
+                Ok(true)
             }
+            _ => Ok(false),
         }
     }
 
@@ -318,6 +312,19 @@ pub(super) async fn operator_gate(
     }
 }
 
+/// The shared session store could not be asked: a passing state (a database restarting),
+/// so the client is told to retry rather than that its session is gone.
+fn store_unavailable(e: &std::io::Error) -> Response {
+    tracing::warn!(error = %e, "the shared session store is unavailable");
+    Refusal::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "store",
+        "the session store is unavailable for the moment; retry shortly".into(),
+    )
+    .retry_after(2)
+    .into_response()
+}
+
 fn shutting_down() -> Response {
     Refusal::new(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -347,9 +354,14 @@ async fn admit(
         .map(str::to_owned);
     // Every session made through this gate has its owner recorded (below), so an id the
     // book does not know is no session of this user's either.
-    if let Some(id) = &session_id
-        && !gate.owns(id, &user).await
-    {
+    let owned = match &session_id {
+        Some(id) => match gate.owns(id, &user).await {
+            Ok(owned) => owned,
+            Err(e) => return store_unavailable(&e),
+        },
+        None => true,
+    };
+    if !owned {
         tracing::warn!(user = %user.escape_debug(), "request for another user's MCP session refused");
         return Refusal::new(StatusCode::NOT_FOUND, "session", "session not found".into())
             .into_response();
@@ -367,29 +379,40 @@ async fn admit(
         }
     }
 
-    // Shared sessions: a resumption reaches only this session's own standalone stream (or a
-    // request stream, whose random name only its client was given), and a first event
-    // stream starts at the session's first event, so nothing sent before it is lost.
-    if gate.directory.is_some()
-        && let Some(id) = &session_id
-    {
+    // Shared sessions: a resumption reaches only this session's own standalone stream or a
+    // request's stream (whose random name only its client was given), and only within a
+    // session; a stream opened without `Last-Event-ID` starts where the directory says (the
+    // session's first such stream at its first event, so nothing sent before it is lost).
+    if let Some(dir) = gate.directory.clone() {
         let resumed = req
             .headers()
             .get("last-event-id")
             .map(|v| v.to_str().ok().map(str::to_owned));
-        match resumed {
-            Some(Some(last)) if shared::session_of_event_id(&last).is_some_and(|s| s != id) => {
-                tracing::warn!(user = %user.escape_debug(), "resumption of another session's stream refused");
-                return Refusal::new(StatusCode::NOT_FOUND, "session", "session not found".into())
-                    .into_response();
+        let refused = || {
+            Refusal::new(StatusCode::NOT_FOUND, "session", "session not found".into())
+                .into_response()
+        };
+        match (&session_id, resumed) {
+            (None, Some(_)) => {
+                tracing::warn!(user = %user.escape_debug(), "resumption without a session refused");
+                return refused();
             }
-            Some(_) => {}
-            None if method == Method::GET => {
-                if let Ok(v) = HeaderValue::from_str(&shared::from_the_start(id)) {
-                    req.headers_mut().insert("last-event-id", v);
+            (Some(id), Some(Some(last))) if !shared::resumable_in(&last, id) => {
+                tracing::warn!(user = %user.escape_debug(), "resumption of another session's stream refused");
+                return refused();
+            }
+            (Some(id), None) if method == Method::GET => {
+                let (session, stream) = (id.clone(), format!("{id}:common"));
+                match blocking(move || dir.stream_start(&session, &stream)).await {
+                    Ok(n) => {
+                        if let Ok(v) = HeaderValue::from_str(&shared::standalone_from(n, id)) {
+                            req.headers_mut().insert("last-event-id", v);
+                        }
+                    }
+                    Err(e) => return store_unavailable(&e),
                 }
             }
-            None => {}
+            _ => {}
         }
     }
 

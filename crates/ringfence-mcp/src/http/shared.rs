@@ -42,6 +42,11 @@ pub trait SessionDirectory: Send + Sync + std::fmt::Debug + 'static {
     fn append_event(&self, stream: &str, event: &str) -> std::io::Result<i64>;
     /// The events of `stream` after number `after`, in order.
     fn events_after(&self, stream: &str, after: i64) -> std::io::Result<Vec<(i64, String)>>;
+    /// Where a standalone stream of `session` opened without `Last-Event-ID` starts: 0 (its
+    /// first event) for the session's first such stream — what the session sent before it
+    /// opened must arrive — and the stream's latest event for later ones (as a new stream
+    /// starts with what comes next).
+    fn stream_start(&self, session: &str, stream: &str) -> std::io::Result<i64>;
     /// Announcements of the streams events are appended to, by any instance (an empty one
     /// when some may have been missed); `None`: resumed streams look for new events
     /// every [`FOLLOW_EVERY`].
@@ -119,25 +124,31 @@ fn event_id(n: i64, stream: &str) -> EventId {
     }
 }
 
-/// The event number and stream a `Last-Event-ID` names.
+/// The event number and stream a `Last-Event-ID` names (a request's stream is never a
+/// standalone one: such an id is no id of ours).
 fn parse_event_id(id: &str) -> Option<(i64, String)> {
     if let Some((n, stream)) = id.split_once('/') {
+        if stream.is_empty() || standalone_of(stream).is_some() {
+            return None;
+        }
         return Some((n.parse().ok()?, stream.to_owned()));
     }
     let (n, session) = id.split_once('@')?;
     Some((n.parse().ok()?, standalone_stream(session)))
 }
 
-/// The session a standalone stream's event id names (`None` for a request's stream).
-pub(super) fn session_of_event_id(id: &str) -> Option<&str> {
-    (!id.contains('/')).then(|| id.split_once('@').map(|(_, s)| s))?
+/// Whether `last` (a `Last-Event-ID`) may be resumed in session `session`: it names a
+/// request's stream, or this session's standalone stream (an id that is none of ours may
+/// not).
+pub(super) fn resumable_in(last: &str, session: &str) -> bool {
+    parse_event_id(last)
+        .is_some_and(|(_, stream)| standalone_of(&stream).is_none_or(|s| s == session))
 }
 
-/// The `Last-Event-ID` that opens session `session`'s standalone stream from its start: an
-/// instance's first event stream for a session must also carry what the session sent
-/// before the stream was opened (rmcp, with an event store, keeps no such backlog itself).
-pub(super) fn from_the_start(session: &str) -> String {
-    event_id(0, &standalone_stream(session))
+/// The `Last-Event-ID` that opens session `session`'s standalone stream after event `n`
+/// (0: from its start).
+pub(super) fn standalone_from(n: i64, session: &str) -> String {
+    event_id(n, &standalone_stream(session))
 }
 
 /// How often a resumed stream looks for new events, without announcements.
@@ -195,9 +206,12 @@ fn follow(
         done: bool,
         /// Subscribed before the first look, so nothing appended after it goes unheard.
         heard: Option<tokio::sync::broadcast::Receiver<String>>,
+        /// When the session of a standalone stream was last seen to exist.
+        session_checked: tokio::time::Instant,
     }
     let state = State {
         heard: dir.subscribe(),
+        session_checked: tokio::time::Instant::now(),
         dir,
         stream,
         after,
@@ -222,10 +236,17 @@ fn follow(
                 }
             };
             if events.is_empty() {
-                if standalone_of(&s.stream).is_none()
-                    && s.quiet_since.elapsed() >= REQUEST_STREAM_QUIET
-                {
-                    return None;
+                match standalone_of(&s.stream) {
+                    None if s.quiet_since.elapsed() >= REQUEST_STREAM_QUIET => return None,
+                    // A session ended (or expired) anywhere ends its stream here too.
+                    Some(session) if s.session_checked.elapsed() >= FOLLOW_FALLBACK => {
+                        let (dir, id) = (s.dir.clone(), session.to_owned());
+                        if let Ok(None) = blocking(move || dir.session(&id)).await {
+                            return None;
+                        }
+                        s.session_checked = tokio::time::Instant::now();
+                    }
+                    _ => {}
                 }
                 wait_for_news(&mut s.heard, &s.stream).await;
                 continue;
@@ -301,10 +322,15 @@ mod tests {
         );
         assert_eq!(parse_event_id("x/1"), None);
         assert_eq!(parse_event_id("7"), None);
-        assert_eq!(session_of_event_id("7@s-1"), Some("s-1"));
-        assert_eq!(session_of_event_id("8/x@y"), None);
-        assert_eq!(session_of_event_id("9"), None);
-        assert_eq!(from_the_start("s-1"), "0@s-1");
+        // A standalone stream named in the request form is no id of ours.
+        assert_eq!(parse_event_id("0/s-1:common"), None);
+        assert!(resumable_in("7@s-1", "s-1"));
+        assert!(!resumable_in("7@s-2", "s-1"));
+        assert!(resumable_in("8/5c0ffee0-uuid", "s-1"));
+        assert!(!resumable_in("0/s-2:common", "s-1"));
+        assert!(!resumable_in("garbage", "s-1"));
+        assert_eq!(standalone_from(0, "s-1"), "0@s-1");
+        assert_eq!(standalone_from(12, "s-1"), "12@s-1");
     }
 
     #[test]

@@ -84,7 +84,8 @@ pub(crate) trait MemoryRows: Send + Sync + 'static {
         model: &str,
     ) -> Result<Vec<(i64, String)>, StoreError>;
 
-    /// Saves vectors of `model` for rows of `user`'s `kind`, in one transaction.
+    /// Saves vectors of `model` for rows of `user`'s `kind` that still have none from it
+    /// (a row changed meanwhile keeps its new vector), in one transaction.
     fn set_vectors(
         &self,
         user: &str,
@@ -309,7 +310,8 @@ impl MemoryRows for SqliteRows {
         for (id, v) in vectors {
             tx.execute(
                 "UPDATE items SET embedding = ?1, embedding_model = ?2
-                     WHERE id = ?3 AND user = ?4 AND kind = ?5",
+                     WHERE id = ?3 AND user = ?4 AND kind = ?5
+                       AND (embedding IS NULL OR embedding_model IS NOT ?2)",
                 params![vector_blob(v), model, id, user, kind.as_str()],
             )?;
         }

@@ -231,11 +231,12 @@ impl MemoryDb {
             self.refresh(user, kind, embedder, &ix)?;
             return Ok(ix);
         }
+        // The version before the rows (and before filling in missing vectors): a change
+        // committed meanwhile — a row stored without a vector too — is taken in by the
+        // next refresh, never missed.
+        let version = self.rows.version(user, kind)?.unwrap_or(0);
         self.embed_missing(user, kind, embedder)?;
         let model = embedder.id();
-        // The version before the rows: a change committed while they are read is applied
-        // again by the next refresh, never missed.
-        let version = self.rows.version(user, kind)?.unwrap_or(0);
         let mut ix = VecIndex {
             dims: embedder.dims(),
             version,
@@ -288,6 +289,10 @@ impl MemoryDb {
         let mut unembedded = Vec::new();
         {
             let mut ix = index.write().unwrap_or_else(|e| e.into_inner());
+            // Another refresh applied a later picture meanwhile (it holds all of this one).
+            if ix.version >= changes.version {
+                return Ok(());
+            }
             for id in changes.deleted {
                 ix.remove(id);
             }
@@ -300,7 +305,7 @@ impl MemoryDb {
                     }
                 }
             }
-            ix.version = ix.version.max(changes.version);
+            ix.version = changes.version;
         }
         for chunk in unembedded.chunks(EMBED_BATCH) {
             let texts: Vec<&str> = chunk.iter().map(|r| r.text.as_str()).collect();

@@ -306,7 +306,10 @@ impl MemoryRows for PgMemory {
                 "UPDATE memory_items m SET embedding = u.embedding, embedding_model = $3,
                      version = $4
                  FROM unnest($5::BIGINT[], $6::BYTEA[]) AS u(id, embedding)
-                 WHERE m.id = u.id AND m.\"user\" = $1 AND m.kind = $2",
+                 WHERE m.id = u.id AND m.\"user\" = $1 AND m.kind = $2
+                   -- Changed meanwhile (with its own vector): not overwritten by one of
+                   -- its earlier text.
+                   AND (m.embedding IS NULL OR m.embedding_model IS DISTINCT FROM $3)",
                 &[&user, &kind.as_str(), &model, &version, &ids, &blobs],
             )
             .await?;

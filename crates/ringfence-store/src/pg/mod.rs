@@ -50,9 +50,9 @@ pub struct PgOptions {
     pub ca_file: Option<PathBuf>,
     /// How long to wait for a connection: to open one, or for a busy pool to free one.
     pub connect_timeout: Duration,
-    /// The longest one statement may run (PostgreSQL's `statement_timeout`) before the
-    /// server cancels it, so a stuck database fails calls instead of holding them; `None`:
-    /// no limit. A URL that sets `options` itself keeps its own.
+    /// The longest one statement may run (PostgreSQL's `statement_timeout`, set on each
+    /// connection) before the server cancels it, so a stuck database fails calls instead of
+    /// holding them; `None`: no limit (or the server's own setting).
     pub statement_timeout: Option<Duration>,
 }
 
@@ -95,6 +95,9 @@ struct Inner {
     wait: Duration,
     /// The database as messages name it: user@host:port/database, never the password.
     shown: String,
+    /// Set on each new connection (`SET statement_timeout`, which poolers like PgBouncer
+    /// accept where startup options are refused).
+    statement_timeout: Option<Duration>,
 }
 
 struct Slots {
@@ -144,11 +147,7 @@ impl Pg {
         if config.get_application_name().is_none() {
             config.application_name("ringfence");
         }
-        if let Some(limit) = options.statement_timeout
-            && config.get_options().is_none()
-        {
-            config.options(format!("-c statement_timeout={}", limit.as_millis()));
-        }
+
         let shown = shown(&config);
         let pg = Pg {
             inner: Arc::new(Inner {
@@ -164,6 +163,7 @@ impl Pg {
                 size: options.pool_size,
                 wait: options.connect_timeout,
                 shown,
+                statement_timeout: options.statement_timeout,
             }),
         };
         let first = pg.checkout()?;
@@ -350,6 +350,7 @@ impl Pg {
     fn open_connection(&self) -> Result<Client, StoreError> {
         let inner = &*self.inner;
         let (config, tls, shown) = (inner.config.clone(), inner.tls.clone(), inner.shown.clone());
+        let limit = inner.statement_timeout;
         let opening = inner.handle.spawn(async move {
             let (client, connection) = config.connect(tls).await?;
             tokio::spawn(async move {
@@ -357,6 +358,11 @@ impl Pg {
                     tracing::warn!(database = %shown, error = %e, "a PostgreSQL connection ended");
                 }
             });
+            if let Some(limit) = limit {
+                client
+                    .batch_execute(&format!("SET statement_timeout = {}", limit.as_millis()))
+                    .await?;
+            }
             Ok::<_, PgError>(client)
         });
         match futures_executor::block_on(opening) {
@@ -385,9 +391,11 @@ impl Pg {
         self.inner.handle.spawn(async move {
             loop {
                 let Some(pool) = inner.upgrade() else { return };
-                let (config, tls, shown) =
+                let (mut config, tls, shown) =
                     (pool.config.clone(), pool.tls.clone(), pool.shown.clone());
                 drop(pool);
+                // A connection that only listens sends nothing: keepalives tell a dead one.
+                config.keepalives(true).keepalives_idle(Duration::from_secs(30));
                 match listen_once(config, tls, channel, &sender).await {
                     Ok(()) => {}
                     Err(e) => {

@@ -47,6 +47,9 @@ pub const SESSIONS_PG_SCHEMA: Schema = Schema {
             PRIMARY KEY (session, path)
         );
         CREATE INDEX mcp_read_records_at ON mcp_read_records (at_ms);",
+        // 3: whether a session's standalone stream was ever opened; events of one stream
+        // committed in order.
+        "ALTER TABLE mcp_sessions ADD COLUMN streamed BOOLEAN NOT NULL DEFAULT false;",
     ],
 };
 
@@ -239,15 +242,46 @@ impl PgSessions {
         })
     }
 
+    /// Where a standalone stream (`stream`) of `session` opened without a position starts:
+    /// 0 for the first one the session ever opens (it then gets what was sent before it),
+    /// the stream's latest event for later ones.
+    pub fn stream_start(&self, session: &str, stream: &str) -> Result<i64, StoreError> {
+        self.pg.transaction(async |tx| {
+            let first = tx
+                .query_opt(
+                    "UPDATE mcp_sessions SET streamed = true WHERE id = $1 AND NOT streamed
+                     RETURNING id",
+                    &[&session],
+                )
+                .await?
+                .is_some();
+            if first {
+                return Ok(0);
+            }
+            Ok(tx
+                .query_one(
+                    "SELECT coalesce(max(id), 0) FROM mcp_events WHERE stream = $1",
+                    &[&stream],
+                )
+                .await?
+                .get(0))
+        })
+    }
+
     /// Appends an event to `stream`; returns its number (increasing across all streams).
-    /// The stream's name is announced on [`EVENTS_CHANNEL`] when the event commits.
+    /// Appends to one stream are serialised (an advisory lock until commit), so its events
+    /// commit in the order of their numbers and a reader that has seen number n never
+    /// misses a later-committing n − 1. The stream's name is announced on
+    /// [`EVENTS_CHANNEL`] when the event commits.
     pub fn append_event(&self, stream: &str, event: &str, now_ms: i64) -> Result<i64, StoreError> {
         self.pg.run(async |c| {
             Ok(c.query_one(
                 // Not waiting for the commit's flush (see the module's documentation).
                 "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)),
+                 ordered AS (SELECT pg_advisory_xact_lock(hashtext($1))),
                  appended AS (
-                     INSERT INTO mcp_events (stream, event, at_ms) VALUES ($1, $2, $3) RETURNING id
+                     INSERT INTO mcp_events (stream, event, at_ms)
+                     SELECT $1, $2, $3 FROM ordered RETURNING id
                  )
                  SELECT id, pg_notify('ringfence_mcp_events', $1) FROM appended, unflushed",
                 &[&stream, &event, &now_ms],
@@ -335,6 +369,10 @@ mod tests {
             vec![(e2, "two".to_owned())]
         );
         assert_eq!(a.events_after("s1:common", 0).unwrap().len(), 2);
+        // The first standalone stream of a session starts at its first event, later ones
+        // at its latest.
+        assert_eq!(a.stream_start("s1", "s1:common").unwrap(), 0);
+        assert_eq!(b.stream_start("s1", "s1:common").unwrap(), e2);
         // Held sessions are kept; the others and old events go.
         // Read records: per session and path, replaced, forgotten.
         let read = |n: u8| StoredRead {
