@@ -192,14 +192,14 @@ impl MemoryRows for PgMemory {
     }
 
     fn version(&self, user: &str, kind: Kind) -> Result<Option<i64>, StoreError> {
-        self.pg.run(async |c| {
+        // Before every search: prepared once per connection.
+        const VERSION: &str =
+            "SELECT version FROM memory_counters WHERE \"user\" = $1 AND kind = $2";
+        self.pg.run_prepared(VERSION, async |c, statement| {
             Ok(Some(
-                c.query_opt(
-                    "SELECT version FROM memory_counters WHERE \"user\" = $1 AND kind = $2",
-                    &[&user, &kind.as_str()],
-                )
-                .await?
-                .map_or(0, |r| r.get(0)),
+                c.query_opt(statement, &[&user, &kind.as_str()])
+                    .await?
+                    .map_or(0, |r| r.get(0)),
             ))
         })
     }

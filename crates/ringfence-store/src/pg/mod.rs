@@ -16,6 +16,7 @@
 //! public web roots, or only against `ca_file` when one is given — and its name must match
 //! the host.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -100,8 +101,15 @@ struct Inner {
     statement_timeout: Option<Duration>,
 }
 
+/// A pooled connection and the statements prepared on it.
+struct Conn {
+    client: Client,
+    /// By their SQL (see [`Pg::run_prepared`]).
+    prepared: HashMap<&'static str, tokio_postgres::Statement>,
+}
+
 struct Slots {
-    idle: Vec<Client>,
+    idle: Vec<Conn>,
     /// Connections open or being opened, idle or lent.
     open: usize,
 }
@@ -184,8 +192,48 @@ impl Pg {
         work: impl AsyncFnOnce(&mut Client) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut lent = self.checkout()?;
-        let client = lent.client.as_mut().expect("a lent connection");
-        futures_executor::block_on(work(client))
+        let conn = lent.conn.as_mut().expect("a lent connection");
+        futures_executor::block_on(work(&mut conn.client))
+    }
+
+    /// [`run`](Self::run) with `sql` prepared once per connection and kept: each later use
+    /// is one round trip (no parse and describe first) and no planning from scratch — for
+    /// the statements of every tool call. A statement the schema changed under (another
+    /// instance migrated) is prepared again once.
+    pub fn run_prepared<T>(
+        &self,
+        sql: &'static str,
+        mut work: impl AsyncFnMut(&Client, &tokio_postgres::Statement) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut lent = self.checkout()?;
+        let conn = lent.conn.as_mut().expect("a lent connection");
+        futures_executor::block_on(async {
+            let mut retried = false;
+            loop {
+                let statement = match conn.prepared.get(sql) {
+                    Some(s) => s.clone(),
+                    None => {
+                        let s = conn.client.prepare(sql).await?;
+                        conn.prepared.insert(sql, s.clone());
+                        s
+                    }
+                };
+                match work(&conn.client, &statement).await {
+                    Err(StoreError::Postgres(e))
+                        if !retried
+                            && e.code()
+                                == Some(
+                                    &tokio_postgres::error::SqlState::FEATURE_NOT_SUPPORTED,
+                                ) =>
+                    {
+                        // "cached plan must not change result type"
+                        conn.prepared.remove(sql);
+                        retried = true;
+                    }
+                    other => return other,
+                }
+            }
+        })
     }
 
     /// [`run`](Self::run) in one transaction, committed when `work` succeeds. A
@@ -307,11 +355,11 @@ impl Pg {
         let deadline = Instant::now() + inner.wait;
         let mut slots = inner.slots();
         loop {
-            while let Some(client) = slots.idle.pop() {
-                if !client.is_closed() {
+            while let Some(conn) = slots.idle.pop() {
+                if !conn.client.is_closed() {
                     return Ok(Lent {
                         pg: inner,
-                        client: Some(client),
+                        conn: Some(conn),
                     });
                 }
                 slots.open -= 1;
@@ -322,7 +370,10 @@ impl Pg {
                 return match self.open_connection() {
                     Ok(client) => Ok(Lent {
                         pg: inner,
-                        client: Some(client),
+                        conn: Some(Conn {
+                            client,
+                            prepared: HashMap::new(),
+                        }),
                     }),
                     Err(e) => {
                         inner.slots().open -= 1;
@@ -452,19 +503,19 @@ impl Inner {
 /// A connection lent by the pool; given back (or, if it broke, forgotten) on drop.
 struct Lent<'a> {
     pg: &'a Inner,
-    client: Option<Client>,
+    conn: Option<Conn>,
 }
 
 impl Drop for Lent<'_> {
     fn drop(&mut self) {
-        let Some(client) = self.client.take() else {
+        let Some(conn) = self.conn.take() else {
             return;
         };
         let mut slots = self.pg.slots();
-        if client.is_closed() {
+        if conn.client.is_closed() {
             slots.open -= 1;
         } else {
-            slots.idle.push(client);
+            slots.idle.push(conn);
         }
         drop(slots);
         self.pg.freed.notify_one();

@@ -186,17 +186,16 @@ impl PgSessions {
 
     /// Session `session`'s record of the file at `path`.
     pub fn read_record(&self, session: &str, path: &str) -> Result<Option<StoredRead>, StoreError> {
-        self.pg.run(async |c| {
-            Ok(c.query_opt(
-                "SELECT hash, size, mtime_ns FROM mcp_read_records WHERE session = $1 AND path = $2",
-                &[&session, &path],
-            )
-            .await?
-            .map(|r| StoredRead {
-                hash: r.get(0),
-                size: r.get(1),
-                mtime_ns: r.get(2),
-            }))
+        const READ: &str =
+            "SELECT hash, size, mtime_ns FROM mcp_read_records WHERE session = $1 AND path = $2";
+        self.pg.run_prepared(READ, async |c, statement| {
+            Ok(c.query_opt(statement, &[&session, &path])
+                .await?
+                .map(|r| StoredRead {
+                    hash: r.get(0),
+                    size: r.get(1),
+                    mtime_ns: r.get(2),
+                }))
         })
     }
 
@@ -208,14 +207,16 @@ impl PgSessions {
         read: &StoredRead,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        self.pg.run(async |c| {
+        // Not waiting for the commit's flush (see the module's documentation).
+        const RECORD: &str =
+            "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true))
+             INSERT INTO mcp_read_records (session, path, hash, size, mtime_ns, at_ms)
+             SELECT $1, $2, $3, $4, $5, $6 FROM unflushed
+             ON CONFLICT (session, path) DO UPDATE SET hash = EXCLUDED.hash,
+                 size = EXCLUDED.size, mtime_ns = EXCLUDED.mtime_ns, at_ms = EXCLUDED.at_ms";
+        self.pg.run_prepared(RECORD, async |c, statement| {
             c.execute(
-                // Not waiting for the commit's flush (see the module's documentation).
-                "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true))
-                 INSERT INTO mcp_read_records (session, path, hash, size, mtime_ns, at_ms)
-                 SELECT $1, $2, $3, $4, $5, $6 FROM unflushed
-                 ON CONFLICT (session, path) DO UPDATE SET hash = EXCLUDED.hash,
-                     size = EXCLUDED.size, mtime_ns = EXCLUDED.mtime_ns, at_ms = EXCLUDED.at_ms",
+                statement,
                 &[
                     &session,
                     &path,
@@ -274,20 +275,19 @@ impl PgSessions {
     /// misses a later-committing n − 1. The stream's name is announced on
     /// [`EVENTS_CHANNEL`] when the event commits.
     pub fn append_event(&self, stream: &str, event: &str, now_ms: i64) -> Result<i64, StoreError> {
-        self.pg.run(async |c| {
-            Ok(c.query_one(
-                // Not waiting for the commit's flush (see the module's documentation).
-                "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)),
-                 ordered AS (SELECT pg_advisory_xact_lock(hashtext($1))),
-                 appended AS (
-                     INSERT INTO mcp_events (stream, event, at_ms)
-                     SELECT $1, $2, $3 FROM ordered RETURNING id
-                 )
-                 SELECT id, pg_notify('ringfence_mcp_events', $1) FROM appended, unflushed",
-                &[&stream, &event, &now_ms],
-            )
-            .await?
-            .get(0))
+        // Not waiting for the commit's flush (see the module's documentation).
+        const APPEND: &str =
+            "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)),
+             ordered AS (SELECT pg_advisory_xact_lock(hashtext($1))),
+             appended AS (
+                 INSERT INTO mcp_events (stream, event, at_ms)
+                 SELECT $1, $2, $3 FROM ordered RETURNING id
+             )
+             SELECT id, pg_notify('ringfence_mcp_events', $1) FROM appended, unflushed";
+        self.pg.run_prepared(APPEND, async |c, statement| {
+            Ok(c.query_one(statement, &[&stream, &event, &now_ms])
+                .await?
+                .get(0))
         })
     }
 

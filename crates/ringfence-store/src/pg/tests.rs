@@ -263,3 +263,33 @@ fn a_statement_that_runs_too_long_is_cancelled_and_says_so() {
         .unwrap();
     assert_eq!(one, 1);
 }
+
+#[test]
+fn a_prepared_statement_is_kept_and_prepared_again_after_a_schema_change() {
+    let Some(db) = ScratchDb::new() else { return };
+    // One connection, so the second use finds the statement the first prepared.
+    let pg = Pg::connect(&PgOptions {
+        pool_size: 1,
+        ..PgOptions::new(db.url())
+    })
+    .unwrap();
+    pg.run(async |c| {
+        Ok(
+            c.batch_execute("CREATE TABLE t (a INT); INSERT INTO t VALUES (1)")
+                .await?,
+        )
+    })
+    .unwrap();
+    const ALL: &str = "SELECT * FROM t";
+    let columns = |pg: &Pg| {
+        pg.run_prepared(ALL, async |c, s| Ok(c.query_one(s, &[]).await?.len()))
+            .unwrap()
+    };
+    assert_eq!(columns(&pg), 1);
+    // Another instance migrates: the kept statement's result type changed.
+    let other = db.connect();
+    other
+        .run(async |c| Ok(c.batch_execute("ALTER TABLE t ADD COLUMN b INT").await?))
+        .unwrap();
+    assert_eq!(columns(&pg), 2);
+}
