@@ -402,7 +402,7 @@ async fn admit(
                 return refused();
             }
             (Some(id), None) if method == Method::GET => {
-                let (session, stream) = (id.clone(), format!("{id}:common"));
+                let (session, stream) = (id.clone(), shared::standalone_stream(id));
                 match blocking(move || dir.stream_start(&session, &stream)).await {
                     Ok(n) => {
                         if let Ok(v) = HeaderValue::from_str(&shared::standalone_from(n, id)) {

@@ -102,7 +102,7 @@ struct Stored {
 }
 
 /// The stream a session's messages between requests go out on (rmcp names it so).
-fn standalone_stream(session: &str) -> String {
+pub(super) fn standalone_stream(session: &str) -> String {
     format!("{session}:common")
 }
 

@@ -307,21 +307,14 @@ impl MemoryDb {
             }
             ix.version = changes.version;
         }
-        for chunk in unembedded.chunks(EMBED_BATCH) {
-            let texts: Vec<&str> = chunk.iter().map(|r| r.text.as_str()).collect();
-            let vectors = embedder.embed(&texts)?;
-            let pairs: Vec<(i64, &[f32])> = chunk
-                .iter()
-                .zip(&vectors)
-                .map(|(r, v)| (r.id, v.as_slice()))
-                .collect();
-            self.rows.set_vectors(user, kind, embedder.id(), &pairs)?;
-            let mut ix = index.write().unwrap_or_else(|e| e.into_inner());
-            for (row, v) in chunk.iter().zip(&vectors) {
-                ix.insert(row.id, v, row.meta.clone());
-            }
-        }
-        Ok(())
+        let texts: Vec<(i64, &str)> = unembedded.iter().map(|r| (r.id, r.text.as_str())).collect();
+        self.embed_and_save(user, kind, embedder, &texts, |i, v| {
+            let row = &unembedded[i];
+            index
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(row.id, v, row.meta.clone());
+        })
     }
 
     /// Embeds and saves `user`'s rows of `kind` that have no vector from `embedder`'s model.
@@ -343,15 +336,32 @@ impl MemoryDb {
             model,
             "embedding rows stored without a vector for this model"
         );
-        for chunk in missing.chunks(EMBED_BATCH) {
-            let texts: Vec<&str> = chunk.iter().map(|(_, c)| c.as_str()).collect();
+        let texts: Vec<(i64, &str)> = missing.iter().map(|(id, t)| (*id, t.as_str())).collect();
+        self.embed_and_save(user, kind, embedder, &texts, |_, _| {})
+    }
+
+    /// Embeds `rows` (row, text) in batches and saves their vectors (rows changed meanwhile
+    /// keep theirs); `saved` gets each row's position in `rows` and its vector.
+    fn embed_and_save(
+        &self,
+        user: &str,
+        kind: Kind,
+        embedder: &Arc<dyn Embedder>,
+        rows: &[(i64, &str)],
+        mut saved: impl FnMut(usize, &[f32]),
+    ) -> Result<(), StoreError> {
+        for (c, chunk) in rows.chunks(EMBED_BATCH).enumerate() {
+            let texts: Vec<&str> = chunk.iter().map(|(_, t)| *t).collect();
             let vectors = embedder.embed(&texts)?;
             let pairs: Vec<(i64, &[f32])> = chunk
                 .iter()
                 .zip(&vectors)
                 .map(|((id, _), v)| (*id, v.as_slice()))
                 .collect();
-            self.rows.set_vectors(user, kind, model, &pairs)?;
+            self.rows.set_vectors(user, kind, embedder.id(), &pairs)?;
+            for (i, v) in vectors.iter().enumerate() {
+                saved(c * EMBED_BATCH + i, v);
+            }
         }
         Ok(())
     }
