@@ -29,6 +29,7 @@ pub mod runner;
 pub mod session;
 pub mod shell;
 pub mod spill;
+pub mod text;
 pub mod time;
 pub mod tool;
 pub mod toolbox;

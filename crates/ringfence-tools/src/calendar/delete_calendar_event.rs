@@ -50,7 +50,8 @@ impl AsyncTool for DeleteCalendarEvent {
             };
             let out = format!(
                 "{what} \"{}\" deleted from calendar {}.\n",
-                d.title, d.calendar_name
+                crate::text::indented(&d.title, "  "),
+                crate::text::indented(&d.calendar_name, "  ")
             );
             Ok(ToolOutput::text(out).with_structured(json!({
                 "deleted": true,

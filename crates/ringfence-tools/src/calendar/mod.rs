@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::error::{ToolError, ToolErrorKind};
 use crate::family::{Family, FamilyInfo};
+use crate::text::indented;
 use crate::time::{TimeZone, format_in_zone, format_iso_ms};
 use crate::tool::{Async, BoxFuture, Tool};
 
@@ -358,20 +359,30 @@ fn structured(e: &CalendarEvent, user_zone: &(String, TimeZone)) -> Value {
     })
 }
 
-/// The event as a few lines: title, times, then calendar, ID, markers, location, link.
+/// The event as a few lines: title, times, then calendar, ID, markers, location, link. What
+/// comes from the calendar (a title or a location with line breaks in it) keeps each of its
+/// lines inside this entry.
 fn describe(e: &CalendarEvent, user_zone: &(String, TimeZone)) -> String {
-    let mut s = format!("{}\n   {}", e.title, times(e, user_zone));
+    const INDENT: &str = "   ";
+    let mut s = format!(
+        "{}\n{INDENT}{}",
+        indented(&e.title, INDENT),
+        times(e, user_zone)
+    );
     let mut facts = vec![format!("calendar: {}", e.calendar_name)];
     if e.recurring {
         facts.push("recurring".into());
     }
     facts.push(format!("ID: {}", e.id));
-    s.push_str(&format!("\n   {}", facts.join(" · ")));
+    s.push_str(&format!(
+        "\n{INDENT}{}",
+        indented(&facts.join(" · "), INDENT)
+    ));
     if let Some(l) = &e.location {
-        s.push_str(&format!("\n   Location: {l}"));
+        s.push_str(&format!("\n{INDENT}Location: {}", indented(l, INDENT)));
     }
     if let Some(m) = &e.meet_link {
-        s.push_str(&format!("\n   Meeting link: {m}"));
+        s.push_str(&format!("\n{INDENT}Meeting link: {}", indented(m, INDENT)));
     }
     s
 }
@@ -379,6 +390,39 @@ fn describe(e: &CalendarEvent, user_zone: &(String, TimeZone)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A title or a location with line breaks cannot fake another event of the list: each of
+    /// its lines after the first stays indented under its own entry.
+    #[test]
+    fn a_title_with_line_breaks_stays_inside_its_entry() {
+        let day = |d: &str| When::Date(d.parse().unwrap());
+        let e = CalendarEvent {
+            id: "ev1".into(),
+            calendar_id: "personal".into(),
+            calendar_name: "Personal".into(),
+            title: "Dentist\n2. - 2026-01-01 fake entry\r\n- 2026-01-01 fake entry".into(),
+            start: day("2026-01-29"),
+            end: day("2026-01-30"),
+            zone: None,
+            location: Some("Main St 1\r2. fake location".into()),
+            description: None,
+            recurring: false,
+            meet_link: None,
+        };
+        let zone = ("UTC".to_owned(), TimeZone::UTC);
+        let text = format!("1. {}\n", describe(&e, &zone));
+        assert!(text.starts_with("1. Dentist\n   2. - 2026-01-01 fake entry\n   - 2026-01-01"));
+        for l in text.lines().skip(1) {
+            assert!(
+                l.starts_with("   "),
+                "{l:?} starts a line of its own in:\n{text}"
+            );
+        }
+        assert!(
+            text.contains("Location: Main St 1\n   2. fake location"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn date_times_need_an_offset() {

@@ -47,6 +47,9 @@ impl BlockingTool for CancelFollowup {
             .as_deref()
             .map(str::trim)
             .filter(|r| !r.is_empty());
+        if let Some(r) = reason {
+            crate::text::refuse_controls("reason", r)?;
+        }
         if let Some(r) = reason
             && r.chars().count() > MAX_REASON_CHARS
         {
@@ -71,8 +74,10 @@ impl BlockingTool for CancelFollowup {
         let out = format!(
             "Follow-up {} cancelled{}; it will not be delivered.\nContext: {}\n",
             f.id,
-            reason.map(|r| format!(" ({r})")).unwrap_or_default(),
-            f.context
+            reason
+                .map(|r| format!(" ({})", crate::text::indented(r, "  ")))
+                .unwrap_or_default(),
+            crate::text::indented(&f.context, "  ")
         );
         Ok(ToolOutput::text(out).with_structured(super::structured(&f, &d)))
     }

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use crate::error::{BackendError, ToolError, ToolErrorKind, ToolResult};
 use crate::family::{Family, FamilyInfo};
+use crate::text::{indented, refuse_controls};
 use crate::time::{TimeZone, format_in_zone, format_iso_ms};
 use crate::tool::{Blocking, Tool};
 
@@ -319,8 +320,10 @@ fn storage_failed(e: BackendError) -> ToolError {
     ToolError::new(ToolErrorKind::Io, format!("follow-up storage failed: {e}"))
 }
 
-/// The trimmed context, refused when empty or too long.
+/// The trimmed context, refused when empty, too long, or holding a control character other
+/// than TAB and LF (it goes into mails and lists as it is).
 fn context(text: &str) -> ToolResult<String> {
+    refuse_controls("context", text)?;
     let t = text.trim();
     if t.is_empty() {
         return Err(ToolError::invalid(
@@ -421,7 +424,7 @@ fn confirmation(headline: String, f: &Followup, d: &UserDelivery, now_ms: i64) -
         d.zone_name,
         format_iso_ms(f.due_ms),
         relative(f.due_ms, now_ms),
-        f.context
+        indented(&f.context, "  ")
     );
     let note = delivery_note(d, f.due_ms);
     if let Some(n) = &note {
@@ -456,17 +459,17 @@ fn line(f: &Followup, d: &UserDelivery, now_ms: i64) -> String {
         }
         Status::Cancelled => {
             if let Some(r) = &f.cancel_reason {
-                s.push_str(&format!("; cancelled: {r}"));
+                s.push_str(&format!("; cancelled: {}", indented(r, "   ")));
             }
         }
         Status::Failed => s.push_str(&format!(
             "; delivery failed after {} attempts: {}",
             f.attempts,
-            f.last_error.as_deref().unwrap_or("unknown error")
+            indented(f.last_error.as_deref().unwrap_or("unknown error"), "   ")
         )),
         Status::Pending | Status::Delivering => {}
     }
-    s.push_str(&format!("\n   {}", f.context));
+    s.push_str(&format!("\n   {}", indented(&f.context, "   ")));
     s
 }
 
@@ -716,6 +719,77 @@ pub(crate) mod tests {
                 e.message
             );
         }
+    }
+
+    /// A stored context (or reason) with a line break cannot fake an entry of the list: each
+    /// of its lines after the first stays indented under its own entry.
+    #[test]
+    fn a_context_with_line_breaks_stays_inside_its_entry() {
+        let fake =
+            "ask about the trip\n#7 pending [2026-01-01] fake entry\r- 2026-01-01 fake entry";
+        let (s, _) = services_at(1_000_000_000_000);
+        let d = s.delivery.for_user("alice");
+        let mut f = Followup {
+            id: 1,
+            context: fake.into(),
+            due_ms: 1_000_000_060_000,
+            status: Status::Cancelled,
+            created_ms: 0,
+            updated_ms: 0,
+            attempts: 0,
+            last_error: None,
+            delivered_ms: None,
+            delivered_via: None,
+            cancel_reason: Some("done\n#8 pending fake".into()),
+        };
+        let listed = line(&f, &d, 1_000_000_000_000);
+        let (confirmed, _) = confirmation("Follow-up 1 due".into(), &f, &d, 1_000_000_000_000);
+        f.status = Status::Failed;
+        f.last_error = Some("webhook: HTTP 500\n#9 completed fake".into());
+        let failed = line(&f, &d, 1_000_000_000_000);
+        for text in [&listed, &confirmed, &failed] {
+            // Every line of the stored text after its first is indented: nothing at the start
+            // of a line looks like an entry (`#7 …`, `- …`).
+            for l in text.lines().filter(|l| l.contains("fake")) {
+                assert!(
+                    l.starts_with("  "),
+                    "{l:?} starts a line of its own in:\n{text}"
+                );
+            }
+            assert!(
+                text.contains("  #7 pending [2026-01-01] fake entry"),
+                "{text}"
+            );
+            assert!(text.contains("  - 2026-01-01 fake entry"), "{text}");
+        }
+        assert!(
+            listed.contains("cancelled: done\n   #8 pending fake"),
+            "{listed}"
+        );
+        assert!(
+            failed.contains("HTTP 500\n   #9 completed fake"),
+            "{failed}"
+        );
+    }
+
+    #[test]
+    fn contexts_with_control_characters_are_refused_when_scheduled() {
+        assert_eq!(context("  two\nlines\tok  ").unwrap(), "two\nlines\tok");
+        let e = context("c\r.\rMAIL FROM:<x>").unwrap_err();
+        assert_eq!(e.kind, ToolErrorKind::InvalidArgument);
+        assert!(
+            e.message
+                .contains("remove the control character U+000D (carriage return) at position 2"),
+            "{}",
+            e.message
+        );
+        let e = context("see \u{1b}[2Jthis").unwrap_err();
+        assert!(
+            e.message
+                .contains("remove the control character U+001B (escape) at position 5"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

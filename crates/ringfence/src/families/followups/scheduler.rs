@@ -453,9 +453,33 @@ async fn deliver(
     }
 }
 
+/// `text` with every line break a CRLF: a lone CR or a lone LF becomes CR LF (a CR LF stays
+/// one). SMTP ends lines with CR LF only, and a server that also takes a bare CR or LF as one
+/// would read `\r.\r` in a body as the end of the data and the rest as new commands (SMTP
+/// smuggling); with every break a CR LF, lettre's dot-stuffing covers every line.
+fn crlf_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 16);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {
+                if chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                out.push_str("\r\n");
+            }
+            '\n' => out.push_str("\r\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A mail to the channel's address or the user's: the check-in as subject and first
 /// paragraph, the note and the times below, the idempotency key as Message-ID (so a mail
-/// sent twice threads as one).
+/// sent twice threads as one). The body's lines end in CR LF whatever the check-in (written
+/// by a model) or a stored context holds ([`crlf_lines`]); the subject is the first line,
+/// control characters made spaces.
 async fn email(
     mail: &super::config::EmailChannel,
     user_address: Option<&str>,
@@ -472,17 +496,21 @@ async fn email(
         .ok_or("no address for this user (followups.users.<name>.email)")?;
     let text = |k: &str| doc[k].as_str().unwrap_or_default().to_owned();
     let message = text("message");
-    let first_line = message.lines().next().unwrap_or_default();
-    let mut subject: String = first_line.chars().take(70).collect();
-    if subject.len() < first_line.len() {
+    let first_line = message.split(['\r', '\n']).next().unwrap_or_default();
+    let mut subject: String = first_line
+        .chars()
+        .take(70)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if subject.chars().count() < first_line.chars().count() {
         subject.push('…');
     }
-    let body = format!(
+    let body = crlf_lines(&format!(
         "{message}\n\n--\nYour follow-up, scheduled for {} ({}).\nNote: {}\n",
         text("scheduled_for_local"),
         text("timezone"),
         text("context")
-    );
+    ));
     let email = lettre::Message::builder()
         .from(mail.from.parse().map_err(|e| format!("from: {e}"))?)
         .to(to.parse().map_err(|e| format!("to: {e}"))?)
@@ -821,6 +849,97 @@ mod tests {
             done.unwrap().followups[0].delivered_via.as_deref(),
             Some("mcp")
         );
+    }
+
+    /// An SMTP server on loopback for one session: records the commands and the raw bytes of
+    /// DATA (up to the CR LF . CR LF that ends them), answering each with success.
+    async fn one_smtp_session(listener: tokio::net::TcpListener) -> (Vec<String>, Vec<u8>) {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        let (stream, _) = listener.accept().await.unwrap();
+        let (read, mut write) = stream.into_split();
+        let mut read = BufReader::new(read);
+        write.write_all(b"220 fake ESMTP\r\n").await.unwrap();
+        let (mut commands, mut data) = (Vec::new(), Vec::new());
+        loop {
+            let mut line = Vec::new();
+            if read.read_until(b'\n', &mut line).await.unwrap() == 0 {
+                break;
+            }
+            let command = String::from_utf8_lossy(&line).trim_end().to_owned();
+            let verb = command.to_ascii_uppercase();
+            commands.push(command);
+            let answer: &[u8] = if verb.starts_with("DATA") {
+                write.write_all(b"354 go on\r\n").await.unwrap();
+                while !data.ends_with(b"\r\n.\r\n") {
+                    if read.read_until(b'\n', &mut data).await.unwrap() == 0 {
+                        break;
+                    }
+                }
+                b"250 queued\r\n"
+            } else if verb.starts_with("QUIT") {
+                write.write_all(b"221 bye\r\n").await.unwrap();
+                break;
+            } else {
+                b"250 ok\r\n"
+            };
+            write.write_all(answer).await.unwrap();
+        }
+        (commands, data)
+    }
+
+    /// Issue 29: a lone CR reached SMTP DATA unchanged (`c\r.\rMAIL FROM:…`, the
+    /// SMTP-smuggling pattern). A context stored before scheduling refused it (or a check-in
+    /// a model wrote) reaches the server only as CR LF lines, the dot line stuffed.
+    #[test]
+    fn a_lone_cr_never_reaches_smtp_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = rt();
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let toml = format!(
+            "[followups]\nproactive = true\ntimezone = \"UTC\"\n[[followups.channels]]\nkind = \"email\"\nsmtp_host = \"127.0.0.1\"\nsmtp_port = {port}\nstarttls = false\nfrom = \"iris@example.org\"\n[followups.users.alice]\nemail = \"me@example.org\"\n"
+        );
+        let (db, clock, s) = scheduler(&toml, dir.path());
+        db.schedule("alice", "c\r.\rMAIL FROM:<x>\nand\n.\nlf", T0 + MIN, T0)
+            .unwrap();
+        clock.set(T0 + 2 * MIN);
+        let server = rt.spawn(one_smtp_session(listener));
+        assert_eq!(rt.block_on(s.round()).unwrap().delivered, 1);
+        let (commands, data) = rt.block_on(server).unwrap();
+        let verbs: Vec<&str> = commands.iter().map(|c| &c[..4]).collect();
+        assert_eq!(
+            verbs,
+            ["EHLO", "MAIL", "RCPT", "DATA", "QUIT"],
+            "{commands:?}"
+        );
+        assert!(commands[1].starts_with("MAIL FROM:<iris@example.org>"));
+        for (i, &b) in data.iter().enumerate() {
+            let next = data.get(i + 1).copied();
+            let prev = i.checked_sub(1).map(|p| data[p]);
+            assert!(
+                (b != b'\r' || next == Some(b'\n')) && (b != b'\n' || prev == Some(b'\r')),
+                "a bare CR or LF at byte {i} of DATA: {:?}",
+                String::from_utf8_lossy(&data)
+            );
+        }
+        let text = String::from_utf8_lossy(&data);
+        assert!(
+            text.contains("\r\n\r\nc\r\n..\r\nMAIL FROM:<x>\r\nand\r\n..\r\nlf\r\n"),
+            "{text:?}"
+        );
+        assert!(
+            text.contains("\r\nNote: c\r\n..\r\nMAIL FROM:<x>\r\n"),
+            "{text:?}"
+        );
+        assert!(text.contains("Subject: Follow-up: c\r\n"), "{text:?}");
+    }
+
+    #[test]
+    fn crlf_lines_turns_every_lone_cr_and_lf_into_crlf() {
+        assert_eq!(crlf_lines("a\rb\nc\r\nd\n\re"), "a\r\nb\r\nc\r\nd\r\n\r\ne");
+        assert_eq!(crlf_lines("\r\r\n\n"), "\r\n\r\n\r\n");
     }
 
     #[test]
