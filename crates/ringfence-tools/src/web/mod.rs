@@ -11,13 +11,12 @@ mod web_fetch;
 mod web_search;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::error::{ToolError, ToolErrorKind};
 use crate::family::{Family, FamilyInfo};
 use crate::tool::{Async, BoxFuture, Tool};
 
-pub use cache::PageCache;
+pub use cache::{CacheLimits, PageCache};
 pub use web_fetch::WebFetch;
 pub use web_search::WebSearch;
 
@@ -173,10 +172,9 @@ pub struct WebServices {
     pub fetcher: Arc<dyn Fetcher>,
     /// `None` when no provider is configured: `web_search` then says how to configure one.
     pub searcher: Option<Arc<dyn Searcher>>,
-    /// How long fetched documents are kept for paging.
-    pub cache_ttl: Duration,
-    /// How many fetched documents the cache holds (all users together).
-    pub cache_entries: usize,
+    /// How long and how much of the fetched documents the page cache keeps for paging: a
+    /// share per user, and a bound for all users together.
+    pub cache: CacheLimits,
 }
 
 /// Builds the web family.
@@ -184,7 +182,7 @@ pub fn family(services: WebServices) -> Family {
     let tools: Vec<Arc<dyn Tool>> = vec![
         Async::arc(WebFetch {
             fetcher: services.fetcher,
-            cache: Arc::new(PageCache::new(services.cache_ttl, services.cache_entries)),
+            cache: Arc::new(PageCache::new(services.cache)),
         }),
         Async::arc(WebSearch {
             searcher: services.searcher,

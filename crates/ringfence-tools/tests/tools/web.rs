@@ -104,8 +104,12 @@ fn web(with_search: bool) -> Web {
     let family = web::family(WebServices {
         fetcher: fetcher.clone(),
         searcher: with_search.then(|| search.clone() as Arc<dyn Searcher>),
-        cache_ttl: Duration::from_secs(60),
-        cache_entries: 8,
+        cache: web::CacheLimits {
+            ttl: Duration::from_secs(60),
+            entries_per_user: 8,
+            bytes_per_user: 1 << 20,
+            total_bytes: 4 << 20,
+        },
     });
     Web {
         fx: Fx::new(),
@@ -210,6 +214,41 @@ async fn the_cache_is_per_user_and_per_format() {
             ("ann".to_owned(), url.to_owned(), "text"),
         ]
     );
+}
+
+/// Issue 29: the page cache was one shared pool, so one user's fetches evicted everyone's
+/// pages. Each user has a share now: Bob's hundred pages evict only his own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_users_fetches_never_evict_another_users_page() {
+    let w = web(false);
+    let mine = "https://example.com/ann";
+    w.call("ann", "web_fetch", json!({"url": mine}))
+        .await
+        .unwrap();
+    for i in 0..100 {
+        w.call(
+            "bob",
+            "web_fetch",
+            json!({"url": format!("https://example.com/{i}")}),
+        )
+        .await
+        .unwrap();
+    }
+    w.call("ann", "web_fetch", json!({"url": mine, "start_index": 100}))
+        .await
+        .unwrap();
+    let seen = w.fetcher.seen.lock().unwrap().clone();
+    let anns: Vec<_> = seen.iter().filter(|(user, _, _)| user == "ann").collect();
+    assert_eq!(anns.len(), 1, "Ann's page was fetched again: {anns:?}");
+    assert_eq!(seen.len(), 101);
+    // Bob's share holds his last eight (the test's bound); his first went.
+    w.call("bob", "web_fetch", json!({"url": "https://example.com/99"}))
+        .await
+        .unwrap();
+    w.call("bob", "web_fetch", json!({"url": "https://example.com/0"}))
+        .await
+        .unwrap();
+    assert_eq!(w.fetcher.calls.load(Ordering::SeqCst), 102);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -44,8 +44,12 @@ struct WebConfig {
     proxy: Option<String>,
     /// Seconds a fetched document is kept for paging (default 300; 0 turns the cache off).
     cache_ttl_secs: Option<u64>,
-    /// Documents the page cache holds, all users together (default 64).
+    /// Documents the page cache holds for each user (default 64).
     cache_entries: Option<usize>,
+    /// Megabytes the page cache holds for each user (default 16).
+    cache_user_mb: Option<f64>,
+    /// Megabytes the page cache holds, all users together (default 128).
+    cache_mb: Option<f64>,
     /// `[web.search]`: the search provider.
     search: Option<super::search_config::SearchTable>,
 }
@@ -63,8 +67,8 @@ pub struct WebSettings {
     pub connect_timeout: Duration,
     pub timeout: Duration,
     pub proxy: Option<String>,
-    pub cache_ttl: Duration,
-    pub cache_entries: usize,
+    /// The page cache: each user's share, and the bound for all users together.
+    pub cache: ringfence_tools::web::CacheLimits,
     /// The search provider, when one is configured.
     pub search: Option<ringfence_web::search::SearchConfig>,
 }
@@ -151,6 +155,24 @@ fn resolve(file: WebConfig, env: &dyn Env) -> Result<WebSettings, ConfigError> {
             ));
         }
     }
+    // One user's share never exceeds the whole cache, so one user alone never evicts another's
+    // pages (see ringfence_tools::web::PageCache).
+    let cache = ringfence_tools::web::CacheLimits {
+        ttl: Duration::from_secs(file.cache_ttl_secs.unwrap_or(300)),
+        entries_per_user: file.cache_entries.unwrap_or(64),
+        bytes_per_user: megabytes("cache_user_mb", file.cache_user_mb, 16.0)?,
+        total_bytes: megabytes("cache_mb", file.cache_mb, 128.0)?,
+    };
+    if cache.bytes_per_user > cache.total_bytes {
+        return Err(ConfigError::invalid(
+            "web.cache_user_mb",
+            format!(
+                "one user's share ({} MB) is larger than the whole cache (web.cache_mb = {} MB); lower cache_user_mb or raise cache_mb",
+                cache.bytes_per_user / 1_000_000,
+                cache.total_bytes / 1_000_000
+            ),
+        ));
+    }
     Ok(WebSettings {
         allow_private,
         allowed_domains: domains("allowed_domains", file.allowed_domains)?,
@@ -162,8 +184,7 @@ fn resolve(file: WebConfig, env: &dyn Env) -> Result<WebSettings, ConfigError> {
         connect_timeout: seconds("connect_timeout_secs", file.connect_timeout_secs, 10)?,
         timeout: seconds("timeout_secs", file.timeout_secs, 30)?,
         proxy: file.proxy.filter(|p| !p.trim().is_empty()),
-        cache_ttl: Duration::from_secs(file.cache_ttl_secs.unwrap_or(300)),
-        cache_entries: file.cache_entries.unwrap_or(64),
+        cache,
         search: super::search_config::resolve(file.search.as_ref(), env)?,
     })
 }
@@ -195,6 +216,15 @@ mod tests {
         assert_eq!(s.connect_timeout, Duration::from_secs(10));
         assert_eq!(s.timeout, Duration::from_secs(30));
         assert!(s.allow_private.is_empty() && s.proxy.is_none());
+        assert_eq!(
+            s.cache,
+            ringfence_tools::web::CacheLimits {
+                ttl: Duration::from_secs(300),
+                entries_per_user: 64,
+                bytes_per_user: 16_000_000,
+                total_bytes: 128_000_000,
+            }
+        );
     }
 
     #[test]
@@ -237,6 +267,9 @@ mod tests {
                 "blocked_domains = [\"https://x.com/\"]",
                 "web.blocked_domains",
             ),
+            ("cache_mb = 0", "web.cache_mb"),
+            ("cache_user_mb = 2000", "web.cache_user_mb"),
+            ("cache_user_mb = 64\ncache_mb = 32", "web.cache_user_mb"),
         ] {
             let err = resolve(parse(text), &Vars(vec![])).unwrap_err();
             assert!(err.to_string().contains(key), "{text}: {err}");

@@ -41,8 +41,7 @@ impl FamilyPlug for WebPlug {
                 ),
                 None => None,
             },
-            cache_ttl: settings.cache_ttl,
-            cache_entries: settings.cache_entries,
+            cache: settings.cache,
         }))
     }
 }
