@@ -18,9 +18,11 @@
 mod cgroup;
 mod kill;
 mod mounts;
+pub mod ns;
 mod run;
 mod seccomp;
 mod spawn;
+mod stage2;
 mod supervise;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +35,7 @@ use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 use serde::{Deserialize, Serialize};
 
 pub use mounts::{Entered, MountError, NamespaceKind, read_only_outside};
+pub use ns::UserNamespace;
 pub use run::{Ended, Exit, Helper, Outcome, Stream, run};
 pub use seccomp::Network;
 pub use spawn::{PATH, clean_env};
@@ -58,46 +61,67 @@ pub struct Policy {
     pub others_processes: u64,
     /// How much of the sandbox the kernel must enforce before the command runs.
     pub require: Requirement,
+    /// The command runs in namespaces of its own ([`ns`]): PID with its own `/proc`, IPC,
+    /// mount, UTS, cgroup, and network without the network. Off only for `sandbox = "off"`
+    /// and, with `"partial"`, where the machine cannot make them.
+    #[serde(default = "yes")]
+    pub namespaces: bool,
+    /// Whether a user namespace is made around them (where needed, or always: for tests).
+    #[serde(default)]
+    pub user_namespace: UserNamespace,
+    /// The command's `$TMPDIR`, mounted as a `tmpfs` of its own in its mount namespace.
+    #[serde(default)]
+    pub tmp: Option<TmpDir>,
+    /// Test only: use no Landlock ABI newer than this, as an older kernel would (the escape
+    /// table runs at each ABI level this way). `None` in ringfence.
+    #[serde(default)]
+    pub landlock_abi_cap: Option<u8>,
 }
 
-/// The Landlock ABI from which signals and abstract Unix sockets are scoped: below it a
-/// command can signal the server and every process of the same Unix user.
+fn yes() -> bool {
+    true
+}
+
+/// The command's temporary directory and the most it may hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TmpDir {
+    pub path: PathBuf,
+    /// In bytes (counted in the command's memory too, where a memory cgroup holds).
+    pub size: u64,
+}
+
+/// The Landlock ABI from which signals and abstract Unix sockets are scoped by Landlock
+/// itself; with the command's namespaces they are scoped on any ABI.
 pub const SCOPED_ABI: u8 = 6;
 
 /// How much of the sandbox must hold for a command to run (`[shell] sandbox`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Requirement {
-    /// Landlock ABI [`SCOPED_ABI`] or newer (Linux 6.12): file access confined and
-    /// signals scoped. The default.
+    /// Landlock (any ABI: Linux 5.13 or later) and the command's own namespaces (user
+    /// namespaces allowed, or a privileged server). The default.
     Full,
-    /// Whatever Landlock the kernel has, as long as it enforces some: on an older kernel
-    /// signals are not scoped (and before ABI 3 `truncate` is not controlled). An
-    /// operator's explicit choice (`sandbox = "partial"`).
+    /// Whatever the kernel has, as long as Landlock enforces some: without namespaces the
+    /// command may see other processes, share System V IPC with the machine (refused by
+    /// the system-call filter instead) and, before Landlock ABI 6, signal processes of its
+    /// user. An operator's explicit choice (`sandbox = "partial"`); every result says what
+    /// is missing.
     Partial,
     /// Nothing is required (`sandbox = "off"`).
     Off,
 }
 
 impl Requirement {
-    /// Whether a sandbox of this ABI and enforcement is enough; the error says what is
+    /// Whether Landlock of this ABI and enforcement is enough; the error says what is
     /// missing and how an operator can choose otherwise.
     pub fn check(self, abi: u8, enforcement: Enforcement) -> Result<(), SandboxError> {
         match self {
             Requirement::Off => Ok(()),
             _ if enforcement == Enforcement::None || abi == 0 => {
                 Err(SandboxError::NoLandlock(format!(
-                    "the kernel does not enforce Landlock (ABI {abi}); commands are not run without the sandbox unless an operator sets [shell] sandbox = \"off\""
+                    "the kernel does not enforce Landlock (ABI {abi}; Linux 5.13 or later with Landlock enabled is needed): commands are not run without the sandbox unless an operator sets [shell] sandbox = \"off\""
                 )))
             }
-            Requirement::Full if abi < SCOPED_ABI => Err(SandboxError::NoLandlock(format!(
-                "the kernel's Landlock is ABI {abi}, older than {SCOPED_ABI} (Linux 6.12): a command could signal the server and other processes of its user{}. Commands are not run in this partial sandbox unless an operator sets [shell] sandbox = \"partial\" (or runs a newer kernel)",
-                if abi < 3 {
-                    ", and truncate files it may only read"
-                } else {
-                    ""
-                }
-            ))),
             _ => Ok(()),
         }
     }
@@ -112,8 +136,14 @@ pub struct Limits {
     /// The largest file a process may write, in bytes.
     pub file_size: Option<u64>,
     pub cpu_secs: Option<u64>,
-    /// Address space per process, in bytes.
+    /// Address space per process, in bytes: applied only where no memory cgroup bounds
+    /// the command (it cannot see `memfd` or `tmpfs` pages, and stops programs that reserve
+    /// much address space without using it).
     pub address_space: Option<u64>,
+    /// Memory of the whole command, in bytes (a memory cgroup: anonymous, shared, `memfd`
+    /// and `tmpfs` pages, no swap beyond it).
+    #[serde(default)]
+    pub memory: Option<u64>,
 }
 
 impl Default for Limits {
@@ -125,33 +155,72 @@ impl Default for Limits {
             file_size: Some(1 << 30),
             cpu_secs: Some(300),
             address_space: Some(4 << 30),
+            memory: Some(4 << 30),
         }
     }
 }
 
 /// The system paths programs need to run, read-only (a path missing on this machine is
 /// skipped when the policy is applied). Of `/etc`, only the entries in [`ETC_PUBLIC`] are
-/// given (see [`etc_read_paths`]); `/proc` is readable, but another process's private files
-/// there (its environment, memory, open files, working directory) need the ptrace access
-/// Landlock refuses outside the sandbox.
+/// given (see [`etc_read_paths`]); of `/opt` and `/usr/local`, only the entries every user
+/// may read (see [`public_entries`]: an operator's private directory there — a data
+/// directory, a service's credentials — stays out of reach); `/usr` is given entry by
+/// entry for that reason. `/proc` is the command's own (its PID namespace).
 pub fn system_read_paths() -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = [
-        "/usr",
         "/bin",
         "/sbin",
         "/lib",
         "/lib32",
         "/lib64",
         "/libx32",
-        "/opt",
         "/proc",
         "/sys/devices/system/cpu",
     ]
     .iter()
     .map(PathBuf::from)
     .collect();
+    paths.extend(
+        list_dir(Path::new("/usr"))
+            .into_iter()
+            .filter(|p| !p.ends_with("local")),
+    );
+    paths.extend(public_entries(Path::new("/usr/local")));
+    paths.extend(public_entries(Path::new("/opt")));
     paths.extend(etc_read_paths(Path::new("/etc")));
     paths
+}
+
+/// The entries of `dir` that every user may read: directories with `o+rx`, files with
+/// `o+r` (symbolic links by what they point to). A directory of the operator's made private
+/// says itself that it is not for commands.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "system paths named for the sandbox's rules"
+)]
+pub fn public_entries(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    list_dir(dir)
+        .into_iter()
+        .filter(|p| match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => m.permissions().mode() & 0o005 == 0o005,
+            Ok(m) => m.permissions().mode() & 0o004 != 0,
+            Err(_) => false,
+        })
+        .collect()
+}
+
+/// The first of `granted` (paths a command may read) that would give it `private` (a path
+/// that must stay out of its reach): `private` lies beneath it or is it. Compared by real
+/// paths where they exist (a symbolic link in either does not hide the overlap).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "system and configuration paths, resolved for a comparison"
+)]
+pub fn granted_over<'a>(private: &Path, granted: &'a [PathBuf]) -> Option<&'a PathBuf> {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let private = real(private);
+    granted.iter().find(|g| private.starts_with(real(g)))
 }
 
 /// The entries of `etc` a command may read: those [`ETC_PUBLIC`] names (a name ending in
@@ -350,6 +419,43 @@ pub struct Applied {
     /// What bounds the number of processes (set by the helper; `None` when not asked).
     #[serde(default)]
     pub process_limit: Option<ProcessLimit>,
+    /// The namespaces the command runs in (`None`: none of its own).
+    #[serde(default)]
+    pub namespaces: Option<ns::Made>,
+    /// What bounds the command's memory.
+    #[serde(default)]
+    pub memory_limit: Option<MemoryLimit>,
+    /// `$TMPDIR` is a `tmpfs` of this many bytes.
+    #[serde(default)]
+    pub tmp_size: Option<u64>,
+    /// System V IPC and POSIX message queues are refused by the system-call filter (no IPC
+    /// namespace of the command's own).
+    #[serde(default)]
+    pub ipc_refused: bool,
+}
+
+impl Applied {
+    /// Whether the command can signal, trace or read no process outside it: its own PID
+    /// namespace, or Landlock's scope.
+    pub fn signals_isolated(&self) -> bool {
+        self.scoped || self.namespaces.is_some_and(|n| n.pid)
+    }
+
+    /// Whether other processes are out of the command's sight (its own `/proc`).
+    pub fn processes_hidden(&self) -> bool {
+        self.namespaces.is_some_and(|n| n.pid)
+    }
+}
+
+/// What bounds a command's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryLimit {
+    /// A memory cgroup of its own: everything it holds, together.
+    Cgroup,
+    /// Only the address space of each process (no memory cgroup here): `memfd_create` is
+    /// refused, `$TMPDIR` is capped, but many processes together may hold more.
+    AddressSpace,
 }
 
 /// What bounds a command's processes.
@@ -390,6 +496,14 @@ pub enum SandboxError {
     /// The helper failed or broke the protocol.
     #[error("{0}")]
     Helper(String),
+    /// The command's namespaces could not be made, and the requirement needs them (the
+    /// text says why and what an operator can do).
+    #[error("{0}")]
+    NoNamespaces(String),
+    /// With `sandbox = "partial"`: the namespaces failed half-way (nothing ran); the run is
+    /// made again without them.
+    #[error("{0}")]
+    NamespacesFailed(String),
     /// The time limit passed while the sandbox was being set up: nothing ran.
     #[error(
         "the time limit ({} s) passed before the sandbox was set up, so the command never started; give it a longer timeout",
@@ -406,10 +520,33 @@ pub enum SandboxError {
     },
 }
 
-/// Restricts the calling process (and everything it starts) to `policy`. Call it in the
-/// process that will execute the command, before it does. Paths of the policy that cannot be
-/// opened (missing on this machine) grant nothing and are skipped.
+/// How the refusal for want of namespaces begins (it travels from the second stage as text).
+pub(crate) const NO_NAMESPACES: &str = "the sandbox cannot give the command namespaces";
+
+impl SandboxError {
+    /// The refusal when the command's namespaces cannot be made (`why`) and the default
+    /// requirement needs them.
+    pub fn no_namespaces(why: &str) -> SandboxError {
+        SandboxError::NoNamespaces(format!(
+            "{NO_NAMESPACES} of its own here ({why}). Without them a command could see the machine's other processes and their command lines, share System V shared memory with them, and on kernels before Linux 6.12 signal processes of its user, so commands are not run. To fix it, let ringfence make user namespaces: on Ubuntu 23.10 and later (kernel.apparmor_restrict_unprivileged_userns = 1) install the AppArmor profile from deploy/apparmor/ringfence; in a container, allow unshare and clone with namespace flags (or run it with CAP_SYS_ADMIN); or run the server as root. An operator may instead set [shell] sandbox = \"partial\" to run commands without them (every result then says what is missing)"
+        ))
+    }
+}
+
+/// Restricts the calling process (and everything it starts) to `policy`, without
+/// namespaces of its own beyond a mount namespace (the path of `sandbox = "partial"` where
+/// none can be made, and of the tests that apply the policy in a process directly). Call it
+/// in the process that will execute the command, before it does. Paths of the policy that
+/// cannot be opened (missing on this machine) grant nothing and are skipped.
 pub fn restrict_self(policy: &Policy) -> Result<Applied, SandboxError> {
+    restrict_self_with(policy, false)
+}
+
+/// [`restrict_self`], told whether a memory cgroup bounds the command.
+pub(crate) fn restrict_self_with(
+    policy: &Policy,
+    memory_cgroup: bool,
+) -> Result<Applied, SandboxError> {
     // First, while mounts may still be changed: Landlock and the filter forbid it after.
     let entered = if policy.require == Requirement::Off {
         None
@@ -423,33 +560,65 @@ pub fn restrict_self(policy: &Policy) -> Result<Applied, SandboxError> {
             Err(MountError::Broken(why)) => return Err(SandboxError::Setup(why)),
         }
     };
+    confine(
+        policy,
+        Base {
+            read_only_outside: entered.is_some(),
+            own_user_namespace: entered == Some(Entered::UserAndMount),
+            ipc_isolated: false,
+            memory_cgroup,
+        },
+    )
+}
+
+/// What holds before [`confine`]: set up by the caller.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Base {
+    /// Everything outside the writable directories is mounted read-only.
+    pub read_only_outside: bool,
+    /// The process is in a user namespace of its own (the kernel counts its processes
+    /// alone against the process limit).
+    pub own_user_namespace: bool,
+    /// In an IPC namespace of its own: System V IPC need not be refused.
+    pub ipc_isolated: bool,
+    /// A memory cgroup bounds the command: no address-space limit, `memfd_create` allowed.
+    pub memory_cgroup: bool,
+}
+
+/// Resource limits, `no_new_privs`, Landlock, every capability dropped and the system-call
+/// filter, in that order, on the calling process.
+pub(crate) fn confine(policy: &Policy, base: Base) -> Result<Applied, SandboxError> {
     let mut limits = policy.limits;
     limits.processes = process_limit(
         policy.limits.processes,
         policy.others_processes,
-        entered == Some(Entered::UserAndMount),
+        base.own_user_namespace,
     );
+    if base.memory_cgroup {
+        limits.address_space = None;
+    }
     set_limits(&limits)?;
     rustix::thread::set_no_new_privs(true).map_err(|e| SandboxError::Os {
         what: "no_new_privs",
         source: e.into(),
     })?;
-    let status = Ruleset::default()
+    let asked = match policy.landlock_abi_cap {
+        Some(cap) => ABI::from(i32::from(cap.min(NEWEST as u8))),
+        None => NEWEST,
+    };
+    let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessFs::from_all(NEWEST))?
-        .scope(Scope::from_all(NEWEST))?
+        .handle_access(AccessFs::from_all(asked))?;
+    if asked as u8 >= SCOPED_ABI {
+        ruleset = ruleset.scope(Scope::from_all(asked))?;
+    }
+    let status = ruleset
         .create()?
-        .add_rules(path_beneath_rules(
-            &policy.read,
-            AccessFs::from_read(NEWEST),
-        ))?
-        .add_rules(path_beneath_rules(
-            &policy.write,
-            AccessFs::from_all(NEWEST),
-        ))?
+        .add_rules(path_beneath_rules(&policy.read, AccessFs::from_read(asked)))?
+        .add_rules(path_beneath_rules(&policy.write, AccessFs::from_all(asked)))?
         .restrict_self()?;
     let abi = match status.landlock {
-        LandlockStatus::Available { effective_abi, .. } => effective_abi as u8,
+        LandlockStatus::Available { effective_abi, .. } => (effective_abi as u8).min(asked as u8),
         _ => 0,
     };
     let enforcement = match status.ruleset {
@@ -459,15 +628,27 @@ pub fn restrict_self(policy: &Policy) -> Result<Applied, SandboxError> {
     };
     policy.require.check(abi, enforcement)?;
     drop_capabilities();
-    let seccomp = seccomp::apply(policy.network)?;
+    let refuse = seccomp::Refuse {
+        sysv_ipc: !base.ipc_isolated,
+        memfd: !base.memory_cgroup,
+    };
+    let seccomp = seccomp::apply(policy.network, refuse)?;
     Ok(Applied {
         landlock_abi: abi,
         enforcement,
         scoped: abi >= SCOPED_ABI && enforcement != Enforcement::None,
         no_new_privs: status.no_new_privs || rustix::thread::no_new_privs().unwrap_or(false),
         seccomp,
-        read_only_outside: entered.is_some(),
+        read_only_outside: base.read_only_outside,
         process_limit: None,
+        namespaces: None,
+        memory_limit: Some(if base.memory_cgroup {
+            MemoryLimit::Cgroup
+        } else {
+            MemoryLimit::AddressSpace
+        }),
+        tmp_size: None,
+        ipc_refused: seccomp && refuse.sysv_ipc,
     })
 }
 
@@ -532,22 +713,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_requires_scoped_signals() {
-        // ABI 6 and 7 (Linux 6.12 and later) run; ABI 1 to 5 (Debian 12, Ubuntu 24.04) do
-        // not, and the refusal names the ABI, what is missing and the setting.
-        for abi in [6, 7] {
-            assert!(Requirement::Full.check(abi, Enforcement::Full).is_ok());
-            assert!(Requirement::Full.check(abi, Enforcement::Partial).is_ok());
+    fn any_enforcing_landlock_is_enough_the_namespaces_do_the_rest() {
+        // ABI 1 to 7 (Linux 5.13 and later) run: what ABI 6 adds (signal and abstract
+        // socket scope) the command's PID and network namespaces hold on any ABI.
+        for abi in 1..=7 {
+            for r in [Requirement::Full, Requirement::Partial] {
+                assert!(r.check(abi, Enforcement::Full).is_ok());
+                assert!(r.check(abi, Enforcement::Partial).is_ok());
+            }
         }
-        for abi in 1..6 {
-            let e = Requirement::Full
-                .check(abi, Enforcement::Full)
-                .unwrap_err()
+    }
+
+    #[test]
+    fn the_refusal_for_want_of_namespaces_says_why_and_the_ways_out() {
+        let e =
+            SandboxError::no_namespaces("cannot make a user namespace: Operation not permitted")
                 .to_string();
-            assert!(e.contains(&format!("ABI {abi}")), "{e}");
-            assert!(e.contains("signal the server"), "{e}");
-            assert!(e.contains("sandbox = \"partial\""), "{e}");
-            assert_eq!(e.contains("truncate"), abi < 3, "{e}");
+        assert!(e.starts_with(NO_NAMESPACES), "{e}");
+        for needed in [
+            "Operation not permitted",
+            "other processes",
+            "System V",
+            "deploy/apparmor/ringfence",
+            "apparmor_restrict_unprivileged_userns",
+            "CAP_SYS_ADMIN",
+            "sandbox = \"partial\"",
+        ] {
+            assert!(e.contains(needed), "{needed} missing: {e}");
         }
     }
 

@@ -68,42 +68,110 @@ fn os_error(what: &str) -> String {
 /// Descriptors opened before the call still reach the file systems as they were: the
 /// caller must reopen its stdin (`/dev/null`) afterwards, or a command could change the
 /// mode of the file behind it through `/dev/stdin`.
-#[allow(unsafe_code)]
+pub fn read_only_outside(writable: &[PathBuf], kind: NamespaceKind) -> Result<Entered, MountError> {
+    let dirs = writable_dirs(writable)?;
+    let entered = enter_namespace(kind)?;
+    make_private().map_err(MountError::Unavailable)?;
+    read_only_except(&dirs)?;
+    Ok(entered)
+}
+
+/// The writable directories by their real paths: a root reached through a symlink is
+/// cloned and put back where it really is (move_mount does not follow a symlink at its
+/// target).
 #[allow(
     clippy::disallowed_methods,
     reason = "the policy's own paths, to tell directories from device files"
 )]
-pub fn read_only_outside(writable: &[PathBuf], kind: NamespaceKind) -> Result<Entered, MountError> {
-    use MountError::{Broken, Unavailable};
-    // Each directory by its real path: a root reached through a symlink is cloned and put
-    // back where it really is (move_mount does not follow a symlink at its target).
-    let dirs: Vec<CString> = writable
+pub(crate) fn writable_dirs(writable: &[PathBuf]) -> Result<Vec<CString>, MountError> {
+    writable
         .iter()
         .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_dir()))
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .map(|p| c_path(&p))
         .collect::<Result<_, _>>()
-        .map_err(Unavailable)?;
-    let entered = enter_namespace(kind)?;
-    let root = c"/";
+        .map_err(MountError::Unavailable)
+}
+
+/// Makes every mount of this (new) mount namespace private, so that nothing done here
+/// propagates back to the machine's mounts. The first step in a new namespace, before any
+/// mount is made.
+#[allow(unsafe_code)]
+pub(crate) fn make_private() -> Result<(), String> {
     // SAFETY: mount(2) with a NUL-terminated target and null source, type and data;
     // MS_REC | MS_PRIVATE only changes propagation within this (new) namespace.
     let r = unsafe {
         libc::mount(
             std::ptr::null(),
-            root.as_ptr(),
+            c"/".as_ptr(),
             std::ptr::null(),
             libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
         )
     };
     if r != 0 {
-        return Err(Unavailable(os_error("cannot make the mounts private")));
+        return Err(os_error("cannot make the mounts private"));
     }
+    Ok(())
+}
+
+/// Mounts a `/proc` of the caller's PID namespace over the machine's: the command sees its
+/// own processes only. Call it in the namespace's first process, after [`make_private`].
+#[allow(unsafe_code)]
+pub(crate) fn mount_proc() -> Result<(), String> {
+    // SAFETY: mount(2) with NUL-terminated source, target and type, and null data.
+    let r = unsafe {
+        libc::mount(
+            c"proc".as_ptr(),
+            c"/proc".as_ptr(),
+            c"proc".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        )
+    };
+    if r != 0 {
+        return Err(os_error(
+            "cannot mount /proc for the command's PID namespace (a container that hides parts of /proc forbids it)",
+        ));
+    }
+    Ok(())
+}
+
+/// Mounts a new `tmpfs` of at most `size` bytes on `dir` (private to the command, mode
+/// 0700, no set-user-ID or device files): what the command writes there is memory, counted
+/// in its memory cgroup, and gone with its namespace.
+#[allow(unsafe_code)]
+pub(crate) fn mount_tmp(dir: &Path, size: u64) -> Result<(), String> {
+    let target = c_path(dir)?;
+    let data = CString::new(format!("size={size},mode=0700")).expect("no NUL in digits");
+    // SAFETY: mount(2) with NUL-terminated source, target, type and option string.
+    let r = unsafe {
+        libc::mount(
+            c"tmpfs".as_ptr(),
+            target.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            data.as_ptr().cast(),
+        )
+    };
+    if r != 0 {
+        return Err(os_error(&format!(
+            "cannot mount the command's temporary directory {}",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Makes every mount read-only but the directories `dirs` (from [`writable_dirs`]).
+#[allow(unsafe_code)]
+pub(crate) fn read_only_except(dirs: &[CString]) -> Result<(), MountError> {
+    use MountError::{Broken, Unavailable};
+    let root = c"/";
     // Writable copies first, detached, so that the read-only change below does not reach
     // them.
     let mut copies = Vec::new();
-    for dir in &dirs {
+    for dir in dirs {
         // SAFETY: open_tree(2) with AT_FDCWD and a NUL-terminated path; the returned
         // descriptor is owned below.
         let fd = unsafe {
@@ -166,7 +234,7 @@ pub fn read_only_outside(writable: &[PathBuf], kind: NamespaceKind) -> Result<En
             ))));
         }
     }
-    Ok(entered)
+    Ok(())
 }
 
 /// Which namespaces [`read_only_outside`] entered.
@@ -201,13 +269,48 @@ fn enter_namespace(kind: NamespaceKind) -> Result<Entered, MountError> {
             "cannot make a user and mount namespace",
         )));
     }
-    #[allow(clippy::disallowed_methods, reason = "/proc, not a user's file")]
-    let write = |file: &str, text: String| {
-        std::fs::write(format!("/proc/self/{file}"), text)
-            .map_err(|e| MountError::Broken(format!("cannot write /proc/self/{file}: {e}")))
-    };
-    write("setgroups", "deny".into())?;
-    write("uid_map", format!("{uid} {uid} 1\n"))?;
-    write("gid_map", format!("{gid} {gid} 1\n"))?;
+    crate::ns::map_ids(uid, gid).map_err(MountError::Broken)?;
     Ok(Entered::UserAndMount)
+}
+
+/// The init's mounts in the command's new namespaces (issue 29), in order: every mount
+/// private (nothing propagates back to the machine), the PID namespace's own `/proc`, the
+/// IPC namespace's limits (where no memory cgroup bounds shared memory), everything
+/// read-only but the writable directories, and `$TMPDIR` as a size-capped `tmpfs`.
+pub(crate) fn namespace_mounts(policy: &crate::Policy, memory_cgroup: bool) -> Result<(), String> {
+    let dirs = writable_dirs(&policy.write).map_err(|e| match e {
+        MountError::Unavailable(s) | MountError::Broken(s) => s,
+    })?;
+    make_private()?;
+    mount_proc()?;
+    if !memory_cgroup && let Some(bytes) = policy.limits.memory {
+        ipc_limits(bytes)?;
+    }
+    read_only_except(&dirs).map_err(|e| match e {
+        MountError::Unavailable(s) | MountError::Broken(s) => s,
+    })?;
+    if let Some(tmp) = &policy.tmp {
+        mount_tmp(&tmp.path, tmp.size)?;
+    }
+    Ok(())
+}
+
+/// Bounds System V shared memory and message queues of the command's own IPC namespace
+/// (its defaults allow far more than the machine has): at most `bytes` of shared memory in
+/// all, and a few small message queues.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "/proc/sys of the command's namespace"
+)]
+fn ipc_limits(bytes: u64) -> Result<(), String> {
+    let page = rustix::param::page_size() as u64;
+    for (name, value) in [
+        ("shmmax", bytes),
+        ("shmall", bytes.div_ceil(page)),
+        ("msgmni", 16),
+    ] {
+        std::fs::write(format!("/proc/sys/kernel/{name}"), value.to_string())
+            .map_err(|e| format!("cannot set kernel.{name} in the command's IPC namespace: {e}"))?;
+    }
+    Ok(())
 }

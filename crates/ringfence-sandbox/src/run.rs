@@ -18,9 +18,10 @@ use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
 use crate::supervise::{
-    CGROUP, FAILED, FINISHED, GROUP, KillCause, MAGIC, Report, STARTED, STDERR, STDOUT, VERSION,
+    CGROUP, FAILED, FINISHED, GROUP, KillCause, MAGIC, NS_FAILED, Report, STARTED, STDERR, STDOUT,
+    VERSION,
 };
-use crate::{Applied, HELPER_ARG, SandboxError, Spec};
+use crate::{Applied, HELPER_ARG, Requirement, SandboxError, Spec};
 
 /// The file name of the small helper executable.
 pub const SMALL_HELPER: &str = "ringfence-sandbox";
@@ -95,6 +96,8 @@ pub enum Ended {
     Cancelled,
     /// It had more processes at once than allowed.
     ProcessLimit,
+    /// It ran out of the memory allowed (its memory cgroup killed it).
+    Memory,
 }
 
 /// What a finished run reports.
@@ -109,20 +112,21 @@ pub struct Outcome {
     pub duration: Duration,
 }
 
-/// The command's cgroup, removed once the helper has exited: at the end of the run, or
+/// The command's cgroups, removed once the helper has exited: at the end of the run, or
 /// (on an early return) by a task after a short wait for the helper to go.
-struct CgroupCleanup(Option<PathBuf>);
+struct CgroupCleanup(Vec<PathBuf>);
 
 impl CgroupCleanup {
-    /// Kills every process still in the cgroup (a helper that died cannot have killed them).
+    /// Kills every process still in the cgroups (a helper that died cannot have killed
+    /// them).
     fn kill_all(&self) {
-        if let Some(dir) = &self.0 {
+        for dir in &self.0 {
             crate::cgroup::kill_all(dir);
         }
     }
 
     async fn remove(&mut self) {
-        if let Some(dir) = self.0.take() {
+        for dir in std::mem::take(&mut self.0) {
             crate::cgroup::remove(&dir).await;
         }
     }
@@ -130,12 +134,15 @@ impl CgroupCleanup {
 
 impl Drop for CgroupCleanup {
     fn drop(&mut self) {
-        if let Some(dir) = self.0.take()
+        let dirs = std::mem::take(&mut self.0);
+        if !dirs.is_empty()
             && let Ok(rt) = tokio::runtime::Handle::try_current()
         {
             rt.spawn(async move {
                 tokio::time::sleep(Duration::from_millis(200)).await;
-                crate::cgroup::remove(&dir).await;
+                for dir in dirs {
+                    crate::cgroup::remove(&dir).await;
+                }
             });
         }
     }
@@ -155,6 +162,9 @@ impl StopOnDrop {
 
 /// Runs `spec` through `helper`, calling `output` with each piece of output as it arrives;
 /// stops the command after `timeout` or when `cancel` completes.
+///
+/// With `sandbox = "partial"`, a command whose namespaces failed half-way (nothing ran) is
+/// run again without them, within the same time limit.
 pub async fn run<C, F>(
     helper: &Helper,
     spec: &Spec,
@@ -167,7 +177,32 @@ where
     F: FnMut(Stream, &[u8]),
 {
     let started = Instant::now();
-    if spec.max_processes.is_some() {
+    tokio::pin!(cancel);
+    match run_once(helper, spec, timeout, &mut cancel, &mut output, started).await {
+        Err(SandboxError::NamespacesFailed(why)) if spec.policy.require == Requirement::Partial => {
+            tracing::warn!(%why, "the command's namespaces failed; running it without them, as sandbox = \"partial\" allows");
+            let mut without = spec.clone();
+            without.policy.namespaces = false;
+            let left = timeout.saturating_sub(started.elapsed());
+            run_once(helper, &without, left, &mut cancel, &mut output, started).await
+        }
+        other => other,
+    }
+}
+
+async fn run_once<C, F>(
+    helper: &Helper,
+    spec: &Spec,
+    timeout: Duration,
+    cancel: &mut std::pin::Pin<&mut C>,
+    output: &mut F,
+    started: Instant,
+) -> Result<Outcome, SandboxError>
+where
+    C: Future<Output = ()>,
+    F: FnMut(Stream, &[u8]),
+{
+    if spec.max_processes.is_some() || spec.policy.limits.memory.is_some() {
         crate::cgroup::sweep();
     }
     let mut child = tokio::process::Command::new(&helper.program)
@@ -195,12 +230,12 @@ where
     tokio::spawn(read_frames(child.stdout.take().expect("piped"), tx));
 
     let deadline = tokio::time::sleep(timeout);
-    tokio::pin!(deadline, cancel);
+    tokio::pin!(deadline);
     let mut ended = None;
     let mut grace_end = None;
     let mut applied = None;
     let mut group = None;
-    let mut cgroup = CgroupCleanup(None);
+    let mut cgroup = CgroupCleanup(Vec::new());
     let report: Report = loop {
         let grace = async {
             match grace_end {
@@ -214,7 +249,7 @@ where
                 Some((STDERR, bytes)) => output(Stream::Stderr, &bytes),
                 Some((STARTED, json)) => applied = serde_json::from_slice::<Applied>(&json).ok(),
                 Some((CGROUP, raw)) => {
-                    cgroup.0 = String::from_utf8(raw).ok().map(PathBuf::from);
+                    cgroup.0.extend(String::from_utf8(raw).ok().map(PathBuf::from));
                 }
                 Some((GROUP, raw)) => {
                     group = <[u8; 4]>::try_from(raw.as_slice())
@@ -231,7 +266,16 @@ where
                 }
                 Some((FAILED, message)) => {
                     let _ = child.wait().await;
-                    return Err(SandboxError::Setup(String::from_utf8_lossy(&message).into_owned()));
+                    let message = String::from_utf8_lossy(&message).into_owned();
+                    return Err(if message.starts_with(crate::NO_NAMESPACES) {
+                        SandboxError::NoNamespaces(message)
+                    } else {
+                        SandboxError::Setup(message)
+                    });
+                }
+                Some((NS_FAILED, message)) => {
+                    let _ = child.wait().await;
+                    return Err(SandboxError::NamespacesFailed(String::from_utf8_lossy(&message).into_owned()));
                 }
                 Some((READY, _)) => {
                     if deadline.is_elapsed() && ended.is_none() {
@@ -271,7 +315,7 @@ where
                 grace_end = Some(tokio::time::Instant::now() + GRACE);
                 guard.stop().await;
             }
-            () = &mut cancel, if ended.is_none() => {
+            () = cancel.as_mut(), if ended.is_none() => {
                 ended = Some(Ended::Cancelled);
                 grace_end = Some(tokio::time::Instant::now() + GRACE);
                 guard.stop().await;
@@ -303,6 +347,7 @@ where
     cgroup.remove().await;
     let ended = match report.killed {
         Some(KillCause::ProcessLimit) => Some(Ended::ProcessLimit),
+        Some(KillCause::Memory) => Some(Ended::Memory),
         _ => ended,
     };
     let exit = match (report.exit_code, report.signal) {

@@ -51,6 +51,41 @@ impl Network {
     }
 }
 
+/// What is refused besides the fixed rules, by what the command's namespaces and cgroups
+/// leave open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Refuse {
+    /// System V IPC and POSIX message queues (no IPC namespace of the command's own: they
+    /// would be the machine's, and outlive the command).
+    pub sysv_ipc: bool,
+    /// `memfd_create` (no memory cgroup: its pages are bound by nothing else).
+    pub memfd: bool,
+}
+
+/// The System V IPC and POSIX message-queue calls.
+fn ipc_calls() -> Vec<i64> {
+    vec![
+        libc::SYS_shmget,
+        libc::SYS_shmat,
+        libc::SYS_shmctl,
+        libc::SYS_shmdt,
+        libc::SYS_msgget,
+        libc::SYS_msgsnd,
+        libc::SYS_msgrcv,
+        libc::SYS_msgctl,
+        libc::SYS_semget,
+        libc::SYS_semop,
+        libc::SYS_semctl,
+        libc::SYS_semtimedop,
+        libc::SYS_mq_open,
+        libc::SYS_mq_unlink,
+        libc::SYS_mq_timedsend,
+        libc::SYS_mq_timedreceive,
+        libc::SYS_mq_notify,
+        libc::SYS_mq_getsetattr,
+    ]
+}
+
 /// The x32 system-call numbering bit (x86-64 only).
 #[cfg(target_arch = "x86_64")]
 const X32: i64 = 0x4000_0000;
@@ -187,11 +222,20 @@ fn with_x32(calls: BTreeMap<i64, Vec<SeccompRule>>) -> BTreeMap<i64, Vec<Seccomp
 
 /// The filters for `network`, in the order they are installed (the kernel runs every
 /// installed filter and the strictest answer wins).
-fn programs(network: Network, arch: TargetArch) -> Result<Vec<BpfProgram>, SandboxError> {
-    let mut refused: BTreeMap<i64, Vec<SeccompRule>> = always_refused()
-        .into_iter()
-        .map(|nr| (nr, Vec::new()))
-        .collect();
+fn programs(
+    network: Network,
+    extra: Refuse,
+    arch: TargetArch,
+) -> Result<Vec<BpfProgram>, SandboxError> {
+    let mut calls = always_refused();
+    if extra.sysv_ipc {
+        calls.extend(ipc_calls());
+    }
+    if extra.memfd {
+        calls.push(libc::SYS_memfd_create);
+    }
+    let mut refused: BTreeMap<i64, Vec<SeccompRule>> =
+        calls.into_iter().map(|nr| (nr, Vec::new())).collect();
     refused.insert(
         libc::SYS_clone,
         NAMESPACE_FLAGS
@@ -249,13 +293,13 @@ fn programs(network: Network, arch: TargetArch) -> Result<Vec<BpfProgram>, Sandb
 /// Installs the filter on the calling thread (and so on everything it starts). Fails where
 /// this architecture has no filter (neither x86-64 nor AArch64): a sandbox without it would
 /// leave the network and namespaces open.
-pub fn apply(network: Network) -> Result<bool, SandboxError> {
+pub(crate) fn apply(network: Network, extra: Refuse) -> Result<bool, SandboxError> {
     let Some(arch) = target_arch() else {
         return Err(SandboxError::Seccomp(
             "this architecture has no system-call filter in ringfence (x86-64 and AArch64 only), so commands cannot be confined; set [shell] sandbox = \"off\" to run them unconfined".to_owned(),
         ));
     };
-    for program in programs(network, arch)? {
+    for program in programs(network, extra, arch)? {
         seccompiler::apply_filter(&program).map_err(|e| SandboxError::Seccomp(e.to_string()))?;
     }
     Ok(true)
@@ -269,14 +313,19 @@ mod tests {
     fn both_filters_compile_for_this_machine() {
         let arch = target_arch().expect("tests run on x86-64 or AArch64");
         for network in [Network::None, Network::Full] {
-            let programs = programs(network, arch).unwrap();
+            let programs = programs(network, Refuse::default(), arch).unwrap();
             assert_eq!(programs.len(), 2);
             assert!(programs.iter().all(|p| !p.is_empty()));
         }
         // The two differ (every socket refused, or all but internet ones); what each lets
         // through is tested by running them (tests/sandbox).
-        let none = &programs(Network::None, arch).unwrap()[0];
-        let full = &programs(Network::Full, arch).unwrap()[0];
+        let none = &programs(Network::None, Refuse::default(), arch).unwrap()[0];
+        let full = &programs(Network::Full, Refuse::default(), arch).unwrap()[0];
         assert_ne!(none, full);
+        let ipc = Refuse {
+            sysv_ipc: true,
+            memfd: true,
+        };
+        assert_ne!(&programs(Network::None, ipc, arch).unwrap()[0], none);
     }
 }

@@ -23,8 +23,9 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,7 +34,9 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, WaitOptions, getpid};
 use serde::{Deserialize, Serialize};
 
-use crate::{Applied, Policy, ProcessLimit, restrict_self};
+use crate::cgroup::Cgroups;
+use crate::stage2::{GO_MEMORY_CGROUP, GO_PIDS_CGROUP, STAGE2_ENV, STAGE2_WORD, ShellEnd, Stage2};
+use crate::{Policy, ProcessLimit};
 
 /// The argument that starts the binary as the helper.
 pub const HELPER_ARG: &str = "__sandbox-helper";
@@ -46,7 +49,7 @@ pub(crate) const MAGIC: &[u8] = b"\0ringfence-sandbox-";
 /// The helper's build and protocol: a server only talks to a helper of its own build (a
 /// stale `ringfence-sandbox` beside a newer binary could ignore restrictions it does not
 /// know of). Bump the protocol number whenever the specification or the frames change.
-pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+p2");
+pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+p3");
 
 pub(crate) const STDOUT: u8 = 1;
 pub(crate) const STDERR: u8 = 2;
@@ -55,11 +58,15 @@ pub(crate) const FINISHED: u8 = 4;
 pub(crate) const FAILED: u8 = 5;
 /// The command's process group (a little-endian `u32`), for the server's last resort.
 pub(crate) const GROUP: u8 = 6;
-/// The command's cgroup directory, which the server removes once the helper is gone.
+/// A cgroup directory of the command (one frame each), which the server removes once the
+/// helper is gone.
 pub(crate) const CGROUP: u8 = 7;
+/// The command's namespaces failed half-way with `sandbox = "partial"` (a message; nothing
+/// ran): the server runs it again without them.
+pub(crate) const NS_FAILED: u8 = 8;
 
-/// The helper's own tasks in its cgroup (main, two relays, two watchers), with room.
-const HELPER_THREADS: u64 = 8;
+/// The second stage and the namespace's init, in the command's cgroup beside it.
+const STAGE_TASKS: u64 = 2;
 
 /// How often the process count of a command is checked.
 const WATCH_INTERVAL: Duration = Duration::from_millis(20);
@@ -88,6 +95,8 @@ pub(crate) enum KillCause {
     /// The server asked (a timeout or a cancellation) or went away.
     Requested,
     ProcessLimit,
+    /// The command ran out of the memory its cgroup allows.
+    Memory,
 }
 
 /// How the command ended.
@@ -105,7 +114,7 @@ pub(crate) struct Report {
 /// calling thread and what it starts).
 pub fn helper_main() -> i32 {
     if let Some(json) = std::env::var_os(STAGE2_ENV) {
-        return stage2_main(&json.to_string_lossy());
+        return crate::stage2::main(&json.to_string_lossy());
     }
     let out = Arc::new(Mutex::new(std::io::stdout()));
     {
@@ -132,7 +141,25 @@ pub fn helper_main() -> i32 {
             );
             0
         }
-        Err(message) => failed(&out, &message),
+        Err(Failure::Setup(message)) => failed(&out, &message),
+        Err(Failure::Namespaces(message)) => {
+            let _ = frame(&out, NS_FAILED, message.as_bytes());
+            2
+        }
+    }
+}
+
+/// Why the command was not run.
+#[derive(Debug, Clone)]
+enum Failure {
+    Setup(String),
+    /// Its namespaces failed half-way, with `sandbox = "partial"`.
+    Namespaces(String),
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::Setup(message)
     }
 }
 
@@ -150,144 +177,13 @@ pub(crate) fn frame(out: &Mutex<std::io::Stdout>, kind: u8, payload: &[u8]) -> s
     out.flush()
 }
 
-/// The variable that makes the binary the second stage, holding its [`Stage2`].
-const STAGE2_ENV: &str = "RINGFENCE_SANDBOX_STAGE2";
-/// How the second stage's word to the helper starts (one line, first on its stdout; a
-/// test harness may print before it).
-const STAGE2_WORD: &[u8] = b"\0ringfence-sandbox-stage2 ";
-
-/// What the second stage needs.
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Stage2 {
-    shell: PathBuf,
-    command: String,
-    cwd: PathBuf,
-    env: Vec<(String, String)>,
-    policy: Policy,
-    process_limit: Option<ProcessLimit>,
-}
-
-/// The second stage: restrict this process, say what was applied (or why not) on stdout,
-/// then become the shell. Its stdin is `/dev/null` and its process group the command's.
-fn stage2_main(json: &str) -> i32 {
-    let say = |word: &str, text: &str| {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(STAGE2_WORD);
-        let _ = out.write_all(format!("{word} {}\n", text.replace('\n', " ")).as_bytes());
-        let _ = out.flush();
-    };
-    let stage: Stage2 = match serde_json::from_str(json) {
-        Ok(s) => s,
-        Err(e) => {
-            say("failed", &format!("bad second-stage specification: {e}"));
-            return 127;
-        }
-    };
-    let mut applied: Applied = match restrict_self(&stage.policy) {
-        Ok(a) => a,
-        Err(e) => {
-            say("failed", &e.to_string());
-            return 127;
-        }
-    };
-    applied.process_limit = stage.process_limit;
-    // stdin was opened before the mount namespace, on the machine's writable /dev: through
-    // /dev/stdin a command could change that file's mode and times. Reopened here, it is
-    // the namespace's /dev/null, on a read-only mount.
-    if let Err(e) = reopen_stdin() {
-        say("failed", &format!("cannot reopen the command's stdin: {e}"));
-        return 127;
-    }
-    if let Err(e) = std::env::set_current_dir(&stage.cwd) {
-        say(
-            "failed",
-            &format!(
-                "cannot start {} in {}: {e}",
-                stage.shell.display(),
-                stage.cwd.display()
-            ),
-        );
-        return 127;
-    }
-    // A descriptor the server inherited without close-on-exec (a launcher's pipe, a
-    // socket, `3>file`) would hand the command a file Landlock never checks again.
-    if let Err(e) = cloexec_above_stderr() {
-        say(
-            "failed",
-            &format!("cannot keep inherited file descriptors from the command: {e}"),
-        );
-        return 127;
-    }
-    say(
-        "applied",
-        &serde_json::to_string(&applied).unwrap_or_default(),
-    );
-    let err = Command::new(&stage.shell)
-        .arg("-c")
-        .arg(&stage.command)
-        .env_clear()
-        .envs(stage.env.iter().map(|(k, v)| (k, v)))
-        .exec();
-    let _ = writeln!(
-        std::io::stderr(),
-        "ringfence: cannot run {}: {err}",
-        stage.shell.display()
-    );
-    127
-}
-
-/// Makes fd 0 a `/dev/null` opened now (in the command's namespace).
-#[allow(unsafe_code)]
-fn reopen_stdin() -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    #[allow(clippy::disallowed_methods, reason = "a device, not a user's file")]
-    let null = std::fs::File::open("/dev/null")?;
-    // SAFETY: dup2(2) of a descriptor this function owns onto fd 0; it reads or writes no
-    // memory of this process.
-    if unsafe { libc::dup2(null.as_raw_fd(), 0) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Marks every descriptor above stderr close-on-exec, so that only stdin, stdout and stderr
-/// reach the command. `close_range` (Linux 5.11) does it in one call; older kernels get each
-/// descriptor listed in `/proc/self/fd` marked.
-#[allow(unsafe_code)]
-fn cloexec_above_stderr() -> std::io::Result<()> {
-    // SAFETY: the call sets the close-on-exec flag of descriptors; it closes nothing, and
-    // reads or writes no memory of this process.
-    let r = unsafe { libc::close_range(3, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as i32) };
-    if r == 0 {
-        return Ok(());
-    }
-    // Collected first: the directory's own descriptor is among those listed.
-    #[allow(clippy::disallowed_methods, reason = "/proc, not a user's file")]
-    let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|&fd| fd > 2)
-        .collect();
-    for fd in fds {
-        // SAFETY: F_SETFD on a number that may no longer be open fails with EBADF and
-        // changes nothing; no memory is passed.
-        if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EBADF) {
-                return Err(e);
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Reads the second stage's word from the start of its stdout: what it applied (sent on to
 /// the server), or why it could not start the command. Whatever preceded the word is
 /// dropped; what follows it on the same read is relayed as output.
 fn stage2_word(
     pipe: &mut Box<dyn Read + Send>,
     out: &Mutex<std::io::Stdout>,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     let mut seen: Vec<u8> = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
@@ -307,20 +203,27 @@ fn stage2_word(
                     }
                     Ok(())
                 }
-                Some(("failed", why)) => Err(why.to_owned()),
-                _ => Err(format!(
+                Some(("failed", why)) => Err(Failure::Setup(why.to_owned())),
+                Some(("nsfailed", why)) => Err(Failure::Namespaces(why.to_owned())),
+                _ => Err(Failure::Setup(format!(
                     "the sandbox's second stage said something unreadable: {line}"
-                )),
+                ))),
             };
         }
         if seen.len() > 64 << 10 {
-            return Err("the sandbox's second stage did not report".into());
+            return Err("the sandbox's second stage did not report"
+                .to_owned()
+                .into());
         }
         match pipe.read(&mut buf) {
-            Ok(0) => return Err("the sandbox's second stage ended without a report".into()),
+            Ok(0) => {
+                return Err("the sandbox's second stage ended without a report"
+                    .to_owned()
+                    .into());
+            }
             Ok(n) => seen.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("cannot read the sandbox's second stage: {e}")),
+            Err(e) => return Err(format!("cannot read the sandbox's second stage: {e}").into()),
         }
     }
 }
@@ -328,14 +231,14 @@ fn stage2_word(
 /// What the helper's threads share.
 struct Shared {
     me: Pid,
-    /// The command's own cgroup, when there is one: it lists every process of the command,
-    /// whatever it did to leave the tree, at the cost of one read.
+    /// A cgroup of the command's own, when there is one: it lists every process of the
+    /// command, whatever it did to leave the tree, at the cost of one read.
     cgroup: Option<PathBuf>,
     /// The command's process group (the shell's pid).
     group: Pid,
     killed: Mutex<Option<KillCause>>,
     /// Why the second stage could not start the command, when it could not.
-    setup: Mutex<Option<String>>,
+    setup: Mutex<Option<Failure>>,
     /// The shell has been reaped: the watchers stop.
     done: AtomicBool,
 }
@@ -385,32 +288,29 @@ impl Shared {
     }
 }
 
-fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> {
+fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, Failure> {
     // A new session: no controlling terminal to inject keystrokes into, and a process
     // group of its own that the server can kill as a last resort.
     let _ = rustix::process::setsid();
     rustix::process::set_child_subreaper(Some(getpid()))
         .map_err(|e| format!("cannot become the command's subreaper: {e}"))?;
     let mut policy = spec.policy.clone();
-    // The process limit: a cgroup where one can be made (it must be entered before Landlock
-    // closes /sys; the helper's own threads count, hence the margin), else the kernel's
-    // per-user limit, which counts every process of the user, not the command's: the ones
-    // already running beside it are allowed for. The helper's count below comes on top.
-    let mut process_limit = None;
-    let mut cgroup = None;
-    if let Some(n) = spec.max_processes {
-        cgroup = crate::cgroup::enter(n + HELPER_THREADS);
-        if let Some(dir) = &cgroup {
-            let _ = frame(out, CGROUP, dir.as_os_str().as_encoded_bytes());
-        }
-        process_limit = Some(if cgroup.is_some() {
-            ProcessLimit::Cgroup
-        } else if rustix::process::getuid().is_root() {
+    // The command's cgroups, where they can be made: the process limit (the second stage
+    // and the namespace's init count, hence the margin) and the memory limit. Without a
+    // `pids` cgroup, the kernel's per-user limit, which counts every process of the user,
+    // not the command's (the ones already running beside it are allowed for), and the
+    // helper's count below.
+    let mut cgroups = Cgroups::make(
+        spec.max_processes.map(|n| n + STAGE_TASKS),
+        policy.limits.memory,
+    );
+    let process_limit = spec.max_processes.map(|_| {
+        if rustix::process::getuid().is_root() {
             ProcessLimit::Watch
         } else {
             ProcessLimit::UserLimit
-        });
-    }
+        }
+    });
     if policy.limits.processes.is_some() {
         // (Root is exempt from this limit: no need to count.) The second stage adds them
         // unless it runs in a user namespace of its own.
@@ -420,9 +320,9 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
             processes_of_user()
         };
     }
-    // The command restricts itself in a second stage (this binary again, which then
-    // executes the shell): the helper stays outside the command's Landlock domain, so the
-    // command can neither signal it, nor trace it, nor reach its pipes through /proc.
+    // The command restricts itself in a second stage (this binary again): the helper stays
+    // outside the command's Landlock domain and namespaces, so the command can neither
+    // signal it, nor trace it, nor reach its pipes through /proc.
     let stage2 = Stage2 {
         shell: spec.shell.clone(),
         command: spec.command.clone(),
@@ -433,19 +333,35 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
     };
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find the helper's own binary for the second stage: {e}"))?;
+    // The stage's stdin is a socket to the helper: the go byte, then how the shell ended.
+    let (mut socket, theirs) =
+        UnixStream::pair().map_err(|e| format!("cannot make the second stage's socket: {e}"))?;
     let mut child = Command::new(exe)
         .args(std::env::args_os().skip(1))
         .env(
             STAGE2_ENV,
             serde_json::to_string(&stage2).map_err(|e| e.to_string())?,
         )
-        .stdin(Stdio::null())
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start the sandbox's second stage: {e}"))?;
     let shell = Pid::from_child(&child);
+    // Into the cgroups before it does anything; then it may go on.
+    cgroups.add(child.id());
+    for dir in cgroups.dirs() {
+        let _ = frame(out, CGROUP, dir.as_os_str().as_encoded_bytes());
+    }
+    let mut go = 0u8;
+    if cgroups.has_pids() {
+        go |= GO_PIDS_CGROUP;
+    }
+    if cgroups.has_memory() {
+        go |= GO_MEMORY_CGROUP;
+    }
+    let _ = socket.write_all(&[go]);
     let _ = frame(
         out,
         GROUP,
@@ -454,7 +370,7 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
     let shared = Arc::new(Shared {
         me: getpid(),
         group: shell,
-        cgroup,
+        cgroup: cgroups.members().map(Path::to_path_buf),
         killed: Mutex::new(None),
         setup: Mutex::new(None),
         done: AtomicBool::new(false),
@@ -470,7 +386,7 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
         std::thread::spawn(move || {
             let mut pipe = pipe;
             if kind == STDOUT
-                && let Err(message) = stage2_word(&mut pipe, &out)
+                && let Err(failure) = stage2_word(&mut pipe, &out)
             {
                 // Unless the stage was stopped on purpose before it spoke (a cancellation
                 // at once), its silence is a failure to start the command.
@@ -480,7 +396,7 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
                     .unwrap_or_else(|e| e.into_inner())
                     .is_some();
                 if !stopped {
-                    *shared.setup.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+                    *shared.setup.lock().unwrap_or_else(|e| e.into_inner()) = Some(failure);
                 }
                 shared.kill_all(KillCause::Requested);
             }
@@ -498,16 +414,24 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
             shared.kill_all(KillCause::Requested);
         });
     }
-    if let Some(max) = spec.max_processes {
+    if spec.max_processes.is_some() || cgroups.has_memory() {
         let shared = shared.clone();
+        let cgroups = cgroups.clone();
+        let max = spec.max_processes;
         std::thread::spawn(move || {
             while !shared.done.load(Ordering::Relaxed) {
                 std::thread::sleep(WATCH_INTERVAL);
+                // The memory controller killed a process of the command: the rest of it
+                // goes too (cgroup v1 kills one process; v2 kills the group by itself).
+                if cgroups.oom_kills() > 0 {
+                    shared.kill_all(KillCause::Memory);
+                }
                 // With a cgroup the kernel refuses the forks beyond the limit and counts the
                 // refusals; without one, the helper counts.
-                let over = match &shared.cgroup {
-                    Some(dir) => crate::cgroup::refused_forks(dir) > 0,
-                    None => shared.live().len() as u64 > max,
+                let over = match max {
+                    Some(_) if cgroups.has_pids() => cgroups.refused_forks() > 0,
+                    Some(max) => shared.live().len() as u64 > max,
+                    None => false,
                 };
                 if over {
                     shared.kill_all(KillCause::ProcessLimit);
@@ -516,7 +440,8 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
         });
     }
 
-    // Reap until the shell itself ends (orphans adopted meanwhile are reaped on the way).
+    // Reap until the shell (or the stage around it) ends; orphans adopted meanwhile are
+    // reaped on the way.
     let status = loop {
         match rustix::process::wait(WaitOptions::empty()) {
             Ok(Some((pid, status))) if pid == shell => break Some(status),
@@ -526,7 +451,13 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
         }
     };
     shared.done.store(true, Ordering::Relaxed);
-    let leftovers = kill_tree(&shared);
+    // How the shell ended, from the namespace's init (through the stage); without
+    // namespaces the stage was the shell.
+    let mut said = String::new();
+    let _ = socket.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = socket.read_to_string(&mut said);
+    let end = serde_json::from_str::<ShellEnd>(said.trim()).ok();
+    let leftovers = kill_tree(&shared) + end.map_or(0, |e| e.leftovers);
     reap_all(Duration::from_secs(2));
     // The relays end when the last writer is gone, which the kills just ensured.
     let until = Instant::now() + Duration::from_secs(2);
@@ -536,18 +467,32 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, String> 
             break;
         }
     }
-    if let Some(message) = shared
+    if let Some(failure) = shared
         .setup
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take()
     {
-        return Err(message);
+        return Err(failure);
+    }
+    if cgroups.oom_kills() > 0 {
+        shared
+            .killed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(KillCause::Memory);
     }
     let killed = *shared.killed.lock().unwrap_or_else(|e| e.into_inner());
+    let (exit_code, signal) = match end {
+        Some(e) => (e.exit_code, e.signal),
+        None => (
+            status.and_then(|s| s.exit_status()),
+            status.and_then(|s| s.terminating_signal()),
+        ),
+    };
     Ok(Report {
-        exit_code: status.and_then(|s| s.exit_status()),
-        signal: status.and_then(|s| s.terminating_signal()),
+        exit_code,
+        signal,
         killed,
         leftovers,
     })

@@ -92,6 +92,13 @@ impl Layout {
                 network: Network::None,
                 require: ringfence_sandbox::Requirement::Full,
                 others_processes: 0,
+                namespaces: true,
+                user_namespace: ringfence_sandbox::UserNamespace::Auto,
+                tmp: Some(ringfence_sandbox::TmpDir {
+                    path: tmp.clone(),
+                    size: 64 << 20,
+                }),
+                landlock_abi_cap: None,
             },
             max_processes: Some(64),
         }
@@ -511,4 +518,28 @@ async fn with_the_network_on_only_internet_sockets_are_allowed() {
         "{}",
         r.stderr
     );
+}
+
+#[tokio::test]
+async fn the_command_runs_in_namespaces_of_its_own() {
+    let l = Layout::new();
+    let r = sh(
+        &l,
+        "echo pid=$$; ls /proc | grep -c '^[0-9]'; grep -c . /proc/sysvipc/shm; \
+         cat /proc/net/dev | grep -c ':'; stat -f -c 'tmp=%T' \"$TMPDIR\"",
+    )
+    .await;
+    let ns = r.outcome.applied.namespaces.expect("namespaces made");
+    assert!(ns.pid && ns.ipc && ns.mount && ns.uts && ns.net, "{ns:?}");
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    // The shell is the second process of its namespace (its init is the first), and sees
+    // only the processes of the command: itself, `ls` and `grep`, and the init.
+    assert_eq!(lines[0], "pid=2", "{}", r.stdout);
+    assert!(lines[1].parse::<u32>().unwrap() <= 4, "{}", r.stdout);
+    // No System V segment of the machine's (only the header line).
+    assert_eq!(lines[2], "1", "{}", r.stdout);
+    // Only the loopback device.
+    assert_eq!(lines[3], "1", "{}", r.stdout);
+    assert_eq!(lines[4], "tmp=tmpfs", "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.outcome.applied.tmp_size, Some(64 << 20));
 }

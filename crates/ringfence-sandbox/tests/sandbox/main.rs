@@ -74,6 +74,10 @@ fn policy(dir: &Path, system: bool) -> Policy {
         network: ringfence_sandbox::Network::None,
         others_processes: 0,
         require: ringfence_sandbox::Requirement::Full,
+        namespaces: false,
+        user_namespace: ringfence_sandbox::UserNamespace::Auto,
+        tmp: None,
+        landlock_abi_cap: None,
     }
 }
 

@@ -21,7 +21,7 @@ use crate::family::{Family, FamilyInfo};
 use crate::tool::Async;
 
 pub use output::{Capture, Captured, MAX_SPILL_BYTES};
-pub use run_shell_command::{RunShellCommand, refused_word};
+pub use run_shell_command::{RunShellCommand, private_paths_granted, refused_word};
 
 /// The tool family name (`tools.disable = ["shell"]`).
 pub const FAMILY: &str = "shell";
@@ -65,11 +65,17 @@ pub struct ShellConfig {
     /// Files no writable root may hold, each with what it is: ringfence's own executables
     /// and configuration, which a command could replace to lift the sandbox next time.
     pub unwritable: Vec<(PathBuf, String)>,
+    /// Paths commands must never read, each with what it is (the data directory, the
+    /// configuration file, other users' workspaces): commands are refused while one of
+    /// them lies beneath a system directory the sandbox grants for reading.
+    pub private: Vec<(PathBuf, String)>,
+    /// The most a command's `$TMPDIR` may hold, in bytes (a `tmpfs` of its own).
+    pub max_tmp: u64,
 }
 
 impl ShellConfig {
     /// Defaults around `helper`: network off, sandbox on, the default limits, 256
-    /// processes, 4 commands per user, 30,000 characters per stream.
+    /// processes, 4 commands per user, 30,000 characters per stream, 512 MiB of `$TMPDIR`.
     pub fn new(helper: Helper) -> ShellConfig {
         ShellConfig {
             helper,
@@ -83,6 +89,8 @@ impl ShellConfig {
             shown_chars: 30_000,
             protected: Vec::new(),
             unwritable: Vec::new(),
+            private: Vec::new(),
+            max_tmp: 512 << 20,
         }
     }
 }

@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use ringfence_fs::Access;
 use ringfence_sandbox::{
-    Applied, Ended, Enforcement, Exit, Network, Policy, ProcessLimit, Requirement, Spec, Stream,
-    clean_env, device_write_paths, system_read_paths,
+    Applied, Ended, Enforcement, Exit, Limits, MemoryLimit, Network, Policy, ProcessLimit,
+    Requirement, Spec, Stream, TmpDir, UserNamespace, clean_env, device_write_paths, granted_over,
+    system_read_paths,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -231,6 +232,18 @@ impl RunShellCommand {
                 Access::ReadWrite => write.push(path),
             }
         }
+        let sandboxed = cfg.sandbox != Requirement::Off;
+        let system = if sandboxed {
+            system_read_paths()
+        } else {
+            Vec::new()
+        };
+        if let Some(message) = private_paths_granted(&cfg.private, &system) {
+            return Err(ToolError::new(
+                ToolErrorKind::Refused,
+                format!("run_shell_command: {message}"),
+            ));
+        }
         let _slot = self
             .running
             .take(ctx.session.user(), cfg.concurrent_per_user)
@@ -245,9 +258,8 @@ impl RunShellCommand {
             })?;
         let tmp = PrivateTmp::create()?;
         let home = workspace.current().absolute();
-        let sandboxed = cfg.sandbox != Requirement::Off;
         let (read, write, network) = if sandboxed {
-            let mut r = system_read_paths();
+            let mut r = system;
             r.extend(read);
             let mut w = write;
             w.push(tmp.path.clone());
@@ -269,6 +281,13 @@ impl RunShellCommand {
                 require: cfg.sandbox,
                 // Counted by the helper, outside the sandbox.
                 others_processes: 0,
+                namespaces: sandboxed,
+                user_namespace: UserNamespace::Auto,
+                tmp: sandboxed.then(|| TmpDir {
+                    path: tmp.path.clone(),
+                    size: cfg.max_tmp,
+                }),
+                landlock_abi_cap: None,
             },
             max_processes: Some(cfg.max_processes),
         };
@@ -336,6 +355,21 @@ impl RunShellCommand {
     }
 }
 
+/// Says which private path (the data directory, the configuration file, other users'
+/// workspaces) a system directory granted for reading would give commands, and what an
+/// operator does about it; `None` when none.
+pub fn private_paths_granted(private: &[(PathBuf, String)], system: &[PathBuf]) -> Option<String> {
+    private.iter().find_map(|(path, what)| {
+        granted_over(path, system).map(|granted| {
+            format!(
+                "{what} ({}) lies beneath {}, which the sandbox lets every command read, so commands are not run. An operator must move it out of the system directories (a data directory under the home directory or /var/lib, RINGFENCE_DATA_DIR) or make its directory private (chmod o-rx: only entries every user may read are given under /opt and /usr/local)",
+                path.display(),
+                granted.display()
+            )
+        })
+    })
+}
+
 /// Whether granting `root` would grant `protected` (the root is it or holds it). A root
 /// inside the protected directory (the default workspace under the data directory) grants
 /// only itself.
@@ -395,25 +429,49 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-/// One line on the sandbox that held.
-fn sandbox_line(enabled: bool, network: Network, applied: &Applied) -> String {
+/// One line on the sandbox that held: which layer holds each guarantee.
+fn sandbox_line(enabled: bool, network: Network, limits: &Limits, applied: &Applied) -> String {
     if !enabled {
         return "OFF (the operator set [shell] sandbox = \"off\": the command could reach everything ringfence can)".to_owned();
     }
     let landlock = match applied.enforcement {
-        Enforcement::Full => format!("Landlock ABI {} (full)", applied.landlock_abi),
+        Enforcement::Full => format!("Landlock ABI {} (files)", applied.landlock_abi),
         Enforcement::Partial => format!(
-            "Landlock ABI {} (partial: an older kernel)",
+            "Landlock ABI {} (files; partial: an older kernel)",
             applied.landlock_abi
         ),
         Enforcement::None => "no Landlock".to_owned(),
     };
     let mut parts = vec![landlock];
-    parts.push(if applied.scoped {
-        "signals and abstract sockets scoped".into()
-    } else {
-        "signals NOT scoped (an older kernel; the operator allowed a partial sandbox)".into()
-    });
+    match applied.namespaces {
+        Some(ns) => {
+            let mut names = vec!["pid (own /proc)", "ipc", "mount", "uts"];
+            if ns.net {
+                names.push("net");
+            }
+            if ns.user {
+                names.push("in a user namespace");
+            }
+            parts.push(format!("namespaces: {}", names.join(", ")));
+        }
+        None => parts.push(format!(
+            "NO namespaces of its own (the operator allowed a partial sandbox): other processes are visible{}",
+            if applied.ipc_refused {
+                ", System V IPC refused by seccomp"
+            } else {
+                ""
+            }
+        )),
+    }
+    parts.push(
+        match (applied.processes_hidden(), applied.scoped) {
+            (true, true) => "signals: PID namespace and Landlock scope",
+            (true, false) => "signals: PID namespace",
+            (false, true) => "signals: Landlock scope",
+            (false, false) => "signals NOT scoped (an older kernel and no PID namespace)",
+        }
+        .to_owned(),
+    );
     parts.push(if applied.read_only_outside {
         "read-only outside the writable roots".into()
     } else {
@@ -428,11 +486,22 @@ fn sandbox_line(enabled: bool, network: Network, applied: &Applied) -> String {
         parts.push("no_new_privs".into());
     }
     parts.push(match applied.process_limit {
-        Some(ProcessLimit::Cgroup) => "process limit: cgroup".into(),
-        Some(ProcessLimit::UserLimit) => "process limit: per-user rlimit".into(),
-        Some(ProcessLimit::Watch) => "process limit: watched only".into(),
+        Some(ProcessLimit::Cgroup) => "processes: cgroup".into(),
+        Some(ProcessLimit::UserLimit) => "processes: per-user rlimit".into(),
+        Some(ProcessLimit::Watch) => "processes: watched only".into(),
         None => "no process limit".into(),
     });
+    let mib = |b: Option<u64>| b.map(|b| format!(" {} MiB", b >> 20)).unwrap_or_default();
+    parts.push(match applied.memory_limit {
+        Some(MemoryLimit::Cgroup) => format!("memory: cgroup{}", mib(limits.memory)),
+        Some(MemoryLimit::AddressSpace) | None => format!(
+            "memory: address space per process{} only (no memory cgroup here; memfd refused)",
+            mib(limits.address_space)
+        ),
+    });
+    if let Some(size) = applied.tmp_size {
+        parts.push(format!("$TMPDIR: tmpfs {} MiB", size >> 20));
+    }
     parts.join(", ")
 }
 
@@ -457,6 +526,10 @@ fn render(
         (Some(Ended::Timeout), _) => format!(
             "Timed out after {timeout} s: the command and every process it started were killed"
         ),
+        (Some(Ended::Memory), _) => format!(
+            "Killed: the command ran out of memory ({} MiB for the command and everything it started, its $TMPDIR included); all of its processes were killed. Use less memory, or an operator can raise [shell] max_memory_mb",
+            cfg.limits.memory.unwrap_or(0) >> 20
+        ),
         (Some(Ended::ProcessLimit), _) => format!(
             "Stopped: the command had more processes or threads at once than allowed ({}); all of them were killed. A parallel build may need fewer jobs, or an operator can raise [shell] max_processes",
             max_processes
@@ -468,7 +541,7 @@ fn render(
     let mut text = format!(
         "{status}\nDuration: {secs:.2} s\nWorking directory: {}\nSandbox: {}\n",
         cwd.display(),
-        sandbox_line(sandbox, network, &outcome.applied)
+        sandbox_line(sandbox, network, &cfg.limits, &outcome.applied)
     );
     if outcome.leftovers > 0 {
         text.push_str(&format!(
@@ -509,6 +582,7 @@ fn render(
         "signal": signal,
         "timedOut": outcome.ended == Some(Ended::Timeout),
         "processLimitExceeded": outcome.ended == Some(Ended::ProcessLimit),
+        "memoryLimitExceeded": outcome.ended == Some(Ended::Memory),
         "stdout": out.text,
         "stderr": err.text,
         "stdoutTruncated": out.truncated,
@@ -530,6 +604,11 @@ fn render(
             "noNewPrivs": outcome.applied.no_new_privs,
             "network": network.as_str(),
             "processLimit": outcome.applied.process_limit,
+            "memoryLimit": outcome.applied.memory_limit,
+            "namespaces": outcome.applied.namespaces,
+            "signalsIsolated": outcome.applied.signals_isolated(),
+            "processesHidden": outcome.applied.processes_hidden(),
+            "tmpBytes": outcome.applied.tmp_size,
         },
     });
     ToolOutput::text(text).with_structured(structured)

@@ -36,8 +36,12 @@ struct ShellTable {
     max_file_size_mb: Option<u64>,
     /// CPU seconds per process (default 300).
     max_cpu_secs: Option<u64>,
-    /// Address space per process, in megabytes (default 4096).
+    /// Memory of the whole command, in megabytes (default 4096): a memory cgroup where one
+    /// can be made, else the address space of each process.
     max_memory_mb: Option<u64>,
+    /// The most a command's $TMPDIR may hold, in megabytes (default 512; counted in its
+    /// memory).
+    max_tmp_mb: Option<u64>,
     /// Commands one user may run at once (default 4).
     concurrent_per_user: Option<usize>,
 }
@@ -54,6 +58,8 @@ pub struct ShellSettings {
     pub limits: Limits,
     pub max_processes: u64,
     pub concurrent_per_user: usize,
+    /// The most a command's `$TMPDIR` may hold, in bytes.
+    pub max_tmp: u64,
 }
 
 impl ShellSettings {
@@ -116,13 +122,26 @@ impl ShellSettings {
             )),
         };
         let max_processes = positive("max_processes", t.max_processes, 256, 100_000)?;
+        let memory = positive("max_memory_mb", t.max_memory_mb, 4096, 1 << 30)? << 20;
         let limits = Limits {
             processes: Some(max_processes),
             open_files: Some(positive("max_open_files", t.max_open_files, 1024, 1 << 20)?),
             file_size: Some(positive("max_file_size_mb", t.max_file_size_mb, 1024, 1 << 30)? << 20),
             cpu_secs: Some(positive("max_cpu_secs", t.max_cpu_secs, 300, 86_400)?),
-            address_space: Some(positive("max_memory_mb", t.max_memory_mb, 4096, 1 << 30)? << 20),
+            address_space: Some(memory),
+            memory: Some(memory),
         };
+        let max_tmp = positive("max_tmp_mb", t.max_tmp_mb, 512, 1 << 30)? << 20;
+        if max_tmp > memory {
+            return Err(ConfigError::invalid(
+                key("max_tmp_mb"),
+                format!(
+                    "{} is more than max_memory_mb ({}): what $TMPDIR holds counts in the command's memory; lower max_tmp_mb or raise max_memory_mb",
+                    max_tmp >> 20,
+                    memory >> 20
+                ),
+            ));
+        }
         let concurrent_per_user = positive(
             "concurrent_per_user",
             t.concurrent_per_user.map(|n| n as u64),
@@ -138,6 +157,7 @@ impl ShellSettings {
             limits,
             max_processes,
             concurrent_per_user,
+            max_tmp,
         })
     }
 }
@@ -171,5 +191,26 @@ mod tests {
         let e = sandbox("[shell]\nsandbox = \"some\"\n").unwrap_err();
         assert!(e.contains("shell.sandbox"), "{e}");
         assert!(e.contains("\"partial\""), "{e}");
+    }
+
+    #[test]
+    fn memory_bounds_the_command_and_tmp_fits_in_it() {
+        let settings = |toml: &str| {
+            load_file(toml, &[])
+                .map(|c| c.families.get::<ShellSettings>(SECTION).clone())
+                .map_err(|e| e.to_string())
+        };
+        let d = settings("log = \"info\"\n").unwrap();
+        assert_eq!(d.limits.memory, Some(4096 << 20));
+        assert_eq!(d.max_tmp, 512 << 20);
+        let s = settings("[shell]\nmax_memory_mb = 1024\nmax_tmp_mb = 64\n").unwrap();
+        assert_eq!(s.limits.memory, Some(1024 << 20));
+        assert_eq!(s.limits.address_space, Some(1024 << 20));
+        assert_eq!(s.max_tmp, 64 << 20);
+        let e = settings("[shell]\nmax_memory_mb = 256\n").unwrap_err();
+        assert!(e.contains("shell.max_tmp_mb"), "{e}");
+        assert!(e.contains("raise max_memory_mb"), "{e}");
+        let e = settings("[shell]\nmax_tmp_mb = 0\n").unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
     }
 }

@@ -10,6 +10,28 @@ use crate::config::{ConfigError, SectionInput};
 
 mod config;
 
+/// What commands must never read, each with what it is: the data directory (stores,
+/// credentials, saved outputs, users' default workspaces), the configuration file (tokens,
+/// secrets), and where roots made per user live (other users' workspaces).
+fn private_paths(config: &crate::config::Config) -> Vec<(std::path::PathBuf, String)> {
+    let mut private = vec![(
+        config.data_dir.clone(),
+        "ringfence's data directory".to_owned(),
+    )];
+    if let Some(file) = &config.config_file {
+        private.push((file.clone(), "ringfence's configuration file".to_owned()));
+    }
+    for spec in config.roots.iter().filter(|s| s.is_template()) {
+        let fixed: std::path::PathBuf = spec
+            .path
+            .components()
+            .take_while(|c| c.as_os_str() != ringfence_fs::USER_PLACEHOLDER)
+            .collect();
+        private.push((fixed, "the directory of the users' own roots".to_owned()));
+    }
+    private
+}
+
 pub use config::ShellSettings;
 
 pub struct ShellPlug;
@@ -52,7 +74,17 @@ impl FamilyPlug for ShellPlug {
         cfg.limits = settings.limits;
         cfg.max_processes = settings.max_processes;
         cfg.concurrent_per_user = settings.concurrent_per_user;
+        cfg.max_tmp = settings.max_tmp;
         cfg.protected = vec![env.config.data_dir.clone()];
+        cfg.private = private_paths(env.config);
+        if settings.enabled
+            && settings.sandbox != Requirement::Off
+            && env.background
+            && let Some(message) =
+                family::private_paths_granted(&cfg.private, &ringfence_sandbox::system_read_paths())
+        {
+            tracing::error!("run_shell_command will refuse every command: {message}");
+        }
         cfg.unwritable.push((
             cfg.helper.program.clone(),
             "the sandbox helper executable".to_owned(),

@@ -1,0 +1,404 @@
+//! The second stage: the process that turns into the command's sandbox. The helper starts it
+//! (this binary again, [`STAGE2_ENV`] holding a [`Stage2`]) with a socket as its stdin, moves
+//! it into the command's cgroups, and sends one byte saying which of them hold. Then:
+//!
+//! - **With namespaces** (the default; issue 29): the stage enters new user (where needed),
+//!   mount, IPC, UTS, PID, cgroup and — without network — network namespaces, and forks the
+//!   namespace's first process, its **init**. The init mounts the namespace's own `/proc`,
+//!   makes every mount read-only but the writable roots, mounts the command's `$TMPDIR` as
+//!   a size-capped `tmpfs`, restricts itself ([`crate::confine`]: limits, `no_new_privs`,
+//!   Landlock, capabilities, the system-call filter), says so on stdout, and starts the
+//!   shell as its child. It reaps every orphan of the command; when the shell ends it
+//!   counts the processes left, kills them, and sends how the shell ended to the stage,
+//!   which passes it to the helper on its socket. The stage itself waits outside the PID
+//!   namespace, where no process of the command can name it; each of the two dies with its
+//!   parent (`PR_SET_PDEATHSIG`), and the kernel ends every process of the namespace when
+//!   its init goes — nothing of the command can outlive it.
+//! - **Without** (`sandbox = "off"`, or `"partial"` where the machine cannot make them):
+//!   the stage restricts itself ([`crate::restrict_self`]) and executes the shell.
+
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ns::{self, NsError};
+use crate::{Applied, Policy, ProcessLimit, Requirement};
+
+/// The variable that makes the binary the second stage, holding its [`Stage2`].
+pub(crate) const STAGE2_ENV: &str = "RINGFENCE_SANDBOX_STAGE2";
+/// How the second stage's word to the helper starts (one line, first on its stdout; a
+/// test harness may print before it).
+pub(crate) const STAGE2_WORD: &[u8] = b"\0ringfence-sandbox-stage2 ";
+
+/// Bits of the helper's go byte: which of the command's cgroups hold.
+pub(crate) const GO_PIDS_CGROUP: u8 = 1;
+pub(crate) const GO_MEMORY_CGROUP: u8 = 2;
+
+/// What the second stage needs.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Stage2 {
+    pub shell: PathBuf,
+    pub command: String,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub policy: Policy,
+    pub process_limit: Option<ProcessLimit>,
+}
+
+/// How the shell ended, as the init (or the stage) tells the helper: one JSON line on the
+/// stage's socket.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(crate) struct ShellEnd {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Processes of the command still running when the shell ended, killed by the init.
+    pub leftovers: usize,
+}
+
+/// Says `word` and `text` to the helper, on stdout.
+fn say(word: &str, text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(STAGE2_WORD);
+    let _ = out.write_all(format!("{word} {}\n", text.replace('\n', " ")).as_bytes());
+    let _ = out.flush();
+}
+
+/// The second stage's whole life; returns its exit code (when it does not become the
+/// shell).
+pub(crate) fn main(json: &str) -> i32 {
+    let mut stage: Stage2 = match serde_json::from_str(json) {
+        Ok(s) => s,
+        Err(e) => {
+            say("failed", &format!("bad second-stage specification: {e}"));
+            return 127;
+        }
+    };
+    // The helper's socket (stdin until the command's own is opened), kept apart from fd 0.
+    let mut helper = match rustix::io::fcntl_dupfd_cloexec(std::io::stdin(), 3) {
+        Ok(fd) => UnixStream::from(fd),
+        Err(e) => {
+            say("failed", &format!("cannot keep the helper's socket: {e}"));
+            return 127;
+        }
+    };
+    // The helper's go: it has moved this process into the command's cgroups.
+    let mut go = [0u8; 1];
+    if helper.read_exact(&mut go).is_err() {
+        // The helper is gone: nothing to do.
+        return 127;
+    }
+    let memory_cgroup = go[0] & GO_MEMORY_CGROUP != 0;
+    if go[0] & GO_PIDS_CGROUP != 0 && stage.process_limit.is_some() {
+        stage.process_limit = Some(ProcessLimit::Cgroup);
+    }
+    // Each stage dies with its parent: the helper, killed, takes the command with it.
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    let policy = &stage.policy;
+    if !policy.namespaces || policy.require == Requirement::Off {
+        return without_namespaces(&stage, memory_cgroup);
+    }
+    match ns::enter(
+        policy.user_namespace,
+        policy.network == crate::Network::None,
+    ) {
+        Ok(made) => with_namespaces(&stage, made, memory_cgroup, helper),
+        Err(NsError::Unavailable(why)) if policy.require == Requirement::Partial => {
+            tracing::debug!(%why, "commands run without namespaces of their own");
+            without_namespaces(&stage, memory_cgroup)
+        }
+        Err(NsError::Unavailable(why)) => {
+            say(
+                "failed",
+                &crate::SandboxError::no_namespaces(&why).to_string(),
+            );
+            127
+        }
+        Err(NsError::Broken(why)) => {
+            namespace_failure(policy.require, &why);
+            127
+        }
+    }
+}
+
+/// Says that the namespaces failed half-way: with `partial` the server runs the command
+/// again without them; otherwise it is refused.
+fn namespace_failure(require: Requirement, why: &str) {
+    if require == Requirement::Partial {
+        say("nsfailed", why);
+    } else {
+        say(
+            "failed",
+            &crate::SandboxError::no_namespaces(why).to_string(),
+        );
+    }
+}
+
+/// The path without namespaces: restrict this process, then become the shell.
+fn without_namespaces(stage: &Stage2, memory_cgroup: bool) -> i32 {
+    let mut policy = stage.policy.clone();
+    policy.namespaces = false;
+    let mut applied: Applied = match crate::restrict_self_with(&policy, memory_cgroup) {
+        Ok(a) => a,
+        Err(e) => {
+            say("failed", &e.to_string());
+            return 127;
+        }
+    };
+    applied.process_limit = stage.process_limit;
+    if let Err(message) = prepare_descriptors(stage) {
+        say("failed", &message);
+        return 127;
+    }
+    say(
+        "applied",
+        &serde_json::to_string(&applied).unwrap_or_default(),
+    );
+    let err = shell(stage).exec();
+    let _ = writeln!(
+        std::io::stderr(),
+        "ringfence: cannot run {}: {err}",
+        stage.shell.display()
+    );
+    127
+}
+
+/// The command `sh -c <command>` in its working directory with exactly its environment.
+fn shell(stage: &Stage2) -> Command {
+    let mut c = Command::new(&stage.shell);
+    c.arg("-c")
+        .arg(&stage.command)
+        .env_clear()
+        .envs(stage.env.iter().map(|(k, v)| (k, v)));
+    c
+}
+
+/// stdin made the namespace's `/dev/null` (it was the helper's socket, and before that a
+/// descriptor of the machine's `/dev`), the working directory checked, and every descriptor
+/// above stderr kept from the command.
+fn prepare_descriptors(stage: &Stage2) -> Result<(), String> {
+    reopen_stdin().map_err(|e| format!("cannot reopen the command's stdin: {e}"))?;
+    std::env::set_current_dir(&stage.cwd).map_err(|e| {
+        format!(
+            "cannot start {} in {}: {e}",
+            stage.shell.display(),
+            stage.cwd.display()
+        )
+    })?;
+    // A descriptor the server inherited without close-on-exec (a launcher's pipe, a
+    // socket, `3>file`) would hand the command a file Landlock never checks again.
+    cloexec_above_stderr()
+        .map_err(|e| format!("cannot keep inherited file descriptors from the command: {e}"))
+}
+
+/// The path with namespaces (entered already): fork the init, wait for it, pass on how the
+/// shell ended.
+#[allow(unsafe_code)]
+fn with_namespaces(
+    stage: &Stage2,
+    made: ns::Made,
+    memory_cgroup: bool,
+    mut helper: UnixStream,
+) -> i32 {
+    let (mut ours, theirs) = match UnixStream::pair() {
+        Ok(pair) => pair,
+        Err(e) => {
+            say(
+                "failed",
+                &format!("cannot make the sandbox's status socket: {e}"),
+            );
+            return 127;
+        }
+    };
+    // SAFETY: fork(2). In ringfence the stage is single-threaded (a fresh execution of the
+    // helper binary, before any thread); under a test harness the only other thread waits
+    // for this test and holds no lock the child needs (glibc's fork keeps malloc usable).
+    // The child never returns from `init`.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        say(
+            "failed",
+            &format!(
+                "cannot start the command's namespace: {}",
+                std::io::Error::last_os_error()
+            ),
+        );
+        return 127;
+    }
+    if pid == 0 {
+        drop(ours);
+        drop(helper);
+        let code = init(stage, made, memory_cgroup, theirs);
+        // SAFETY: ends the init without running the stage's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    drop(theirs);
+    let status = loop {
+        match rustix::process::waitpid(
+            rustix::process::Pid::from_raw(pid),
+            rustix::process::WaitOptions::empty(),
+        ) {
+            Ok(Some((_, status))) => break Some(status),
+            Err(rustix::io::Errno::INTR) => continue,
+            _ => break None,
+        }
+    };
+    let mut line = String::new();
+    let _ = ours.read_to_string(&mut line);
+    let end = serde_json::from_str::<ShellEnd>(line.trim()).unwrap_or(ShellEnd {
+        // The init was killed (a timeout, the process limit, the memory limit) or failed
+        // to set up (its word says why).
+        exit_code: status.and_then(|s| s.exit_status()),
+        signal: status.and_then(|s| s.terminating_signal()),
+        leftovers: 0,
+    });
+    let mut out = serde_json::to_vec(&end).unwrap_or_default();
+    out.push(b'\n');
+    let _ = helper.write_all(&out);
+    0
+}
+
+/// The namespace's first process: set up, restrict, run the shell, reap, report.
+#[allow(unsafe_code)]
+fn init(stage: &Stage2, made: ns::Made, memory_cgroup: bool, mut status: UnixStream) -> i32 {
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    let policy = &stage.policy;
+    if let Err(why) = crate::mounts::namespace_mounts(policy, memory_cgroup) {
+        namespace_failure(policy.require, &why);
+        return 127;
+    }
+    let mut applied = match crate::confine(
+        policy,
+        crate::Base {
+            read_only_outside: true,
+            own_user_namespace: made.user,
+            ipc_isolated: made.ipc,
+            memory_cgroup,
+        },
+    ) {
+        Ok(a) => a,
+        Err(e) => {
+            say("failed", &e.to_string());
+            return 127;
+        }
+    };
+    applied.process_limit = stage.process_limit;
+    applied.namespaces = Some(made);
+    applied.tmp_size = policy.tmp.as_ref().map(|t| t.size);
+    // The init's own /proc entries (its descriptors, among them the status socket) are
+    // closed to the command.
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+    if let Err(message) = prepare_descriptors(stage) {
+        say("failed", &message);
+        return 127;
+    }
+    say(
+        "applied",
+        &serde_json::to_string(&applied).unwrap_or_default(),
+    );
+    let child = match shell(stage).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "ringfence: cannot run {}: {e}",
+                stage.shell.display()
+            );
+            return 127;
+        }
+    };
+    let shell_pid = child.id() as i32;
+    // Reap every process of the namespace (orphans come here) until the shell ends.
+    let ended = loop {
+        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+            Ok(Some((pid, st))) if pid.as_raw_nonzero().get() == shell_pid => break Some(st),
+            Ok(Some(_)) => continue,
+            Err(rustix::io::Errno::INTR) => continue,
+            _ => break None,
+        }
+    };
+    let leftovers = others_in_namespace();
+    if leftovers > 0 {
+        // SAFETY: kill(2) of every process this init may signal: in a PID namespace, all of
+        // the namespace's processes but the init itself. No memory is passed.
+        unsafe { libc::kill(-1, libc::SIGKILL) };
+    }
+    while let Ok(Some(_)) = rustix::process::wait(rustix::process::WaitOptions::empty()) {}
+    let end = ShellEnd {
+        exit_code: ended.and_then(|s| s.exit_status()),
+        signal: ended.and_then(|s| s.terminating_signal()),
+        leftovers,
+    };
+    let _ = status.write_all(&serde_json::to_vec(&end).unwrap_or_default());
+    0
+}
+
+/// The processes of this PID namespace, but its init, that have not ended (from its own
+/// `/proc`).
+#[allow(clippy::disallowed_methods, reason = "/proc, not a user's file")]
+fn others_in_namespace() -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != 1)
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit_once(')')
+                        .map(|(_, r)| r.trim_start().starts_with('Z'))
+                })
+                == Some(false)
+        })
+        .count()
+}
+
+/// Makes fd 0 a `/dev/null` opened now (in the command's namespace).
+#[allow(unsafe_code)]
+fn reopen_stdin() -> std::io::Result<()> {
+    #[allow(clippy::disallowed_methods, reason = "a device, not a user's file")]
+    let null = std::fs::File::open("/dev/null")?;
+    // SAFETY: dup2(2) of a descriptor this function owns onto fd 0; it reads or writes no
+    // memory of this process.
+    if unsafe { libc::dup2(null.as_raw_fd(), 0) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Marks every descriptor above stderr close-on-exec, so that only stdin, stdout and stderr
+/// reach the command. `close_range` (Linux 5.11) does it in one call; older kernels get each
+/// descriptor listed in `/proc/self/fd` marked.
+#[allow(unsafe_code)]
+fn cloexec_above_stderr() -> std::io::Result<()> {
+    // SAFETY: the call sets the close-on-exec flag of descriptors; it closes nothing, and
+    // reads or writes no memory of this process.
+    let r = unsafe { libc::close_range(3, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as i32) };
+    if r == 0 {
+        return Ok(());
+    }
+    // Collected first: the directory's own descriptor is among those listed.
+    #[allow(clippy::disallowed_methods, reason = "/proc, not a user's file")]
+    let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: F_SETFD on a number that may no longer be open fails with EBADF and
+        // changes nothing; no memory is passed.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EBADF) {
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
