@@ -628,9 +628,11 @@ pub(crate) fn confine(policy: &Policy, base: Base) -> Result<Applied, SandboxErr
     };
     policy.require.check(abi, enforcement)?;
     drop_capabilities();
+    // (With the sandbox off, nothing more than the fixed rules: an operator's choice.)
+    let sandboxed = policy.require != Requirement::Off;
     let refuse = seccomp::Refuse {
-        sysv_ipc: !base.ipc_isolated,
-        memfd: !base.memory_cgroup,
+        sysv_ipc: sandboxed && !base.ipc_isolated,
+        memfd: sandboxed && !base.memory_cgroup,
     };
     let seccomp = seccomp::apply(policy.network, refuse)?;
     Ok(Applied {

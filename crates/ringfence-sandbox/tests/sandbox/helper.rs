@@ -38,6 +38,16 @@ pub fn helper() -> Helper {
     }
 }
 
+/// The helper as ringfence starts it: a program of its own (single-threaded, as a user
+/// namespace needs), built from this crate.
+pub fn program_helper() -> Helper {
+    Helper {
+        program: PathBuf::from(env!("CARGO_BIN_EXE_sandbox-test-helper")),
+        args: Vec::new(),
+        env: Vec::new(),
+    }
+}
+
 /// A sandbox layout: `ws` (the writable root and working directory), `ro` (a read-only
 /// root), `tmp` (the call's private temporary directory) inside; `secret`, `data` (a data
 /// directory with its database) and `other` (another user's workspace) beside, outside
