@@ -185,15 +185,14 @@ async fn a_read_only_root_is_read_only_to_commands_and_outside_is_out_of_reach()
 #[tokio::test(flavor = "multi_thread")]
 async fn a_timeout_kills_the_command_and_says_so() {
     let fx = fx();
-    let started = std::time::Instant::now();
     let (text, s) = run(
         &fx,
         json!({"command": "echo before; sleep 30; echo after", "timeout": 0.5}),
     )
     .await;
-    assert!(started.elapsed() < Duration::from_secs(10));
     assert!(text.starts_with("Timed out after 0.5 s"), "{text}");
     assert_eq!(s["timedOut"], true);
+    // Stopped during the sleep: what came after it never ran.
     assert_eq!(s["stdout"], "before\n");
 }
 
@@ -221,12 +220,10 @@ async fn cancelling_the_call_stops_the_command() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         cancel.cancel();
     });
-    let started = std::time::Instant::now();
     let e = fx
         .err("run_shell_command", json!({"command": "sleep 30"}))
         .await;
     assert_eq!(e.kind, ToolErrorKind::Cancelled);
-    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -444,4 +441,63 @@ async fn the_environment_is_clean_plus_the_operators_variables() {
         "{}",
         s["stderr"]
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_private_path_under_a_granted_system_directory_is_refused() {
+    // A data directory under /usr (granted to every command for reading): refused, by
+    // name, with the way out; the command never runs.
+    let mut cfg = config();
+    cfg.private = vec![(
+        std::path::PathBuf::from("/usr/share/ringfence-test/data"),
+        "ringfence's data directory".to_owned(),
+    )];
+    let mut fx = fx();
+    fx.toolbox = Toolbox::of(&[shell::family(cfg)]);
+    let e = fx
+        .err("run_shell_command", json!({"command": "echo ran > ran.txt"}))
+        .await;
+    assert_eq!(e.kind, ToolErrorKind::Refused);
+    for needed in [
+        "ringfence's data directory (/usr/share/ringfence-test/data)",
+        "beneath /usr/share",
+        "RINGFENCE_DATA_DIR",
+    ] {
+        assert!(e.message.contains(needed), "{needed}: {}", e.message);
+    }
+    assert!(!fx.root.join("ws/ran.txt").exists());
+    // Outside the system directories it runs.
+    let mut cfg = config();
+    cfg.private = vec![(
+        fx.tmp.path().join("data"),
+        "ringfence's data directory".to_owned(),
+    )];
+    fx.toolbox = Toolbox::of(&[shell::family(cfg)]);
+    fx.ok("run_shell_command", json!({"command": "true"})).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_past_its_memory_is_killed_and_the_result_says_so() {
+    let mut cfg = config();
+    cfg.limits.memory = Some(128 << 20);
+    cfg.limits.address_space = Some(128 << 20);
+    cfg.max_tmp = 16 << 20;
+    let mut fx = fx();
+    fx.toolbox = Toolbox::of(&[shell::family(cfg)]);
+    let (text, s) = run(
+        &fx,
+        json!({"command": "python3 -c 'import os\nfd = os.memfd_create(\"x\")\nfor _ in range(512): os.write(fd, bytes(1 << 20))\nprint(\"HELD-ALL\")'"}),
+    )
+    .await;
+    assert!(!text.contains("HELD-ALL"), "{text}");
+    if s["sandbox"]["memoryLimit"] == "cgroup" {
+        assert!(text.starts_with("Killed: the command ran out of memory (128 MiB"), "{text}");
+        assert_eq!(s["memoryLimitExceeded"], true);
+        assert!(text.contains("memory: cgroup 128 MiB"), "{text}");
+    } else {
+        // No memory cgroup on this machine: memfd is refused instead.
+        assert!(text.contains("Operation not permitted"), "{text}");
+    }
+    assert!(text.contains("$TMPDIR: tmpfs 16 MiB"), "{text}");
+    assert!(text.contains("namespaces: pid (own /proc)"), "{text}");
 }
