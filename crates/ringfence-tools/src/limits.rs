@@ -25,6 +25,11 @@ pub struct Limits {
     /// Days a spill file (saved full output) is kept; older ones are deleted at start-up
     /// (default 7).
     pub spill_retention_days: u64,
+    /// Mebibytes each user's saved outputs (spill files of every tool) may take on disk
+    /// together (default 1,024, at most 1,048,576 = 1 TiB): a new one makes room by deleting
+    /// that user's oldest first, and one larger than the whole quota is cut at it (its notice
+    /// says so).
+    pub spill_quota_mb: u64,
     /// Results search_entries returns when the call gives no `max_results` (seed 002's
     /// `maxSearchResults`, default 50).
     pub max_search_results: usize,
@@ -70,6 +75,7 @@ impl Default for Limits {
             max_grep_line_chars: 500,
             max_edit_bytes: 256 * 1024 * 1024,
             spill_retention_days: 7,
+            spill_quota_mb: 1024,
             max_search_results: 50,
             max_display_entries: 200,
             max_total_entries: 5000,
@@ -84,8 +90,17 @@ impl Default for Limits {
     }
 }
 
+/// The largest `spill_quota_mb` accepted: 1 TiB.
+pub const MAX_SPILL_QUOTA_MB: u64 = 1 << 20;
+
 impl Limits {
-    /// Rejects zero caps (a cap of zero would hide everything).
+    /// Each user's quota of saved output, in bytes.
+    pub fn spill_quota_bytes(&self) -> u64 {
+        self.spill_quota_mb.saturating_mul(1 << 20)
+    }
+
+    /// Rejects zero caps (a cap of zero would hide everything) and a quota of saved output
+    /// beyond [`MAX_SPILL_QUOTA_MB`].
     pub fn validate(&self) -> Result<(), LimitsError> {
         let checks = [
             ("max_read_lines", self.max_read_lines as u64),
@@ -97,6 +112,7 @@ impl Limits {
             ("max_grep_line_chars", self.max_grep_line_chars as u64),
             ("max_edit_bytes", self.max_edit_bytes),
             ("spill_retention_days", self.spill_retention_days),
+            ("spill_quota_mb", self.spill_quota_mb),
             ("max_search_results", self.max_search_results as u64),
             ("max_display_entries", self.max_display_entries as u64),
             ("max_total_entries", self.max_total_entries as u64),
@@ -110,6 +126,9 @@ impl Limits {
             if value == 0 {
                 return Err(LimitsError::Zero(key));
             }
+        }
+        if self.spill_quota_mb > MAX_SPILL_QUOTA_MB {
+            return Err(LimitsError::SpillQuota(self.spill_quota_mb));
         }
         if self.max_search_results > self.max_total_entries {
             return Err(LimitsError::SearchAboveTotal {
@@ -127,7 +146,32 @@ pub enum LimitsError {
     #[error("limits.{0} must be greater than 0")]
     Zero(&'static str),
     #[error(
+        "limits.spill_quota_mb = {0} is more than {MAX_SPILL_QUOTA_MB} (1 TiB); give each user's quota of saved output in mebibytes, e.g. 1024"
+    )]
+    SpillQuota(u64),
+    #[error(
         "limits.max_search_results ({search}) must not exceed limits.max_total_entries ({total})"
     )]
     SearchAboveTotal { search: usize, total: usize },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spill_quota_defaults_to_a_gib_and_is_checked() {
+        let mut limits = Limits::default();
+        assert_eq!(limits.spill_quota_bytes(), 1 << 30);
+        limits.spill_quota_mb = 0;
+        assert_eq!(limits.validate(), Err(LimitsError::Zero("spill_quota_mb")));
+        limits.spill_quota_mb = MAX_SPILL_QUOTA_MB + 1;
+        let e = limits.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("limits.spill_quota_mb = 1048577 is more than 1048576 (1 TiB)"),
+            "{e}"
+        );
+        limits.spill_quota_mb = MAX_SPILL_QUOTA_MB;
+        assert_eq!(limits.validate(), Ok(()));
+    }
 }

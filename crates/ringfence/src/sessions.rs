@@ -174,6 +174,8 @@ pub struct Sessions {
     data_dir: std::path::PathBuf,
     /// `<data dir>/tool-output/<configuration key>`: one directory per user beneath.
     spill_base: std::path::PathBuf,
+    /// Bytes each user's saved outputs may take (`[limits] spill_quota_mb`).
+    spill_quota: u64,
     client_roots: ClientRoots,
     /// Each user's roots, spill store and stateless sessions, made on first use and kept.
     users: Mutex<Users>,
@@ -227,6 +229,7 @@ impl Sessions {
             denylist: config.denylist.clone(),
             data_dir: config.data_dir.clone(),
             spill_base,
+            spill_quota: config.limits.spill_quota_bytes(),
             client_roots: config.client_roots,
             users: Mutex::new(Users {
                 map: HashMap::new(),
@@ -299,8 +302,10 @@ impl Sessions {
                 }
             })
             .collect::<Result<Vec<_>, String>>()?;
-        // Saved outputs are readable through the spill root: each user gets their own.
-        let spill = spill_store(self.spill_base.join(ringfence_fs::user_dir_name(user)))?;
+        // Saved outputs are readable through the spill root: each user gets their own, within
+        // their quota.
+        let spill = spill_store(self.spill_base.join(ringfence_fs::user_dir_name(user)))?
+            .with_quota(self.spill_quota);
         Ok((roots, Arc::new(spill)))
     }
 
@@ -619,6 +624,28 @@ mod tests {
         let legacy = s.scope_for("alice").unwrap();
         assert!(!Arc::ptr_eq(&wide.session, &legacy.session));
         assert!(Arc::ptr_eq(&wide.spill, &legacy.spill));
+    }
+
+    /// `[limits] spill_quota_mb` bounds each user's saved outputs on their own: Alice's
+    /// newest push out her oldest, Bob's stay.
+    #[test]
+    fn each_users_saved_outputs_stay_within_their_quota() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::for_tests(&dir.path().join("data"));
+        config.limits.spill_quota_mb = 1;
+        let s = Sessions::new(&config).unwrap();
+        let (alice, bob) = (s.scope_for("alice").unwrap(), s.scope_for("bob").unwrap());
+        let text = "x".repeat(400 << 10);
+        let bobs = bob.spill.save(&text).unwrap();
+        let saved: Vec<_> = (0..3).map(|_| alice.spill.save(&text).unwrap()).collect();
+        let there = |scope: &CallScope, path: &std::path::Path| {
+            let dir = scope.spill.root().dir().unwrap();
+            dir.metadata(path.file_name().unwrap()).is_ok()
+        };
+        assert!(!there(&alice, &saved[0].path), "the oldest made room");
+        assert!(there(&alice, &saved[1].path) && there(&alice, &saved[2].path));
+        assert!(saved.iter().all(|s| s.cut.is_none()));
+        assert!(there(&bob, &bobs.path));
     }
 
     #[test]

@@ -135,7 +135,12 @@ impl Transcript {
         let mut text = self.lines.join("\n");
         text.push('\n');
         match ctx.spill.save(&text) {
-            Ok(path) => Some(path.display().to_string()),
+            Ok(saved) => {
+                if let Some(cut) = &saved.cut {
+                    tracing::warn!(note = %cut.note(), "delegate_task: the transcript was cut");
+                }
+                Some(saved.path.display().to_string())
+            }
             Err(e) => {
                 tracing::warn!(error = %e.message, "delegate_task: the transcript could not be saved");
                 None

@@ -11,7 +11,6 @@ use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::grep::build_globset;
 use crate::files::relative_to;
 use crate::files::text::thousands;
-use crate::spill::saved_notice;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -152,13 +151,13 @@ fn glob(ctx: &ToolContext, args: GlobArgs) -> ToolResult<ToolOutput> {
     if found.len() <= cap {
         return Ok(ToolOutput::text(found.join("\n")));
     }
-    let path = ctx.spill.save(&(found.join("\n") + "\n"))?;
+    let saved = ctx.spill.save(&(found.join("\n") + "\n"))?;
     let mut text = found[..cap].join("\n");
     text.push_str(&format!(
         "\n\nShowing {} of {} files. Use a more specific pattern or path to narrow results.\n{}",
         thousands(cap as u64),
         thousands(found.len() as u64),
-        saved_notice(&path)
+        saved.notice()
     ));
     Ok(ToolOutput::text(text))
 }

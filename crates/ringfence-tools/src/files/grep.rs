@@ -17,7 +17,6 @@ use ringfence_fs::{WalkOptions, WalkState, walk};
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::relative_to;
 use crate::files::text::{cut_line, thousands};
-use crate::spill::saved_notice;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -477,7 +476,7 @@ fn render(
             spill.write(text.as_bytes())?;
             spill.write(b"\n")?;
         }
-        let path = spill.finish()?;
+        let saved = spill.finish()?;
         // Seed 000 counts matches; in the file-listing modes each entry is a file.
         let what = match mode {
             OutputMode::Content => "matches",
@@ -487,7 +486,7 @@ fn render(
             "\n\nShowing {} of {} {what}. Use a more specific pattern or path to narrow results.\n{}",
             thousands(shown_matches as u64),
             thousands(total_matches as u64),
-            saved_notice(&path)
+            saved.notice()
         ));
     } else if skip + shown.len() < all.len() {
         text.push_str(&format!(

@@ -9,7 +9,7 @@ use ringfence_fs::{WalkOptions, WalkState, walk_sorted};
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::relative_to;
 use crate::files::text::thousands;
-use crate::spill::{SpillWriter, saved_notice};
+use crate::spill::SpillWriter;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -110,14 +110,14 @@ impl<'a> CappedLines<'a> {
         let mut text = self.shown;
         let mut saved = None;
         if let Some(spill) = self.spill.take() {
-            let path = spill.finish()?;
+            let spilled = spill.finish()?;
             text.push_str(&format!(
                 "… showing {} of {} {what}.\n{}",
                 thousands(self.cap as u64),
                 thousands(self.count),
-                saved_notice(&path)
+                spilled.notice()
             ));
-            saved = Some(path.display().to_string());
+            saved = Some(spilled.path.display().to_string());
         }
         Ok((text, saved))
     }

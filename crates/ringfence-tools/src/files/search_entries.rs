@@ -15,7 +15,7 @@ use ringfence_fs::{WalkEntry, WalkOptions, WalkState, walk};
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::text::{cut_line, thousands};
 use crate::files::{display_path, relative_to};
-use crate::spill::{SpillWriter, saved_notice};
+use crate::spill::SpillWriter;
 use crate::time::{format_iso, parse_iso};
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
@@ -496,9 +496,9 @@ fn search_entries(ctx: &ToolContext, args: SearchEntriesArgs) -> ToolResult<Tool
             ));
         }
     }
-    if let Some(path) = &saved {
+    if let Some(saved) = &saved {
         text.push('\n');
-        text.push_str(&saved_notice(path));
+        text.push_str(&saved.notice());
         text.push_str(" (Saved in the order found.)");
     }
     if timed_out {
@@ -511,6 +511,6 @@ fn search_entries(ctx: &ToolContext, args: SearchEntriesArgs) -> ToolResult<Tool
         "total": total,
         "shown": if summarize { 0 } else { hits.len() },
         "timed_out": timed_out,
-        "saved_to": saved.map(|p| p.display().to_string()),
+        "saved_to": saved.map(|s| s.path.display().to_string()),
     })))
 }

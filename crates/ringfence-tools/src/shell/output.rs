@@ -32,7 +32,8 @@ pub struct Captured {
     pub text: String,
     /// The whole stream did not fit in `text`.
     pub truncated: bool,
-    /// Where the whole stream (up to [`MAX_SPILL_BYTES`]) was saved.
+    /// Where the whole stream (up to [`MAX_SPILL_BYTES`], and up to the user's quota of
+    /// saved output) was saved.
     pub file: Option<PathBuf>,
     pub bytes: u64,
     /// Why the spill file is missing or incomplete, when it is.
@@ -151,7 +152,18 @@ impl Capture {
         let mut spill_note = self.spill_error.clone();
         let file = match self.spill {
             Some(w) if self.spill_error.is_none() => match w.finish() {
-                Ok(path) => Some(path),
+                Ok(saved) => {
+                    // The user's quota of saved output cut it: say so, and why.
+                    if let Some(cut) = &saved.cut {
+                        spill_note = Some(cut.note());
+                    } else if self.total > MAX_SPILL_BYTES {
+                        spill_note = Some(format!(
+                            "only the first {} MiB were saved",
+                            MAX_SPILL_BYTES >> 20
+                        ));
+                    }
+                    Some(saved.path)
+                }
                 Err(e) => {
                     spill_note = Some(e.message.clone());
                     None
@@ -163,12 +175,6 @@ impl Capture {
             }
             None => None,
         };
-        if file.is_some() && self.total > MAX_SPILL_BYTES {
-            spill_note = Some(format!(
-                "only the first {} MiB were saved",
-                MAX_SPILL_BYTES >> 20
-            ));
-        }
         let text = format!(
             "{head}\n[… {} bytes in all; the middle is not shown …]\n{tail}",
             self.total
@@ -180,5 +186,40 @@ impl Capture {
             bytes: self.total,
             spill_note,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 29: a command's output is cut at the user's quota of saved output as it
+    /// streams, the user's older outputs deleted first, and the result says why.
+    #[test]
+    fn a_stream_past_the_users_quota_is_cut_at_it_with_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let spill = crate::spill::tests::store(dir.path(), "ann", 10_000);
+        let older = spill.save(&"o".repeat(4000)).unwrap();
+        let mut capture = Capture::new(100);
+        for _ in 0..50 {
+            capture.push(&[b'x'; 1000], &spill);
+        }
+        let c = capture.finish();
+        assert!(c.truncated);
+        assert_eq!(c.bytes, 50_000);
+        let file = c.file.expect("saved");
+        let note = c.spill_note.expect("a note");
+        assert!(
+            note.contains("only the first 10000 bytes were saved")
+                && note.contains("[limits] spill_quota_mb"),
+            "{note}"
+        );
+        let dir = spill.root().dir().unwrap();
+        let name = file.file_name().unwrap();
+        assert_eq!(dir.metadata(name).unwrap().len(), 10_000);
+        assert!(
+            dir.metadata(older.path.file_name().unwrap()).is_err(),
+            "the older output made room"
+        );
     }
 }

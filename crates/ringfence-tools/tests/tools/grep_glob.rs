@@ -345,8 +345,8 @@ async fn glob_ignore_policy_and_include_ignored() {
     ");
 }
 
-#[tokio::test]
-async fn glob_cap_with_notice_and_spill() {
+/// Five files `f0.txt`..`f4.txt`, of which glob shows three.
+fn five_files_glob_shows_three() -> Fx {
     let limits = Limits {
         max_glob_results: 3,
         ..Limits::default()
@@ -355,6 +355,12 @@ async fn glob_cap_with_notice_and_spill() {
     for i in 0..5 {
         fx.write(&format!("f{i}.txt"), "");
     }
+    fx
+}
+
+#[tokio::test]
+async fn glob_cap_with_notice_and_spill() {
+    let fx = five_files_glob_shows_three();
     let out = fx.ok("glob", json!({"pattern": "*.txt"})).await;
     insta::assert_snapshot!(fx.mask(&out), @"
     f0.txt
@@ -368,6 +374,26 @@ async fn glob_cap_with_notice_and_spill() {
         std::fs::read_to_string(spill_path(&out)).unwrap(),
         "f0.txt\nf1.txt\nf2.txt\nf3.txt\nf4.txt\n"
     );
+}
+
+/// Issue 29: an output larger than the user's quota of saved output is cut when saved, and
+/// the notice says so and why (no silent loss).
+#[tokio::test]
+async fn a_spill_past_the_quota_is_cut_and_the_notice_says_why() {
+    let mut fx = five_files_glob_shows_three();
+    let root = fx.ctx.spill.root().clone();
+    fx.ctx.spill = std::sync::Arc::new(ringfence_tools::SpillStore::new(root).with_quota(14));
+    let out = fx.ok("glob", json!({"pattern": "*.txt"})).await;
+    let masked = fx.mask(&out);
+    insta::assert_snapshot!(masked.lines().last().unwrap(), @"
+    The output was cut when saved to [DATA]/tool-output/[UUID]: only the first 14 bytes were saved: each user's saved outputs may take 14 bytes together ([limits] spill_quota_mb), the oldest deleted first to make room, and this one did not fit. Use read_file with offset/limit to access specific sections.
+    ");
+    let path = out
+        .split("saved to ")
+        .nth(1)
+        .and_then(|rest| rest.split(": only").next())
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(path).unwrap(), "f0.txt\nf1.txt\n");
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@ use crate::error::{ToolError, ToolErrorKind, ToolResult};
 use crate::files::media::{self, MediaKind};
 use crate::files::read_media_file::read_media;
 use crate::files::text::{cut_line, thousands};
-use crate::spill::{SpillWriter, saved_notice};
+use crate::spill::SpillWriter;
 use crate::tool::{ToolContext, ToolOutput};
 
 /// Collects the lines of the requested window, rendering what fits under the caps and
@@ -185,7 +185,7 @@ pub(super) fn read_single(
             thousands(window.first_shown),
             thousands(window.last_shown),
             thousands(total_lines),
-            saved_notice(&saved)
+            saved.notice()
         ));
         if explicit {
             text.push_str(&format!(
