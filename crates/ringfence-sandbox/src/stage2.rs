@@ -322,10 +322,18 @@ fn init(stage: &Stage2, made: ns::Made, memory_cgroup: bool, mut status: UnixStr
             _ => break None,
         }
     };
-    let leftovers = others_in_namespace();
+    // Only as the first process of a PID namespace of its own does "every process" mean the
+    // command's: anywhere else kill(-1) would reach every process of the user. (Without one,
+    // the helper's tree kill finds what is left.)
+    let own_namespace = made.pid && rustix::process::getpid().as_raw_nonzero().get() == 1;
+    let leftovers = if own_namespace {
+        others_in_namespace()
+    } else {
+        0
+    };
     if leftovers > 0 {
-        // SAFETY: kill(2) of every process this init may signal: in a PID namespace, all of
-        // the namespace's processes but the init itself. No memory is passed.
+        // SAFETY: kill(2) of every process this init may signal: in its PID namespace, all
+        // of the namespace's processes but the init itself. No memory is passed.
         unsafe { libc::kill(-1, libc::SIGKILL) };
     }
     while let Ok(Some(_)) = rustix::process::wait(rustix::process::WaitOptions::empty()) {}
