@@ -1,10 +1,12 @@
 """Per-command overhead of the shell sandbox: `true` and `echo hi` spawned plain
 (`/bin/sh -c`), under ringfence's sandbox (its helper, started the way run_shell_command
 starts it: the small `ringfence-sandbox` helper beside the binary, spec on stdin, framed
-output back, a cgroup, then the second stage making a read-only mount namespace and applying
-Landlock + seccomp + limits and
-executing `sh -c`), and under bwrap (bubblewrap: read-only bind of /, a writable workspace, no
-network namespace) — interleaved in one run, p50/p95 of each, and ringfence's added time.
+output back, `pids` and `memory` cgroups, then the second stage entering new user/mount/PID/
+IPC/UTS/cgroup/network namespaces and forking the namespace's init, which mounts its own
+/proc, makes the mounts read-only, mounts $TMPDIR as a tmpfs, applies Landlock + seccomp +
+limits and runs `sh -c`), and under bwrap (bubblewrap with `--unshare-all`, which makes the
+same namespaces: read-only bind of /, its own /proc and /dev, a writable workspace, a tmpfs
+/tmp) — interleaved in one run, p50/p95 of each, and each sandbox's added time.
 
     python3 bench/sandbox.py <ringfence binary> <results.json> [rounds]
 """
@@ -32,9 +34,9 @@ def plain(cmd: str, ws: Path) -> None:
 
 
 def bwrap(cmd: str, ws: Path) -> None:
-    subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                    "--bind", str(ws), str(ws), "--chdir", str(ws), "--unshare-net",
-                    "--die-with-parent", "/bin/sh", "-c", cmd],
+    subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev",
+                    "--proc", "/proc", "--tmpfs", "/tmp", "--bind", str(ws), str(ws),
+                    "--chdir", str(ws), "--die-with-parent", "/bin/sh", "-c", cmd],
                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                    check=True)
 
@@ -48,8 +50,10 @@ def spec(cmd: str, ws: Path, tmp: Path) -> bytes:
                 ["TERM", "dumb"], ["LANG", "C.UTF-8"]],
         "policy": {"read": read, "write": write,
                    "limits": {"processes": 256, "open_files": 1024, "file_size": 1 << 30,
-                              "cpu_secs": 300, "address_space": 4 << 30},
-                   "network": "none", "require": "full"},
+                              "cpu_secs": 300, "address_space": 4 << 30,
+                              "memory": 4 << 30},
+                   "network": "none", "require": "full",
+                   "namespaces": True, "tmp": {"path": str(tmp), "size": 512 << 20}},
         "max_processes": 256,
     }) + "\n").encode()
 
@@ -66,24 +70,28 @@ def sandboxed(binary: str, cmd: str, ws: Path, tmp: Path) -> None:
     p.stdout.readline()  # the helper's build, which is the binary's own here
     p.stdin.write(spec(cmd, ws, tmp))
     p.stdin.flush()
-    cgroup = None
+    cgroups = []
     while True:
         kind, size = struct.unpack("<BI", p.stdout.read(5))
         payload = p.stdout.read(size)
-        if kind == 5:
+        if kind in (5, 8):
             raise RuntimeError(payload.decode())
         if kind == 7:
-            cgroup = Path(payload.decode())
+            cgroups.append(Path(payload.decode()))
         if kind == 4:
             break
     p.stdin.close()
     p.wait()
-    # The helper leaves its cgroup for the server to remove: do what the server does.
-    if cgroup is not None:
-        try:
-            cgroup.rmdir()
-        except OSError:
-            pass
+    # The helper leaves its cgroups for the server to remove: do what the server does.
+    for cgroup in cgroups:
+        for _ in range(50):
+            try:
+                cgroup.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.002)
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -117,8 +125,10 @@ def main() -> None:
         }
         r = results[cmd]
         r["added_by_ringfence_p50_ms"] = {"value": r["ringfence"]["p50_ms"] - r["plain"]["p50_ms"]}
+        r["added_by_ringfence_p95_ms"] = {"value": r["ringfence"]["p95_ms"] - r["plain"]["p95_ms"]}
         if have_bwrap:
             r["added_by_bwrap_p50_ms"] = {"value": r["bwrap"]["p50_ms"] - r["plain"]["p50_ms"]}
+            r["added_by_bwrap_p95_ms"] = {"value": r["bwrap"]["p95_ms"] - r["plain"]["p95_ms"]}
     report = {"rounds": rounds, "machine": os.uname().release, "results": results}
     out_path.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))

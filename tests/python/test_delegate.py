@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
@@ -332,6 +334,22 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def running_with(marker: str) -> list[int]:
+    """Pids (seen from here) of running processes whose command line holds `marker`: a
+    command's own pids are its PID namespace's, so it is found by its arguments."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in cmdline and alive(int(name)):
+            found.append(int(name))
+    return found
+
+
 async def test_a_failed_criterion_is_reported_with_the_files_a_command_changed(ringfence_bin, dirs):
     ws, data = dirs
     (ws / "gone.txt").write_text("bye\n")
@@ -374,22 +392,26 @@ async def test_a_slow_model_meets_the_timeout(ringfence_bin, dirs):
     s = structured(result)
     assert s["status"] == "timed_out", s
     assert "ran out of time" in s["summary"], s
-    assert 2.0 <= took < 15.0, took
+    # Not before its time; that it ended then and not when the model answered (30 s) is the
+    # status (no upper bound in seconds: a loaded machine may be slow).
+    assert took >= 2.0, took
     assert Path(s["transcriptFile"]).is_file()
 
 
 async def test_cancelling_a_task_kills_its_command_and_frees_the_slot(ringfence_bin, dirs):
     ws, data = dirs
 
+    # A duration no other process on the machine sleeps for: the command's mark.
+    mark = f"60.{time.time_ns() % 1_000_000_000:09d}"
+
     def moves_for(system: str) -> list[tuple[str, dict[str, Any]]]:
         if "sleep a while" in system:
             return [("run_shell_command",
-                     {"command": "echo $$ > sleeper.pid; exec sleep 60", "timeout": 120}),
+                     {"command": f"exec sleep {mark}", "timeout": 120}),
                     finish_move("completed", "never reached", [])]
         return [finish_move("completed", "the next task ran", [])]
 
     config = delegate_config(ws.parent, 'provider = "sampling"\n')
-    pidfile = ws / "sleeper.pid"
     with anyio.fail_after(TEST_TIMEOUT_S):
         async with serve_sampling(ringfence_bin, ws, data, config,
                                   tool_sampler(moves_for), TOOL_CAPS) as srv:
@@ -401,19 +423,19 @@ async def test_cancelling_a_task_kills_its_command_and_frees_the_slot(ringfence_
 
                 tg.start_soon(delegate)
                 for _ in range(400):
-                    text = pidfile.read_text().strip() if pidfile.exists() else ""
-                    if text.isdigit() and alive(int(text)):
-                        pid = int(text)
+                    found = running_with(mark)
+                    if found:
+                        pid = found[0]
                         break
                     await anyio.sleep(0.05)
                 assert pid, "the task's command never started"
                 # Cancelling the awaiting task sends notifications/cancelled to the server.
                 tg.cancel_scope.cancel()
             for _ in range(100):
-                if not alive(pid):
+                if not running_with(mark):
                     break
                 await anyio.sleep(0.1)
-            assert not alive(pid), f"sleep 60 (pid {pid}) outlived the cancelled task"
+            assert not running_with(mark), f"sleep {mark} (pid {pid}) outlived the cancelled task"
             # The user's slot is free again (once the cancelled task has unwound, a moment
             # after its command died): the next task runs.
             for _ in range(100):

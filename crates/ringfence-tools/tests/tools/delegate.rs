@@ -388,11 +388,10 @@ async fn a_slow_model_times_out() {
     let started = Instant::now();
     let (_, s) = run(&fx, json!({"description": "be slow", "timeout": 0.7})).await;
     let took = started.elapsed();
+    // Not before its time; that it ended then and not when the model answered (20 s) is
+    // the status (no upper bound in seconds: a loaded machine may be slow).
     assert_eq!(s["status"], "timed_out", "{s}");
-    assert!(
-        took >= Duration::from_millis(700) && took < Duration::from_secs(5),
-        "{took:?}"
-    );
+    assert!(took >= Duration::from_millis(700), "{took:?}");
     assert!(
         s["summary"].as_str().unwrap().contains("ran out of time"),
         "{s}"
@@ -410,25 +409,43 @@ fn alive(pid: u32) -> bool {
     }
 }
 
+/// Pids of running (not zombie) processes whose command line holds `marker`, seen from
+/// here (a command's own pids are its PID namespace's, so it is found by its arguments).
+fn running_with(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+                && alive(*pid)
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn cancelling_stops_the_task_and_kills_its_command() {
+    // A duration no other process on the machine sleeps for: the command's mark.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let mark = format!("60.{nanos:09}");
     let model = Arc::new(Scripted::new(vec![
         call(
             "s",
             "run_shell_command",
-            json!({"command": "echo $$ > sleeper.pid; exec sleep 60", "timeout": 120}),
+            json!({"command": format!("exec sleep {mark}"), "timeout": 120}),
         ),
         finish("completed", "never", json!([])),
     ]));
     let fx = Arc::new(fx(model));
     let cancel = fx.ctx.cancel.clone();
-    let pidfile = fx.path("sleeper.pid");
+    let watched = mark.clone();
     let watcher = tokio::spawn(async move {
         for _ in 0..200 {
-            if let Ok(text) = std::fs::read_to_string(&pidfile)
-                && let Ok(pid) = text.trim().parse::<u32>()
-                && alive(pid)
-            {
+            if let Some(&pid) = running_with(&watched).first() {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 cancel.cancel();
                 return Some(pid);
@@ -437,22 +454,23 @@ async fn cancelling_stops_the_task_and_kills_its_command() {
         }
         None
     });
-    let started = Instant::now();
     let e = fx
         .err("delegate_task", json!({"description": "sleep a while"}))
         .await;
     assert_eq!(e.kind, ToolErrorKind::Cancelled, "{}", e.message);
-    assert!(started.elapsed() < Duration::from_secs(20));
     let pid = watcher.await.unwrap().expect("the command started");
-    let mut dead = false;
+    let mut left = running_with(&mark);
     for _ in 0..40 {
-        if !alive(pid) {
-            dead = true;
+        if left.is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+        left = running_with(&mark);
     }
-    assert!(dead, "sleep 60 (pid {pid}) outlived the cancelled task");
+    assert!(
+        left.is_empty(),
+        "sleep {mark} (pid {pid}) outlived the cancelled task"
+    );
     // The transcript was saved anyway.
     let spills: Vec<String> = std::fs::read_dir(fx.data.join("tool-output"))
         .unwrap()
