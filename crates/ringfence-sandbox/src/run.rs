@@ -183,8 +183,7 @@ where
             tracing::warn!(%why, "the command's namespaces failed; running it without them, as sandbox = \"partial\" allows");
             let mut without = spec.clone();
             without.policy.namespaces = false;
-            let left = timeout.saturating_sub(started.elapsed());
-            run_once(helper, &without, left, &mut cancel, &mut output, started).await
+            run_once(helper, &without, timeout, &mut cancel, &mut output, started).await
         }
         other => other,
     }
@@ -229,7 +228,10 @@ where
     let (tx, mut frames) = mpsc::channel::<(u8, Vec<u8>)>(16);
     tokio::spawn(read_frames(child.stdout.take().expect("piped"), tx));
 
-    let deadline = tokio::time::sleep(timeout);
+    // The time limit counts from the call, the helper's start included: a limit shorter
+    // than setting the sandbox up ends the call before the command is sent.
+    let until = tokio::time::Instant::from_std(started) + timeout;
+    let deadline = tokio::time::sleep_until(until);
     tokio::pin!(deadline);
     let mut ended = None;
     let mut grace_end = None;
@@ -278,7 +280,7 @@ where
                     return Err(SandboxError::NamespacesFailed(String::from_utf8_lossy(&message).into_owned()));
                 }
                 Some((READY, _)) => {
-                    if deadline.is_elapsed() && ended.is_none() {
+                    if tokio::time::Instant::now() >= until && ended.is_none() {
                         // The time ran out while the sandbox was being set up: the command
                         // is not sent at all.
                         ended = Some(Ended::Timeout);

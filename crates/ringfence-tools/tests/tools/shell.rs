@@ -455,7 +455,10 @@ async fn a_private_path_under_a_granted_system_directory_is_refused() {
     let mut fx = fx();
     fx.toolbox = Toolbox::of(&[shell::family(cfg)]);
     let e = fx
-        .err("run_shell_command", json!({"command": "echo ran > ran.txt"}))
+        .err(
+            "run_shell_command",
+            json!({"command": "echo ran > ran.txt"}),
+        )
         .await;
     assert_eq!(e.kind, ToolErrorKind::Refused);
     for needed in [
@@ -491,7 +494,10 @@ async fn a_command_past_its_memory_is_killed_and_the_result_says_so() {
     .await;
     assert!(!text.contains("HELD-ALL"), "{text}");
     if s["sandbox"]["memoryLimit"] == "cgroup" {
-        assert!(text.starts_with("Killed: the command ran out of memory (128 MiB"), "{text}");
+        assert!(
+            text.starts_with("Killed: the command ran out of memory (128 MiB"),
+            "{text}"
+        );
         assert_eq!(s["memoryLimitExceeded"], true);
         assert!(text.contains("memory: cgroup 128 MiB"), "{text}");
     } else {
