@@ -8,7 +8,7 @@ limits and runs `sh -c`), and under bwrap (bubblewrap with `--unshare-all`, whic
 same namespaces: read-only bind of /, its own /proc and /dev, a writable workspace, a tmpfs
 /tmp) — interleaved in one run, p50/p95 of each, and each sandbox's added time.
 
-    python3 bench/sandbox.py <ringfence binary> <results.json> [rounds]
+    python3 bench/sandbox.py <ringfence binary, or a helper program> <results.json> [rounds]
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def bwrap(cmd: str, ws: Path) -> None:
                    check=True)
 
 
-def spec(cmd: str, ws: Path, tmp: Path) -> bytes:
+def spec(cmd: str, ws: Path, tmp: Path, cgroups: bool = True) -> bytes:
     read = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc"]
     write = [str(ws), str(tmp), "/dev/null", "/dev/zero", "/dev/urandom"]
     return (json.dumps({
@@ -51,24 +51,27 @@ def spec(cmd: str, ws: Path, tmp: Path) -> bytes:
         "policy": {"read": read, "write": write,
                    "limits": {"processes": 256, "open_files": 1024, "file_size": 1 << 30,
                               "cpu_secs": 300, "address_space": 4 << 30,
-                              "memory": 4 << 30},
+                              "memory": (4 << 30) if cgroups else None},
                    "network": "none", "require": "full",
                    "namespaces": True, "tmp": {"path": str(tmp), "size": 512 << 20}},
-        "max_processes": 256,
+        "max_processes": 256 if cgroups else None,
     }) + "\n").encode()
 
 
-def sandboxed(binary: str, cmd: str, ws: Path, tmp: Path) -> None:
+def sandboxed(binary: str, cmd: str, ws: Path, tmp: Path, cgroups: bool = True) -> None:
     """As the server runs a command: the spec on stdin, which stays open until the report
     (its closing means "stop now"), frames read as they come."""
-    small = Path(binary).with_name("ringfence-sandbox")
-    argv = [str(small)] if small.exists() else [binary, "__sandbox-helper"]
+    if Path(binary).name == "ringfence":
+        small = Path(binary).with_name("ringfence-sandbox")
+        argv = [str(small)] if small.exists() else [binary, "__sandbox-helper"]
+    else:
+        argv = [binary]  # a helper program itself
     p = subprocess.Popen(argv, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={})
     assert p.stdin and p.stdout
     assert p.stdout.read(len(MAGIC)) == MAGIC
     p.stdout.readline()  # the helper's build, which is the binary's own here
-    p.stdin.write(spec(cmd, ws, tmp))
+    p.stdin.write(spec(cmd, ws, tmp, cgroups))
     p.stdin.flush()
     cgroups = []
     while True:
@@ -105,8 +108,12 @@ def main() -> None:
     ws = Path(tempfile.mkdtemp(prefix="rf-bench-ws-"))
     tmp = Path(tempfile.mkdtemp(prefix="rf-bench-tmp-"))
     have_bwrap = shutil.which("bwrap") is not None
+    # "ringfence, no cgroups": the same without the pids and memory cgroups (what an
+    # unprivileged server without a delegated cgroup gets), to show what moving into them
+    # costs.
     runners = {"plain": lambda c: plain(c, ws),
-               "ringfence": lambda c: sandboxed(binary, c, ws, tmp)}
+               "ringfence": lambda c: sandboxed(binary, c, ws, tmp),
+               "ringfence_no_cgroups": lambda c: sandboxed(binary, c, ws, tmp, False)}
     if have_bwrap:
         runners["bwrap"] = lambda c: bwrap(c, ws)
     results: dict[str, dict[str, dict[str, float]]] = {}

@@ -1,6 +1,7 @@
-//! The second stage: the process that turns into the command's sandbox. The helper starts it
-//! (this binary again, [`STAGE2_ENV`] holding a [`Stage2`]) with a socket as its stdin, moves
-//! it into the command's cgroups, and sends one byte saying which of them hold. Then:
+//! The second stage: the process that turns into the command's sandbox. The helper forks it
+//! (a copy of itself, single-threaded, which saves executing the binary again) with a
+//! socket as its stdin, moves it into the command's cgroups, and sends one byte saying which
+//! of them hold. Then:
 //!
 //! - **With namespaces** (the default; issue 29): the stage enters new user (where needed),
 //!   mount, IPC, UTS, PID, cgroup and — without network — network namespaces, and forks the
@@ -29,8 +30,6 @@ use serde::{Deserialize, Serialize};
 use crate::ns::{self, NsError};
 use crate::{Applied, Policy, ProcessLimit, Requirement};
 
-/// The variable that makes the binary the second stage, holding its [`Stage2`].
-pub(crate) const STAGE2_ENV: &str = "RINGFENCE_SANDBOX_STAGE2";
 /// How the second stage's word to the helper starts (one line, first on its stdout; a
 /// test harness may print before it).
 pub(crate) const STAGE2_WORD: &[u8] = b"\0ringfence-sandbox-stage2 ";
@@ -40,8 +39,6 @@ pub(crate) const GO_PIDS_CGROUP: u8 = 1;
 pub(crate) const GO_MEMORY_CGROUP: u8 = 2;
 
 /// What the second stage needs.
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct Stage2 {
     pub shell: PathBuf,
     pub command: String,
@@ -69,16 +66,9 @@ fn say(word: &str, text: &str) {
     let _ = out.flush();
 }
 
-/// The second stage's whole life; returns its exit code (when it does not become the
-/// shell).
-pub(crate) fn main(json: &str) -> i32 {
-    let mut stage: Stage2 = match serde_json::from_str(json) {
-        Ok(s) => s,
-        Err(e) => {
-            say("failed", &format!("bad second-stage specification: {e}"));
-            return 127;
-        }
-    };
+/// The second stage's whole life, in the process the helper forked (stdin its socket,
+/// stdout and stderr its pipes); returns its exit code (when it does not become the shell).
+pub(crate) fn run(mut stage: Stage2) -> i32 {
     // The helper's socket (stdin until the command's own is opened), kept apart from fd 0.
     let mut helper = match rustix::io::fcntl_dupfd_cloexec(std::io::stdin(), 3) {
         Ok(fd) => UnixStream::from(fd),
@@ -87,26 +77,27 @@ pub(crate) fn main(json: &str) -> i32 {
             return 127;
         }
     };
-    // The helper's go: it has moved this process into the command's cgroups.
-    let mut go = [0u8; 1];
-    if helper.read_exact(&mut go).is_err() {
-        // The helper is gone: nothing to do.
-        return 127;
-    }
-    let memory_cgroup = go[0] & GO_MEMORY_CGROUP != 0;
-    if go[0] & GO_PIDS_CGROUP != 0 && stage.process_limit.is_some() {
-        stage.process_limit = Some(ProcessLimit::Cgroup);
-    }
     // Each stage dies with its parent: the helper, killed, takes the command with it.
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     let policy = &stage.policy;
     if !policy.namespaces || policy.require == Requirement::Off {
+        let Some(memory_cgroup) = wait_for_go(&mut helper, &mut stage) else {
+            return 127;
+        };
         return without_namespaces(&stage, memory_cgroup);
     }
-    match ns::enter(
+    // The namespaces are made while the helper moves this process into the command's
+    // cgroups (a move may wait for the kernel's RCU grace period); nothing is started before
+    // its go, so every process of the command is born in them.
+    let entered = ns::enter(
         policy.user_namespace,
         policy.network == crate::Network::None,
-    ) {
+    );
+    let Some(memory_cgroup) = wait_for_go(&mut helper, &mut stage) else {
+        return 127;
+    };
+    let policy = &stage.policy;
+    match entered {
         Ok(made) => with_namespaces(&stage, made, memory_cgroup, helper),
         Err(NsError::Unavailable(why)) if policy.require == Requirement::Partial => {
             tracing::debug!(%why, "commands run without namespaces of their own");
@@ -124,6 +115,17 @@ pub(crate) fn main(json: &str) -> i32 {
             127
         }
     }
+}
+
+/// Waits for the helper's go (it has moved this process into the command's cgroups);
+/// whether a memory cgroup holds. `None`: the helper is gone.
+fn wait_for_go(helper: &mut UnixStream, stage: &mut Stage2) -> Option<bool> {
+    let mut go = [0u8; 1];
+    helper.read_exact(&mut go).ok()?;
+    if go[0] & GO_PIDS_CGROUP != 0 && stage.process_limit.is_some() {
+        stage.process_limit = Some(ProcessLimit::Cgroup);
+    }
+    Some(go[0] & GO_MEMORY_CGROUP != 0)
 }
 
 /// Says that the namespaces failed half-way: with `partial` the server runs the command

@@ -24,9 +24,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -35,7 +33,7 @@ use rustix::process::{Pid, Signal, WaitOptions, getpid};
 use serde::{Deserialize, Serialize};
 
 use crate::cgroup::Cgroups;
-use crate::stage2::{GO_MEMORY_CGROUP, GO_PIDS_CGROUP, STAGE2_ENV, STAGE2_WORD, ShellEnd, Stage2};
+use crate::stage2::{GO_MEMORY_CGROUP, GO_PIDS_CGROUP, STAGE2_WORD, ShellEnd, Stage2};
 use crate::{Policy, ProcessLimit};
 
 /// The argument that starts the binary as the helper.
@@ -113,9 +111,6 @@ pub(crate) struct Report {
 /// first argument is [`HELPER_ARG`], before any thread exists (the restrictions apply to the
 /// calling thread and what it starts).
 pub fn helper_main() -> i32 {
-    if let Some(json) = std::env::var_os(STAGE2_ENV) {
-        return crate::stage2::main(&json.to_string_lossy());
-    }
     let out = Arc::new(Mutex::new(std::io::stdout()));
     {
         let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
@@ -331,26 +326,13 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, Failure>
         policy,
         process_limit,
     };
-    let exe = std::env::current_exe()
-        .map_err(|e| format!("cannot find the helper's own binary for the second stage: {e}"))?;
     // The stage's stdin is a socket to the helper: the go byte, then how the shell ended.
     let (mut socket, theirs) =
         UnixStream::pair().map_err(|e| format!("cannot make the second stage's socket: {e}"))?;
-    let mut child = Command::new(exe)
-        .args(std::env::args_os().skip(1))
-        .env(
-            STAGE2_ENV,
-            serde_json::to_string(&stage2).map_err(|e| e.to_string())?,
-        )
-        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
+    let (shell, stdout, stderr) = fork_stage2(stage2, theirs, &socket)
         .map_err(|e| format!("cannot start the sandbox's second stage: {e}"))?;
-    let shell = Pid::from_child(&child);
     // Into the cgroups before it does anything; then it may go on.
-    cgroups.add(child.id());
+    cgroups.add(shell.as_raw_nonzero().get() as u32);
     for dir in cgroups.dirs() {
         let _ = frame(out, CGROUP, dir.as_os_str().as_encoded_bytes());
     }
@@ -377,10 +359,7 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, Failure>
     });
 
     let (relayed_tx, relayed_rx) = std::sync::mpsc::channel::<()>();
-    let relays: Vec<Box<dyn Read + Send>> = vec![
-        Box::new(child.stdout.take().expect("piped")),
-        Box::new(child.stderr.take().expect("piped")),
-    ];
+    let relays: Vec<Box<dyn Read + Send>> = vec![Box::new(stdout), Box::new(stderr)];
     for (kind, pipe) in [STDOUT, STDERR].into_iter().zip(relays) {
         let (out, shared, tx) = (out.clone(), shared.clone(), relayed_tx.clone());
         std::thread::spawn(move || {
@@ -457,7 +436,13 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, Failure>
     let _ = socket.set_read_timeout(Some(Duration::from_secs(2)));
     let _ = socket.read_to_string(&mut said);
     let end = serde_json::from_str::<ShellEnd>(said.trim()).ok();
-    let leftovers = kill_tree(&shared) + end.map_or(0, |e| e.leftovers);
+    // The init reported: it killed what was left in its PID namespace, which ended with it,
+    // and no process of the command lives outside it (joining another namespace is
+    // refused), so nothing is left to look for. Otherwise look, and kill what is found.
+    let leftovers = match end {
+        Some(e) => e.leftovers,
+        None => kill_tree(&shared),
+    };
     reap_all(Duration::from_secs(2));
     // The relays end when the last writer is gone, which the kills just ensured.
     let until = Instant::now() + Duration::from_secs(2);
@@ -496,6 +481,53 @@ fn run(spec: Spec, out: &Arc<Mutex<std::io::Stdout>>) -> Result<Report, Failure>
         killed,
         leftovers,
     })
+}
+
+/// Starts the second stage: a fork of the helper (which has no thread of its own yet), in a
+/// new process group, with `theirs` as its stdin and new pipes as its stdout and stderr;
+/// the child runs [`crate::stage2::run`] and never returns. Returns its pid and the read
+/// ends of its pipes.
+#[allow(unsafe_code)]
+fn fork_stage2(
+    stage: Stage2,
+    theirs: UnixStream,
+    ours: &UnixStream,
+) -> std::io::Result<(Pid, std::fs::File, std::fs::File)> {
+    use std::os::fd::AsRawFd;
+    let (out_r, out_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    let (err_r, err_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    // Nothing buffered may be written twice (the child's copy of stdout's buffer).
+    let _ = std::io::stdout().flush();
+    // SAFETY: fork(2). The helper is a fresh process with one thread here (its threads
+    // start after this); under a test harness the other thread waits for the test and
+    // holds no lock the child needs (glibc's fork keeps malloc usable). The child only
+    // moves descriptors and runs the stage, then ends with _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: descriptor calls on descriptors this process holds; no memory is passed.
+        let moved = unsafe {
+            libc::setpgid(0, 0) == 0
+                && libc::dup2(theirs.as_raw_fd(), 0) >= 0
+                && libc::dup2(out_w.as_raw_fd(), 1) >= 0
+                && libc::dup2(err_w.as_raw_fd(), 2) >= 0
+                && libc::close(ours.as_raw_fd()) == 0
+        };
+        drop((theirs, out_r, out_w, err_r, err_w));
+        let code = if moved {
+            crate::stage2::run(stage)
+        } else {
+            127
+        };
+        let _ = std::io::stdout().flush();
+        // SAFETY: ends the stage without running the helper's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    drop((theirs, out_w, err_w));
+    let pid = Pid::from_raw(pid).expect("fork returned a positive pid");
+    Ok((pid, std::fs::File::from(out_r), std::fs::File::from(err_r)))
 }
 
 /// Copies a pipe of the command to the server as frames. If the server cannot take them
@@ -630,6 +662,7 @@ fn processes_of_user() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::{Command, Stdio};
 
     #[test]
     fn without_a_cgroup_the_command_is_what_descends_from_the_helper() {
