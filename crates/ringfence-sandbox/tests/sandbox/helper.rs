@@ -13,13 +13,44 @@ use ringfence_sandbox::{
 
 const HELPER_ENV: &str = "RINGFENCE_SANDBOX_TEST_HELPER";
 
+/// Set for a helper that must run where namespaces are forbidden.
+const FORBID_ENV: &str = "RINGFENCE_SANDBOX_TEST_FORBID_NAMESPACES";
+
 /// The helper's side: only when started as the helper (an ordinary run passes at once).
+/// With [`FORBID_ENV`] it first puts itself where no namespace can be made, the way a
+/// container runtime's default filter does (`unshare` and `clone` with a namespace flag
+/// refused with `EPERM`), so that what ringfence does there is seen for real.
 #[test]
 fn helper_entry() {
     if std::env::var_os(HELPER_ENV).is_none() {
         return;
     }
+    if std::env::var_os(FORBID_ENV).is_some() {
+        forbid_namespaces();
+    }
     std::process::exit(ringfence_sandbox::helper_main());
+}
+
+/// Refuses `unshare` to this process and everything it starts, as a container runtime's
+/// default filter does (a seccomp filter; `no_new_privs` first, as an unprivileged filter
+/// needs). The sandbox makes its namespaces with `unshare` only.
+fn forbid_namespaces() {
+    use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
+    let arch = if cfg!(target_arch = "aarch64") {
+        TargetArch::aarch64
+    } else {
+        TargetArch::x86_64
+    };
+    let filter = SeccompFilter::new(
+        [(libc::SYS_unshare, Vec::new())].into_iter().collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .unwrap();
+    let program: seccompiler::BpfProgram = filter.try_into().unwrap();
+    rustix::thread::set_no_new_privs(true).unwrap();
+    seccompiler::apply_filter(&program).unwrap();
 }
 
 pub fn helper() -> Helper {
@@ -546,4 +577,73 @@ async fn the_command_runs_in_namespaces_of_its_own() {
     assert_eq!(lines[3], "1", "{}", r.stdout);
     assert_eq!(lines[4], "tmp=tmpfs", "{}\n{}", r.stdout, r.stderr);
     assert_eq!(r.outcome.applied.tmp_size, Some(64 << 20));
+}
+
+fn forbidding_helper() -> Helper {
+    let mut h = helper();
+    h.env.push((FORBID_ENV.to_owned(), "1".to_owned()));
+    h
+}
+
+#[tokio::test]
+async fn where_namespaces_are_forbidden_commands_are_refused_and_say_why() {
+    let l = Layout::new();
+    let spec = l.spec("echo ran > ran.txt");
+    let e = ringfence_sandbox::run(
+        &forbidding_helper(),
+        &spec,
+        Duration::from_secs(30),
+        std::future::pending(),
+        |_, _| {},
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(e, ringfence_sandbox::SandboxError::NoNamespaces(_)),
+        "{e:?}"
+    );
+    let text = e.to_string();
+    for needed in [
+        "Operation not permitted",
+        "deploy/apparmor/ringfence",
+        "CAP_SYS_ADMIN",
+        "sandbox = \"partial\"",
+    ] {
+        assert!(text.contains(needed), "{needed}: {text}");
+    }
+    assert!(!l.path("ws/ran.txt").exists(), "the command ran");
+}
+
+#[tokio::test]
+async fn with_partial_the_command_runs_without_namespaces_and_says_so() {
+    let l = Layout::new();
+    let mut spec = l.spec("echo ran; ls /proc | grep -c '^[0-9]' ");
+    spec.policy.require = ringfence_sandbox::Requirement::Partial;
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let outcome = ringfence_sandbox::run(
+        &forbidding_helper(),
+        &spec,
+        Duration::from_secs(30),
+        std::future::pending(),
+        |s, b| match s {
+            Stream::Stdout => out.extend_from_slice(b),
+            Stream::Stderr => err.extend_from_slice(b),
+        },
+    )
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out);
+    assert!(
+        stdout.starts_with("ran\n"),
+        "{stdout} {}",
+        String::from_utf8_lossy(&err)
+    );
+    // The machine's processes are in sight (no PID namespace), and the result says so.
+    assert!(
+        stdout.lines().nth(1).unwrap().parse::<u32>().unwrap() > 4,
+        "{stdout}"
+    );
+    assert_eq!(outcome.applied.namespaces, None);
+    assert!(outcome.applied.ipc_refused);
+    assert!(!outcome.applied.processes_hidden());
 }

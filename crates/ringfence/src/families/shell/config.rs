@@ -21,8 +21,9 @@ struct ShellTable {
     enabled: Option<bool>,
     /// "none" (default) or "full".
     network: Option<String>,
-    /// "on" (default: Landlock ABI 6 or newer), "partial" (any Landlock the kernel has) or
-    /// "off" (commands run unconfined; logged as a warning).
+    /// "on" (default: Landlock and the command's own namespaces), "partial" (without the
+    /// namespaces where the machine cannot make them) or "off" (commands run unconfined;
+    /// logged as a warning).
     sandbox: Option<String>,
     /// Names of ringfence's own environment variables passed on to commands.
     env: Option<Vec<String>>,
