@@ -153,14 +153,9 @@ fn without_namespaces(stage: &Stage2, memory_cgroup: bool) -> i32 {
         }
     };
     applied.process_limit = stage.process_limit;
-    if let Err(message) = prepare_descriptors(stage) {
-        say("failed", &message);
+    if !ready(stage, &applied) {
         return 127;
     }
-    say(
-        "applied",
-        &serde_json::to_string(&applied).unwrap_or_default(),
-    );
     let err = shell(stage).exec();
     let _ = writeln!(
         std::io::stderr(),
@@ -168,6 +163,20 @@ fn without_namespaces(stage: &Stage2, memory_cgroup: bool) -> i32 {
         stage.shell.display()
     );
     127
+}
+
+/// The last step before the shell: the descriptors as the command gets them, and the word
+/// to the helper saying what was applied (or why the command cannot start: `false`).
+fn ready(stage: &Stage2, applied: &Applied) -> bool {
+    if let Err(message) = prepare_descriptors(stage) {
+        say("failed", &message);
+        return false;
+    }
+    say(
+        "applied",
+        &serde_json::to_string(applied).unwrap_or_default(),
+    );
+    true
 }
 
 /// The command `sh -c <command>` in its working directory with exactly its environment.
@@ -295,14 +304,9 @@ fn init(stage: &Stage2, made: ns::Made, memory_cgroup: bool, mut status: UnixStr
     // The init's own /proc entries (its descriptors, among them the status socket) are
     // closed to the command.
     let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
-    if let Err(message) = prepare_descriptors(stage) {
-        say("failed", &message);
+    if !ready(stage, &applied) {
         return 127;
     }
-    say(
-        "applied",
-        &serde_json::to_string(&applied).unwrap_or_default(),
-    );
     let child = match shell(stage).spawn() {
         Ok(c) => c,
         Err(e) => {

@@ -162,8 +162,18 @@ pub async fn run_cancellable(
     timeout: Duration,
     cancel: impl std::future::Future<Output = ()>,
 ) -> Ran {
+    run_through(&helper(), spec, timeout, cancel).await
+}
+
+/// Runs `spec` through `helper`; panics if the run fails.
+pub async fn run_through(
+    helper: &Helper,
+    spec: &Spec,
+    timeout: Duration,
+    cancel: impl std::future::Future<Output = ()>,
+) -> Ran {
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let outcome = ringfence_sandbox::run(&helper(), spec, timeout, cancel, |s, b| match s {
+    let outcome = ringfence_sandbox::run(helper, spec, timeout, cancel, |s, b| match s {
         Stream::Stdout => out.extend_from_slice(b),
         Stream::Stderr => err.extend_from_slice(b),
     })
@@ -619,25 +629,15 @@ async fn with_partial_the_command_runs_without_namespaces_and_says_so() {
     let l = Layout::new();
     let mut spec = l.spec("echo ran; ls /proc | grep -c '^[0-9]' ");
     spec.policy.require = ringfence_sandbox::Requirement::Partial;
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let outcome = ringfence_sandbox::run(
+    let r = run_through(
         &forbidding_helper(),
         &spec,
         Duration::from_secs(30),
         std::future::pending(),
-        |s, b| match s {
-            Stream::Stdout => out.extend_from_slice(b),
-            Stream::Stderr => err.extend_from_slice(b),
-        },
     )
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out);
-    assert!(
-        stdout.starts_with("ran\n"),
-        "{stdout} {}",
-        String::from_utf8_lossy(&err)
-    );
+    .await;
+    let (stdout, outcome) = (r.stdout, r.outcome);
+    assert!(stdout.starts_with("ran\n"), "{stdout} {}", r.stderr);
     // The machine's processes are in sight (no PID namespace), and the result says so.
     assert!(
         stdout.lines().nth(1).unwrap().parse::<u32>().unwrap() > 4,
