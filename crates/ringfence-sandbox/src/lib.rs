@@ -210,17 +210,27 @@ pub fn public_entries(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The first of `granted` (paths a command may read) that would give it `private` (a path
-/// that must stay out of its reach): `private` lies beneath it or is it. Compared by real
-/// paths where they exist (a symbolic link in either does not hide the overlap).
+/// For each of `private` (paths that must stay out of a command's reach), the first of
+/// `granted` (paths a command may read) that would give it: the private path lies beneath
+/// it or is it. Compared by real paths where they exist (a symbolic link in either does not
+/// hide the overlap); each granted path is resolved once.
 #[allow(
     clippy::disallowed_methods,
     reason = "system and configuration paths, resolved for a comparison"
 )]
-pub fn granted_over<'a>(private: &Path, granted: &'a [PathBuf]) -> Option<&'a PathBuf> {
+pub fn granted_over<'a>(private: &[&Path], granted: &'a [PathBuf]) -> Vec<Option<&'a PathBuf>> {
     let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let private = real(private);
-    granted.iter().find(|g| private.starts_with(real(g)))
+    let granted_real: Vec<PathBuf> = granted.iter().map(|g| real(g)).collect();
+    private
+        .iter()
+        .map(|p| {
+            let p = real(p);
+            granted_real
+                .iter()
+                .position(|g| p.starts_with(g))
+                .map(|i| &granted[i])
+        })
+        .collect()
 }
 
 /// The entries of `etc` a command may read: those [`ETC_PUBLIC`] names (a name ending in

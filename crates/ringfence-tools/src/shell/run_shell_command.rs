@@ -359,8 +359,10 @@ impl RunShellCommand {
 /// workspaces) a system directory granted for reading would give commands, and what an
 /// operator does about it; `None` when none.
 pub fn private_paths_granted(private: &[(PathBuf, String)], system: &[PathBuf]) -> Option<String> {
-    private.iter().find_map(|(path, what)| {
-        granted_over(path, system).map(|granted| {
+    let paths: Vec<&Path> = private.iter().map(|(p, _)| p.as_path()).collect();
+    let over = granted_over(&paths, system);
+    private.iter().zip(over).find_map(|((path, what), granted)| {
+        granted.map(|granted| {
             format!(
                 "{what} ({}) lies beneath {}, which the sandbox lets every command read, so commands are not run. An operator must move it out of the system directories (a data directory under the home directory or /var/lib, RINGFENCE_DATA_DIR) or make its directory private (chmod o-rx: only entries every user may read are given under /opt and /usr/local)",
                 path.display(),
