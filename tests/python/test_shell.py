@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -140,3 +141,57 @@ async def test_a_timeout_leaves_no_process_behind(ringfence_bin, dirs):
         # The server is still there and answers.
         again = await srv.call("run_shell_command", {"command": "echo alive"})
         assert structured(again)["stdout"] == "alive\n"
+
+
+async def test_a_command_has_its_own_processes_ipc_and_tmp(ringfence_bin, dirs, tmp_path):
+    """Through the real binary (issue 29): the command sees its own processes only, the
+    machine's System V segments not at all, and its $TMPDIR is a tmpfs of its own that
+    leaves nothing on the machine's disk; memory past the limit ends it, and the result
+    says which layer held what."""
+    ws, data = dirs
+    config = tmp_path / "shell.toml"
+    config.write_text("[shell]\nmax_memory_mb = 256\nmax_tmp_mb = 32\n")
+    marker = f"rf-py-{uuid.uuid4().hex[:8]}"
+    # A process of the machine with a secret on its command line.
+    victim = subprocess.Popen(["bash", "-c", f"exec -a 'sleep --password={marker}' sleep 60"])
+    try:
+        async with serve(ringfence_bin, ws, data, preset=None,
+                         options=("--tools", "shell", "--config", str(config)), env=ON) as srv:
+            result = await srv.call("run_shell_command", {
+                "command": "cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo; "
+                           "ls /proc | grep -c '^[0-9]'; grep -c . /proc/sysvipc/shm; "
+                           "head -c 100000000 /dev/zero > $TMPDIR/big; echo tmp=$?",
+            })
+            assert not is_error(result), text_of(result)
+            s = structured(result)
+            assert marker not in s["stdout"], s
+            lines = s["stdout"].splitlines()
+            assert int(lines[1]) <= 6, s          # the init, sh and its few children
+            assert lines[2] == "1", s             # only the header: no segment in sight
+            assert lines[3] != "tmp=0", s          # 100 MB does not fit in 32 MiB
+            assert "No space left on device" in s["stderr"], s
+            sandbox = s["sandbox"]
+            assert sandbox["processesHidden"] and sandbox["signalsIsolated"], sandbox
+            assert sandbox["namespaces"]["pid"] and sandbox["namespaces"]["ipc"], sandbox
+            assert sandbox["tmpBytes"] == 32 << 20, sandbox
+            text = text_of(result)
+            assert "namespaces: pid (own /proc), ipc" in text, text
+            assert "$TMPDIR: tmpfs 32 MiB" in text, text
+
+            result = await srv.call("run_shell_command", {
+                "command": "python3 -c 'import os\nfd = os.memfd_create(\"x\")\n"
+                           "for _ in range(512): os.write(fd, bytes(1 << 20))\nprint(\"HELD-ALL\")'",
+            })
+            assert not is_error(result), text_of(result)
+            s = structured(result)
+            assert "HELD-ALL" not in s["stdout"], s
+            if s["sandbox"]["memoryLimit"] == "cgroup":
+                assert s["memoryLimitExceeded"] is True, s
+                assert text_of(result).startswith("Killed: the command ran out of memory (256 MiB")
+            else:
+                assert "Operation not permitted" in s["stderr"], s
+    finally:
+        victim.kill()
+        victim.wait()
+    # Nothing of $TMPDIR stayed on the machine's disk.
+    assert not list(Path(tempfile.gettempdir()).glob("ringfence-cmd-*/big"))
