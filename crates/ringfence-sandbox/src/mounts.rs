@@ -143,7 +143,11 @@ pub(crate) fn mount_proc() -> Result<(), String> {
 #[allow(unsafe_code)]
 pub(crate) fn mount_tmp(dir: &Path, size: u64) -> Result<(), String> {
     let target = c_path(dir)?;
-    let data = CString::new(format!("size={size},mode=0700")).expect("no NUL in digits");
+    // Files too are bounded (an inode and its name are memory outside `size`): one per 16 KiB
+    // allowed, at least 1024.
+    let inodes = (size / (16 << 10)).max(1024);
+    let data = CString::new(format!("size={size},nr_inodes={inodes},mode=0700"))
+        .expect("no NUL in digits");
     // SAFETY: mount(2) with NUL-terminated source, target, type and option string.
     let r = unsafe {
         libc::mount(
@@ -276,15 +280,25 @@ fn enter_namespace(kind: NamespaceKind) -> Result<Entered, MountError> {
 /// The init's mounts in the command's new namespaces (issue 29), in order: every mount
 /// private (nothing propagates back to the machine), the PID namespace's own `/proc`, the
 /// IPC namespace's limits (where no memory cgroup bounds shared memory), everything
-/// read-only but the writable directories, and `$TMPDIR` as a size-capped `tmpfs`.
-pub(crate) fn namespace_mounts(policy: &crate::Policy, memory_cgroup: bool) -> Result<(), String> {
+/// read-only but the writable directories, and `$TMPDIR` as a size-capped `tmpfs`. Returns
+/// whether the IPC namespace's shared memory is bounded by its limits: in a user namespace
+/// that maps only the server's own user they cannot be set (the kernel gives them to a root
+/// the namespace does not map), and the caller refuses System V IPC instead.
+pub(crate) fn namespace_mounts(
+    policy: &crate::Policy,
+    memory_cgroup: bool,
+) -> Result<bool, String> {
     let dirs = writable_dirs(&policy.write).map_err(|e| match e {
         MountError::Unavailable(s) | MountError::Broken(s) => s,
     })?;
     make_private()?;
     mount_proc()?;
+    let mut ipc_bounded = false;
     if !memory_cgroup && let Some(bytes) = policy.limits.memory {
-        ipc_limits(bytes)?;
+        match ipc_limits(bytes) {
+            Ok(()) => ipc_bounded = true,
+            Err(why) => tracing::debug!(%why, "System V IPC is refused instead"),
+        }
     }
     read_only_except(&dirs).map_err(|e| match e {
         MountError::Unavailable(s) | MountError::Broken(s) => s,
@@ -292,7 +306,7 @@ pub(crate) fn namespace_mounts(policy: &crate::Policy, memory_cgroup: bool) -> R
     if let Some(tmp) = &policy.tmp {
         mount_tmp(&tmp.path, tmp.size)?;
     }
-    Ok(())
+    Ok(ipc_bounded)
 }
 
 /// Bounds System V shared memory and message queues of the command's own IPC namespace

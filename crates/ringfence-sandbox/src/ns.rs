@@ -59,16 +59,13 @@ impl std::fmt::Display for NsError {
     }
 }
 
-/// Enters new namespaces for the command: mount, IPC, UTS, PID (for the children of the
-/// caller: the next process it starts is the namespace's first) and cgroup, and network when
-/// `net`. Call it single-threaded when a user namespace may be needed.
+/// Enters new namespaces for the command: mount, IPC, UTS and PID (for the children of the
+/// caller: the next process it starts is the namespace's first), and network when `net`.
+/// Call it single-threaded when a user namespace may be needed.
 #[allow(unsafe_code)]
 pub fn enter(user: UserNamespace, net: bool) -> Result<Made, NsError> {
-    let mut flags = libc::CLONE_NEWNS
-        | libc::CLONE_NEWIPC
-        | libc::CLONE_NEWUTS
-        | libc::CLONE_NEWPID
-        | libc::CLONE_NEWCGROUP;
+    let mut flags =
+        libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS | libc::CLONE_NEWPID;
     if net {
         flags |= libc::CLONE_NEWNET;
     }
@@ -79,7 +76,8 @@ pub fn enter(user: UserNamespace, net: bool) -> Result<Made, NsError> {
         ipc: true,
         uts: true,
         net,
-        cgroup: true,
+        // Made by [`enter_cgroup`], once the process is in the command's cgroups.
+        cgroup: false,
     };
     let mut direct = None;
     if user == UserNamespace::Auto {
@@ -119,4 +117,12 @@ pub(crate) fn map_ids(uid: u32, gid: u32) -> Result<(), String> {
     write("uid_map", format!("{uid} {uid} 1\n"))?;
     write("gid_map", format!("{gid} {gid} 1\n"))?;
     Ok(())
+}
+
+/// Enters a new cgroup namespace, rooted at the cgroups the process is in now (the
+/// command's, once the helper has moved it): the command sees its own cgroup as `/`.
+#[allow(unsafe_code)]
+pub fn enter_cgroup() -> bool {
+    // SAFETY: unshare(2) with a namespace flag only; it touches no memory of ours.
+    unsafe { libc::unshare(libc::CLONE_NEWCGROUP) == 0 }
 }

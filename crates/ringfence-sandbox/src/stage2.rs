@@ -4,7 +4,8 @@
 //! of them hold. Then:
 //!
 //! - **With namespaces** (the default; issue 29): the stage enters new user (where needed),
-//!   mount, IPC, UTS, PID, cgroup and — without network — network namespaces, and forks the
+//!   mount, IPC, UTS, PID and — without network — network namespaces (and, once in the
+//!   command's cgroups, a cgroup namespace), and forks the
 //!   namespace's first process, its **init**. The init mounts the namespace's own `/proc`,
 //!   makes every mount read-only but the writable roots, mounts the command's `$TMPDIR` as
 //!   a size-capped `tmpfs`, restricts itself ([`crate::confine`]: limits, `no_new_privs`,
@@ -98,7 +99,10 @@ pub(crate) fn run(mut stage: Stage2) -> i32 {
     };
     let policy = &stage.policy;
     match entered {
-        Ok(made) => with_namespaces(&stage, made, memory_cgroup, helper),
+        Ok(mut made) => {
+            made.cgroup = ns::enter_cgroup();
+            with_namespaces(&stage, made, memory_cgroup, helper)
+        }
         Err(NsError::Unavailable(why)) if policy.require == Requirement::Partial => {
             tracing::debug!(%why, "commands run without namespaces of their own");
             without_namespaces(&stage, memory_cgroup)
@@ -226,10 +230,8 @@ fn with_namespaces(
             return 127;
         }
     };
-    // SAFETY: fork(2). In ringfence the stage is single-threaded (a fresh execution of the
-    // helper binary, before any thread); under a test harness the only other thread waits
-    // for this test and holds no lock the child needs (glibc's fork keeps malloc usable).
-    // The child never returns from `init`.
+    // SAFETY: fork(2). The stage is single-threaded (a fork of the helper taken before it
+    // started any thread). The child never returns from `init`.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         say(
@@ -278,17 +280,27 @@ fn with_namespaces(
 #[allow(unsafe_code)]
 fn init(stage: &Stage2, made: ns::Made, memory_cgroup: bool, mut status: UnixStream) -> i32 {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    let policy = &stage.policy;
-    if let Err(why) = crate::mounts::namespace_mounts(policy, memory_cgroup) {
-        namespace_failure(policy.require, &why);
+    // The stage may have died before the line above took effect: then its end of the status
+    // socket is closed (it never writes on it), and the init must not go on alone.
+    if stage_gone(&status) {
         return 127;
     }
+    let policy = &stage.policy;
+    let ipc_bounded = match crate::mounts::namespace_mounts(policy, memory_cgroup) {
+        Ok(bounded) => bounded,
+        Err(why) => {
+            namespace_failure(policy.require, &why);
+            return 127;
+        }
+    };
     let mut applied = match crate::confine(
         policy,
         crate::Base {
             read_only_outside: true,
             own_user_namespace: made.user,
-            ipc_isolated: made.ipc,
+            // An IPC namespace whose shared memory nothing bounds (no memory cgroup, and its
+            // limits could not be set) gets System V IPC refused too.
+            ipc_isolated: made.ipc && (memory_cgroup || ipc_bounded),
             memory_cgroup,
         },
     ) {
@@ -304,6 +316,9 @@ fn init(stage: &Stage2, made: ns::Made, memory_cgroup: bool, mut status: UnixStr
     // The init's own /proc entries (its descriptors, among them the status socket) are
     // closed to the command.
     let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+    // A session of the command's own: `kill 0` of a command reaches the namespace's
+    // processes, never the stage outside it (whose process group the init was born in).
+    let _ = rustix::process::setsid();
     if !ready(stage, &applied) {
         return 127;
     }
@@ -332,17 +347,7 @@ fn init(stage: &Stage2, made: ns::Made, memory_cgroup: bool, mut status: UnixStr
     // command's: anywhere else kill(-1) would reach every process of the user. (Without one,
     // the helper's tree kill finds what is left.)
     let own_namespace = made.pid && rustix::process::getpid().as_raw_nonzero().get() == 1;
-    let leftovers = if own_namespace {
-        others_in_namespace()
-    } else {
-        0
-    };
-    if leftovers > 0 {
-        // SAFETY: kill(2) of every process this init may signal: in its PID namespace, all
-        // of the namespace's processes but the init itself. No memory is passed.
-        unsafe { libc::kill(-1, libc::SIGKILL) };
-    }
-    while let Ok(Some(_)) = rustix::process::wait(rustix::process::WaitOptions::empty()) {}
+    let leftovers = if own_namespace { end_the_rest() } else { 0 };
     let end = ShellEnd {
         exit_code: ended.and_then(|s| s.exit_status()),
         signal: ended.and_then(|s| s.terminating_signal()),
@@ -352,26 +357,32 @@ fn init(stage: &Stage2, made: ns::Made, memory_cgroup: bool, mut status: UnixStr
     0
 }
 
-/// The processes of this PID namespace, but its init, that have not ended (from its own
-/// `/proc`).
-#[allow(clippy::disallowed_methods, reason = "/proc, not a user's file")]
-fn others_in_namespace() -> usize {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != 1)
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    s.rsplit_once(')')
-                        .map(|(_, r)| r.trim_start().starts_with('Z'))
-                })
-                == Some(false)
-        })
-        .count()
+/// Whether the other end of `status` (the stage) has gone: a read that does not wait
+/// finds its end closed.
+fn stage_gone(status: &UnixStream) -> bool {
+    let _ = status.set_nonblocking(true);
+    let gone = matches!((&*status).read(&mut [0u8; 1]), Ok(0));
+    let _ = status.set_nonblocking(false);
+    gone
+}
+
+/// Kills every other process of the init's PID namespace and reaps them; how many there
+/// were. Killed again at every reap, so that a process forked meanwhile goes too; nothing is
+/// judged by `/proc` (a process whose main thread exited looks like a zombie there while
+/// its other threads run).
+#[allow(unsafe_code)]
+fn end_the_rest() -> usize {
+    let mut reaped = 0;
+    loop {
+        // SAFETY: kill(2) of every process this init may signal: in its PID namespace, all
+        // of the namespace's processes but the init itself. No memory is passed.
+        unsafe { libc::kill(-1, libc::SIGKILL) };
+        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+            Ok(Some(_)) => reaped += 1,
+            Err(rustix::io::Errno::INTR) => continue,
+            _ => return reaped,
+        }
+    }
 }
 
 /// Makes fd 0 a `/dev/null` opened now (in the command's namespace).

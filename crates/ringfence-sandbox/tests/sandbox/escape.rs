@@ -751,6 +751,26 @@ os.write(w, b"x")
             HonestReport,
         ),
         case(
+            "signal_own_group_zero",
+            // kill(0) reaches the caller's process group whatever the namespace: it must not
+            // hold the stage outside the PID namespace (stopped, the call would hang).
+            "trap '' TSTP TERM; kill -TSTP 0; kill -TERM 0; sleep 0.2",
+            HonestReport,
+        )
+        .expect(Ran),
+        case(
+            "leader_gone_thread_running",
+            // A background process whose main thread exits while another thread runs looks
+            // like a zombie in /proc; it must still be ended when the shell ends.
+            r#"python3 -c '
+import ctypes, platform, threading, time
+threading.Thread(target=time.sleep, args=(30,)).start()
+ctypes.CDLL(None).syscall(60 if platform.machine() == "x86_64" else 93, 0)
+' $M & sleep 0.5"#,
+            HonestReport,
+        )
+        .expect(Ran),
+        case(
             "kill_everything",
             "echo started; sleep 0.3; kill -9 -1",
             Victim,

@@ -647,3 +647,125 @@ async fn with_partial_the_command_runs_without_namespaces_and_says_so() {
     assert!(outcome.applied.ipc_refused);
     assert!(!outcome.applied.processes_hidden());
 }
+
+/// The pids of running processes whose command line is exactly `argv0` (nothing after it),
+/// children of this test process.
+#[allow(clippy::disallowed_methods)]
+fn children_running(argv0: &str) -> Vec<i32> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(1).map(str::to_owned));
+            cmdline == format!("{argv0}\0").as_bytes() && ppid.as_deref() == Some(&me)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_killed_helper_leaves_nothing_running() {
+    // SIGKILL to the helper mid-command (a crash, an OOM kill of the server's side): the
+    // stage dies with it, the init with the stage, and the kernel ends the namespace.
+    let l = Layout::new();
+    let m = unique("rf-helper-killed");
+    let spec = l.spec(&format!(
+        "setsid sh -c 'sleep 340; :' {m} & sleep 341 # {m}"
+    ));
+    let helper = program_helper();
+    let argv0 = helper.program.display().to_string();
+    let run = tokio::spawn(async move {
+        ringfence_sandbox::run(
+            &helper,
+            &spec,
+            Duration::from_secs(60),
+            std::future::pending(),
+            |_, _| {},
+        )
+        .await
+    });
+    let mut killed = false;
+    for _ in 0..250 {
+        if !running_with(&m).is_empty() {
+            for pid in children_running(&argv0) {
+                let _ = rustix::process::kill_process(
+                    rustix::process::Pid::from_raw(pid).unwrap(),
+                    rustix::process::Signal::KILL,
+                );
+                killed = true;
+            }
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        killed,
+        "the command never started, or its helper was not found"
+    );
+    let result = run.await.unwrap();
+    assert!(result.is_err(), "{result:?}");
+    assert_eq!(none_left(&m).await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn an_ordinary_users_commands_get_their_namespaces_too() {
+    // The server as an ordinary user (uid 65534, no capability, no cgroup of its own): the
+    // namespaces are made inside a user namespace mapping only that user, the IPC
+    // namespace's limits cannot be set there (the kernel gives them to a root it does not
+    // map), so System V IPC is refused instead — and the command runs. Needs root to
+    // become that user.
+    if !rustix::process::getuid().is_root() {
+        eprintln!("skipped: becoming another user needs root");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let l = Layout::new();
+    for d in ["", "ws", "tmp", "ro"] {
+        let p = l.path(d);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let mut spec = l.spec("echo uid=$(id -u); ls /proc | grep -c '^[0-9]'; echo made > out.txt");
+    // A memory limit with no memory cgroup to hold it: the case that needs the IPC
+    // namespace's limits (or the refusal).
+    spec.policy.limits.memory = Some(256 << 20);
+    let helper = Helper {
+        program: PathBuf::from("/usr/bin/setpriv"),
+        args: vec![
+            "--reuid=65534".into(),
+            "--regid=65534".into(),
+            "--clear-groups".into(),
+            "--".into(),
+            env!("CARGO_BIN_EXE_sandbox-test-helper").into(),
+        ],
+        env: Vec::new(),
+    };
+    let r = run_through(
+        &helper,
+        &spec,
+        Duration::from_secs(30),
+        std::future::pending(),
+    )
+    .await;
+    assert_eq!(r.outcome.exit, Exit::Code(0), "{} {}", r.stdout, r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines[0], "uid=65534", "{}", r.stdout);
+    assert!(lines[1].parse::<u32>().unwrap() <= 4, "{}", r.stdout);
+    let ns = r.outcome.applied.namespaces.expect("namespaces made");
+    assert!(ns.user && ns.pid && ns.ipc && ns.net, "{ns:?}");
+    // Nobody may make cgroups here: no memory cgroup, so the address space and the filter
+    // bound memory, and System V IPC is refused (the IPC limits could not be set).
+    assert_eq!(
+        r.outcome.applied.memory_limit,
+        Some(ringfence_sandbox::MemoryLimit::AddressSpace)
+    );
+    assert!(r.outcome.applied.ipc_refused);
+    assert_eq!(
+        std::fs::read_to_string(l.path("ws/out.txt")).unwrap(),
+        "made\n"
+    );
+}
