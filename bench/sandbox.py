@@ -122,11 +122,21 @@ def main() -> None:
         for name, run in runners.items():  # warm-up
             for _ in range(5):
                 run(cmd)
-        for _ in range(rounds):
-            for name, run in runners.items():  # interleaved: the same machine state
-                t = time.perf_counter()
-                run(cmd)
-                times[name].append((time.perf_counter() - t) * 1000)
+        if os.environ.get("BLOCKS"):
+            # Each runner's rounds one after another: each in its own steady state (a
+            # runner's leftovers, such as network namespaces torn down in the background,
+            # then weigh on itself only).
+            for name, run in runners.items():
+                for _ in range(rounds):
+                    t = time.perf_counter()
+                    run(cmd)
+                    times[name].append((time.perf_counter() - t) * 1000)
+        else:
+            for _ in range(rounds):
+                for name, run in runners.items():  # interleaved: the same machine state
+                    t = time.perf_counter()
+                    run(cmd)
+                    times[name].append((time.perf_counter() - t) * 1000)
         results[cmd] = {
             k: {"p50_ms": statistics.median(v), "p95_ms": pct(v, 0.95)} for k, v in times.items()
         }
@@ -136,7 +146,9 @@ def main() -> None:
         if have_bwrap:
             r["added_by_bwrap_p50_ms"] = {"value": r["bwrap"]["p50_ms"] - r["plain"]["p50_ms"]}
             r["added_by_bwrap_p95_ms"] = {"value": r["bwrap"]["p95_ms"] - r["plain"]["p95_ms"]}
-    report = {"rounds": rounds, "machine": os.uname().release, "results": results}
+    report = {"rounds": rounds, "machine": os.uname().release,
+              "order": "blocks" if os.environ.get("BLOCKS") else "interleaved",
+              "results": results}
     out_path.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
 

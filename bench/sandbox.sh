@@ -6,6 +6,7 @@
 #
 #   bash bench/sandbox.sh             # 300 rounds of each
 #   ROUNDS=1000 bash bench/sandbox.sh
+#   BLOCKS=1 bash bench/sandbox.sh   # each runner's rounds in a block (results/sandbox-blocks.json)
 set -euo pipefail
 
 BENCH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -22,4 +23,4 @@ say "building the sandbox helper (release, target/bench)"
 ( cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target/bench" cargo build --release -p ringfence-sandbox --bin sandbox-test-helper )
 mkdir -p "$BENCH/results"
 python3 "$BENCH/sandbox.py" "$ROOT/target/bench/release/sandbox-test-helper" \
-    "$BENCH/results/sandbox.json" "${ROUNDS:-300}"
+    "$BENCH/results/sandbox${BLOCKS:+-blocks}.json" "${ROUNDS:-300}"
