@@ -212,25 +212,35 @@ pub fn public_entries(dir: &Path) -> Vec<PathBuf> {
 
 /// For each of `private` (paths that must stay out of a command's reach), the first of
 /// `granted` (paths a command may read) that would give it: the private path lies beneath
-/// it or is it. Compared by real paths where they exist (a symbolic link in either does not
-/// hide the overlap); each granted path is resolved once.
+/// it or is it. Compared by file identity (device and inode, symbolic links followed), so a
+/// link in either does not hide the overlap: the private path's existing ancestors are
+/// looked at once, then each granted path with one `stat` (this runs on every command).
 #[allow(
     clippy::disallowed_methods,
-    reason = "system and configuration paths, resolved for a comparison"
+    reason = "system and configuration paths, looked at for a comparison"
 )]
 pub fn granted_over<'a>(private: &[&Path], granted: &'a [PathBuf]) -> Vec<Option<&'a PathBuf>> {
-    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let granted_real: Vec<PathBuf> = granted.iter().map(|g| real(g)).collect();
-    private
-        .iter()
-        .map(|p| {
-            let p = real(p);
-            granted_real
-                .iter()
-                .position(|g| p.starts_with(g))
-                .map(|i| &granted[i])
-        })
-        .collect()
+    use std::collections::HashMap;
+    use std::os::unix::fs::MetadataExt;
+    let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    // Each private path's own and its ancestors' identities (a path not made yet is given
+    // by whichever ancestor grants it), mapped to the private paths they would give.
+    let mut holds: HashMap<(u64, u64), Vec<usize>> = HashMap::new();
+    for (i, p) in private.iter().enumerate() {
+        for ancestor in p.ancestors() {
+            if let Some(key) = id(ancestor) {
+                holds.entry(key).or_default().push(i);
+            }
+        }
+    }
+    let mut found = vec![None; private.len()];
+    for g in granted {
+        let Some(key) = id(g) else { continue };
+        for &i in holds.get(&key).map(Vec::as_slice).unwrap_or(&[]) {
+            found[i].get_or_insert(g);
+        }
+    }
+    found
 }
 
 /// The entries of `etc` a command may read: those [`ETC_PUBLIC`] names (a name ending in
@@ -838,6 +848,28 @@ mod tests {
         ] {
             assert!(!reachable(private), "{private} given: {given:?}");
         }
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods, reason = "a test's own fixture directory")]
+    fn a_private_path_is_found_beneath_a_granted_one_through_links_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("opt/app");
+        std::fs::create_dir_all(real.join("data")).unwrap();
+        std::os::unix::fs::symlink(&real, dir.path().join("link")).unwrap();
+        let other = dir.path().join("elsewhere");
+        std::fs::create_dir(&other).unwrap();
+        let granted = vec![other.clone(), dir.path().join("link")];
+        let data = real.join("data");
+        let not_yet = real.join("not-made-yet/data");
+        let outside = dir.path().join("home/data");
+        let found = granted_over(&[&data, &not_yet, &outside, &real], &granted);
+        // Beneath the granted link (by what it points to), also a path not made yet, and
+        // the granted directory itself; not a path elsewhere.
+        assert_eq!(found[0], Some(&granted[1]));
+        assert_eq!(found[1], Some(&granted[1]));
+        assert_eq!(found[2], None);
+        assert_eq!(found[3], Some(&granted[1]));
     }
 
     #[test]
