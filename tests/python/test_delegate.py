@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,6 +21,7 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
 from test_memory import http_thread, write_config
+from test_shell import running_with
 from test_sdk_client import (  # noqa: F401 (fixtures)
     TEST_TIMEOUT_S, Server, dirs, is_error, ringfence_bin, serve, structured, text_of,
 )
@@ -326,30 +326,6 @@ def finish_move(status: str, summary: str, criteria: list[dict[str, Any]]) -> tu
     return ("finish_task", {"status": status, "summary": summary, "criteria": criteria})
 
 
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
-def running_with(marker: str) -> list[int]:
-    """Pids (seen from here) of running processes whose command line holds `marker`: a
-    command's own pids are its PID namespace's, so it is found by its arguments."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if marker in cmdline and alive(int(name)):
-            found.append(int(name))
-    return found
-
-
 async def test_a_failed_criterion_is_reported_with_the_files_a_command_changed(ringfence_bin, dirs):
     ws, data = dirs
     (ws / "gone.txt").write_text("bye\n")
@@ -415,7 +391,7 @@ async def test_cancelling_a_task_kills_its_command_and_frees_the_slot(ringfence_
     with anyio.fail_after(TEST_TIMEOUT_S):
         async with serve_sampling(ringfence_bin, ws, data, config,
                                   tool_sampler(moves_for), TOOL_CAPS) as srv:
-            pid = 0
+            started: list[str] = []
             async with anyio.create_task_group() as tg:
                 async def delegate() -> None:
                     await srv.session.call_tool("delegate_task", {"description": "sleep a while"})
@@ -423,19 +399,19 @@ async def test_cancelling_a_task_kills_its_command_and_frees_the_slot(ringfence_
 
                 tg.start_soon(delegate)
                 for _ in range(400):
-                    found = running_with(mark)
-                    if found:
-                        pid = found[0]
+                    # Found by its arguments: its pid is its PID namespace's.
+                    started = running_with(mark)
+                    if started:
                         break
                     await anyio.sleep(0.05)
-                assert pid, "the task's command never started"
+                assert started, "the task's command never started"
                 # Cancelling the awaiting task sends notifications/cancelled to the server.
                 tg.cancel_scope.cancel()
             for _ in range(100):
                 if not running_with(mark):
                     break
                 await anyio.sleep(0.1)
-            assert not running_with(mark), f"sleep {mark} (pid {pid}) outlived the cancelled task"
+            assert not running_with(mark), f"{started} outlived the cancelled task"
             # The user's slot is free again (once the cancelled task has unwound, a moment
             # after its command died): the next task runs.
             for _ in range(100):
