@@ -58,7 +58,7 @@ def spec(cmd: str, ws: Path, tmp: Path, cgroups: bool = True) -> bytes:
     }) + "\n").encode()
 
 
-def sandboxed(binary: str, cmd: str, ws: Path, tmp: Path, cgroups: bool = True) -> None:
+def sandboxed(binary: str, cmd: str, ws: Path, tmp: Path, cgroups: bool = True) -> list[Path]:
     """As the server runs a command: the spec on stdin, which stays open until the report
     (its closing means "stop now"), frames read as they come."""
     if Path(binary).name == "ringfence":
@@ -85,7 +85,12 @@ def sandboxed(binary: str, cmd: str, ws: Path, tmp: Path, cgroups: bool = True) 
             break
     p.stdin.close()
     p.wait()
-    # The helper leaves its cgroups for the server to remove: do what the server does.
+    return cgroups
+
+
+def remove_cgroups(cgroups: list[Path]) -> None:
+    """The helper leaves its cgroups for the server to remove, which it does in the
+    background once it has the result: do the same, after the round trip's clock stops."""
     for cgroup in cgroups:
         for _ in range(50):
             try:
@@ -100,6 +105,17 @@ def sandboxed(binary: str, cmd: str, ws: Path, tmp: Path, cgroups: bool = True) 
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def favordynmods() -> bool:
+    """Whether a cgroup hierarchy is mounted with `favordynmods` (Linux 6.0+), which spares
+    every move into a cgroup the wait for an RCU grace period (see BENCHMARKS.md)."""
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return False
+    return any(line.split()[2].startswith("cgroup") and "favordynmods" in line.split()[3]
+               for line in mounts if len(line.split()) > 3)
 
 
 def main() -> None:
@@ -121,7 +137,7 @@ def main() -> None:
         times: dict[str, list[float]] = {k: [] for k in runners}
         for name, run in runners.items():  # warm-up
             for _ in range(5):
-                run(cmd)
+                remove_cgroups(run(cmd) or [])
         if os.environ.get("BLOCKS"):
             # Each runner's rounds one after another: each in its own steady state (a
             # runner's leftovers, such as network namespaces torn down in the background,
@@ -129,14 +145,16 @@ def main() -> None:
             for name, run in runners.items():
                 for _ in range(rounds):
                     t = time.perf_counter()
-                    run(cmd)
+                    left = run(cmd)
                     times[name].append((time.perf_counter() - t) * 1000)
+                    remove_cgroups(left or [])
         else:
             for _ in range(rounds):
                 for name, run in runners.items():  # interleaved: the same machine state
                     t = time.perf_counter()
-                    run(cmd)
+                    left = run(cmd)
                     times[name].append((time.perf_counter() - t) * 1000)
+                    remove_cgroups(left or [])
         results[cmd] = {
             k: {"p50_ms": statistics.median(v), "p95_ms": pct(v, 0.95)} for k, v in times.items()
         }
@@ -148,6 +166,7 @@ def main() -> None:
             r["added_by_bwrap_p95_ms"] = {"value": r["bwrap"]["p95_ms"] - r["plain"]["p95_ms"]}
     report = {"rounds": rounds, "machine": os.uname().release,
               "order": "blocks" if os.environ.get("BLOCKS") else "interleaved",
+              "cgroup_favordynmods": favordynmods(),
               "results": results}
     out_path.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))

@@ -125,10 +125,19 @@ impl CgroupCleanup {
         }
     }
 
-    async fn remove(&mut self) {
-        for dir in std::mem::take(&mut self.0) {
-            crate::cgroup::remove(&dir).await;
+    /// Removes the cgroups of a helper that has exited, in the background: nothing of the
+    /// result depends on it, so the caller does not wait for the kernel to let them go.
+    fn remove_in_background(&mut self) {
+        let dirs = std::mem::take(&mut self.0);
+        if dirs.is_empty() {
+            return;
         }
+        // Called from the run, which is always on a runtime.
+        tokio::spawn(async move {
+            for dir in dirs {
+                crate::cgroup::remove(&dir).await;
+            }
+        });
     }
 }
 
@@ -346,7 +355,7 @@ where
         (None, Some(Ended::Timeout)) => return Err(SandboxError::NotStarted(timeout)),
         (None, _) => return Err(SandboxError::Helper("no sandbox report".into())),
     };
-    cgroup.remove().await;
+    cgroup.remove_in_background();
     let ended = match report.killed {
         Some(KillCause::ProcessLimit) => Some(Ended::ProcessLimit),
         Some(KillCause::Memory) => Some(Ended::Memory),
