@@ -155,17 +155,58 @@ async def test_foreign_host_header_is_refused(http_server):
         assert r.status_code == 403, r.text
 
 
-async def test_browser_origin_is_refused(http_server):
-    # A web page on any origin (even localhost) must not drive the server.
+async def ping_from(url: str, origin: str) -> httpx2.Response:
     async with httpx2.AsyncClient() as h:
-        r = await h.post(
-            http_server.url,
-            headers={"Origin": "http://localhost:3000",
-                     "Accept": "application/json, text/event-stream",
+        return await h.post(
+            url,
+            headers={"Origin": origin, "Accept": "application/json, text/event-stream",
                      "Content-Type": "application/json"},
-            content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+            content=b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{'
+                    b'"protocolVersion":"2025-06-18","capabilities":{},'
+                    b'"clientInfo":{"name":"page","version":"0"}}}',
         )
-        assert r.status_code == 403, r.text
+
+
+async def test_only_the_servers_own_browser_origins_are_accepted(http_server):
+    """A page of the server's own origin (its loopback names on its port) may drive it — a
+    browser client on the same machine; a page of any other origin (another port of
+    localhost, a rebinding attacker's name, `null`) is refused with 403."""
+    port = http_server.url.split(":")[2].split("/")[0]
+    for origin in [f"http://127.0.0.1:{port}", f"http://localhost:{port}",
+                   f"http://[::1]:{port}"]:
+        r = await ping_from(http_server.url, origin)
+        assert r.status_code == 200, (origin, r.status_code, r.text)
+    for origin in ["http://localhost:3000", f"https://127.0.0.1:{port}",
+                   f"http://evil.example.com:{port}", "null", "http://127.0.0.1"]:
+        r = await ping_from(http_server.url, origin)
+        assert r.status_code == 403, (origin, r.status_code, r.text)
+
+
+async def test_allowed_origins_are_accepted_and_bad_entries_refused_at_start(tmp_path):
+    (tmp_path / "xdg-config" / "ringfence").mkdir(parents=True)
+    config = tmp_path / "xdg-config" / "ringfence" / "config.toml"
+    config.write_text('[http]\nallowed_origins = ["http://localhost:3000", "https://app.example.com"]\n')
+    srv = start_server(tmp_path)
+    try:
+        for origin in ["http://localhost:3000", "https://app.example.com",
+                       "https://app.example.com:443"]:
+            r = await ping_from(srv.url, origin)
+            assert r.status_code == 200, (origin, r.status_code, r.text)
+        for origin in ["http://localhost:3001", "http://app.example.com"]:
+            r = await ping_from(srv.url, origin)
+            assert r.status_code == 403, (origin, r.status_code, r.text)
+    finally:
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(timeout=15) == 0
+    config.write_text('[http]\nallowed_origins = ["https://app.example.com/page"]\n')
+    proc = subprocess.run(
+        [str(_binary()), "--data-dir", str(tmp_path / "data"), "serve", "--http", "127.0.0.1:0",
+         str(tmp_path / "ws")],
+        capture_output=True, text=True, timeout=30,
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
+             "XDG_CONFIG_HOME": str(tmp_path / "xdg-config")})
+    assert proc.returncode == 2, proc.stderr
+    assert "http.allowed_origins" in proc.stderr and "no path" in proc.stderr, proc.stderr
 
 
 def test_non_loopback_bind_is_refused_without_authentication(tmp_path):

@@ -296,21 +296,42 @@ async def test_one_user_cannot_lock_the_others_out(tmp_path, monkeypatch):
     assert (ws / "bob.txt").read_text() == "still in\n"
 
 
-async def test_ending_a_session_frees_its_place_and_answers_204(tmp_path):
+async def test_at_the_session_cap_the_longest_unused_session_makes_way(tmp_path):
+    """Clients that never end their sessions are not locked out: at `sessions = 2` a third
+    session ends the one unused for longest (its id then answers 404, so its client starts
+    anew). A session with a request or stream open never makes way: with both in use a new
+    one is refused with 429. DELETE ends a session (204) and frees its place."""
     srv = serve(tmp_path, tokens_config(alice=ALICE) + "[http.limits]\nsessions = 2\n",
                 roots=(str(tmp_path),))
+
+    async def ping(h: httpx2.AsyncClient, sid: str) -> httpx2.Response:
+        return await h.post(srv.url, headers={
+            **HDRS, **bearer(ALICE), "mcp-session-id": sid, "mcp-protocol-version": PROTOCOL},
+            content=b'{"jsonrpc":"2.0","id":7,"method":"ping"}')
+
     try:
-        async with httpx2.AsyncClient(timeout=10) as h:
+        async with AsyncExitStack() as streams, httpx2.AsyncClient(timeout=10) as h:
             first = (await open_session(h, srv.url, ALICE)).headers["mcp-session-id"]
-            assert (await open_session(h, srv.url, ALICE)).status_code == 200
+            second = (await open_session(h, srv.url, ALICE)).headers["mcp-session-id"]
+            assert (await ping(h, first)).status_code == 200
+            # `second` is now the one unused for longest.
+            third = (await open_session(h, srv.url, ALICE)).headers["mcp-session-id"]
+            assert (await ping(h, second)).status_code == 404
+            assert (await ping(h, first)).status_code == 200
+            assert (await ping(h, third)).status_code == 200
+            # Both in use (an event stream open on each): nothing makes way.
+            for sid in (first, third):
+                assert (await open_stream(h, streams, srv.url, ALICE, sid)).status_code == 200
             r = await open_session(h, srv.url, ALICE)
             body = assert_refusal(r, 429, "http.limits.sessions")
-            assert "2" in body["error"]["message"] and r.headers["retry-after"]
+            assert "2" in body["error"]["message"] and "in use" in body["error"]["message"]
+            assert r.headers["retry-after"]
             # DELETE ends the session: 204 (the SDK warns on 202), and the place is free.
             r = await h.delete(srv.url, headers={
                 **bearer(ALICE), "mcp-session-id": first, "mcp-protocol-version": PROTOCOL})
             assert r.status_code == 204, (r.status_code, r.text)
             assert (await open_session(h, srv.url, ALICE)).status_code == 200
+            assert (await ping(h, third)).status_code == 200
     finally:
         assert srv.stop() == 0
 

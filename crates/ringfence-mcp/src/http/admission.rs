@@ -17,7 +17,7 @@ use super::auth::Authenticator;
 use super::body::{BodyFailure, BodyLimits, Reservation};
 use super::limits::{Admitted, Kind, Limiters};
 use super::refusal::Refusal;
-use super::sessions::{SessionBook, SessionSlot};
+use super::sessions::{SessionBook, SessionSlot, SessionUse};
 use super::shared::{self, SessionDirectory, blocking};
 use super::streams::{EventStreams, StreamOpen};
 use crate::Metrics;
@@ -140,25 +140,51 @@ impl Gate {
     }
 
     /// A place for a new session of `user`. At the cap, sessions that ended since the last
-    /// sweep are forgotten first, so the count is exact when it refuses.
+    /// sweep are forgotten first, so the count is exact; then the user's session unused for
+    /// longest (no request or stream of it open) is ended to make way. Refused only when
+    /// every one of the user's sessions is in use.
     async fn reserve_session(&self, user: &str) -> Result<SessionSlot, Refusal> {
         if let Ok(slot) = self.sessions.reserve(user) {
             return Ok(slot);
         }
         self.forget_ended_sessions().await;
-        self.sessions.reserve(user).map_err(|open| {
-            tracing::info!(user = %user.escape_debug(), open, "session limit reached");
-            Refusal::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "sessions",
-                format!(
-                    "session limit: this user has {open} MCP sessions open, at most {} are allowed (http.limits.sessions); end one (DELETE) or wait until an idle one expires; retry after 30 s",
-                    self.sessions.cap()
-                ),
-            )
-            .setting("http.limits.sessions")
-            .retry_after(30)
-        })
+        loop {
+            let open = match self.sessions.reserve(user) {
+                Ok(slot) => return Ok(slot),
+                Err(open) => open,
+            };
+            let Some(oldest) = self.sessions.least_recently_used(user) else {
+                tracing::info!(user = %user.escape_debug(), open, "session limit reached, every session in use");
+                return Err(Refusal::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "sessions",
+                    format!(
+                        "session limit: this user has {open} MCP sessions open, all in use now (each with a request or event stream open), and at most {} are allowed (http.limits.sessions); end one (DELETE) or close one's event stream; retry after 30 s",
+                        self.sessions.cap()
+                    ),
+                )
+                .setting("http.limits.sessions")
+                .retry_after(30));
+            };
+            tracing::info!(user = %user.escape_debug(), open, "session limit reached: the session unused for longest is ended to make way");
+            self.end_session(&oldest).await;
+        }
+    }
+
+    /// Ends session `id` here (and in the shared store), as its owner's DELETE would.
+    async fn end_session(&self, id: &str) {
+        self.sessions.remove(id);
+        use rmcp::transport::streamable_http_server::session::SessionManager;
+        let key: Arc<str> = Arc::from(id);
+        if let Err(e) = self.manager.close_session(&key).await {
+            tracing::debug!(error = %e, "session already gone");
+        }
+        if let Some(dir) = self.directory.clone() {
+            let key = id.to_owned();
+            if let Err(e) = blocking(move || dir.remove(&key)).await {
+                tracing::warn!(error = %e, "cannot remove an ended session from the shared store");
+            }
+        }
     }
 
     /// The first steps of a shutdown: refuse new requests, and let running calls finish
@@ -235,6 +261,7 @@ struct GuardedBody {
     _admitted: Admitted,
     _reservation: Option<Arc<Reservation>>,
     _stream: Option<StreamOpen>,
+    _session_use: Option<SessionUse>,
 }
 
 struct IdleTimer {
@@ -366,6 +393,8 @@ async fn admit(
         return Refusal::new(StatusCode::NOT_FOUND, "session", "session not found".into())
             .into_response();
     }
+    // The session is in use until this request's answer (or stream) ends.
+    let session_use = session_id.as_deref().map(|id| gate.sessions.begin_use(id));
 
     // Shutting down: no new work. Ending a session, or resuming a stream a running call
     // answers on, still passes; so does a POST carrying only answers and notifications
@@ -555,6 +584,7 @@ async fn admit(
         && idle.is_none()
         && stream.is_none()
     {
+        drop(session_use);
         return response;
     }
     let (parts, body) = response.into_parts();
@@ -568,6 +598,7 @@ async fn admit(
             _admitted: admitted,
             _reservation: reservation,
             _stream: stream,
+            _session_use: session_use,
         }),
     )
 }

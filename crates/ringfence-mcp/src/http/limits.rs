@@ -36,14 +36,35 @@ fn permits(limit: usize) -> usize {
     }
 }
 
+/// The defaults where users are many (a server with credentials): each user gets a fair
+/// share, with room for a heavy client — an agent issuing calls in parallel, an inspector
+/// reconnecting, the MCP conformance suite's few hundred requests in a second. At the session
+/// cap the user's session unused for longest makes way (see `sessions`), so clients that
+/// never end their sessions are not locked out.
 impl Default for RateLimits {
     fn default() -> RateLimits {
         RateLimits {
             concurrent: 16,
-            rate: 20.0,
-            burst: 100.0,
+            rate: 50.0,
+            burst: 500.0,
             sessions: 16,
             streams: 32,
+        }
+    }
+}
+
+impl RateLimits {
+    /// The defaults of a server without credentials, which listens on loopback only: its one
+    /// user is the person at the machine, whom per-user limits would only lock out of their
+    /// own server. Their sessions stay bounded (the unused ones make way at 64); the
+    /// server-wide bounds (calls and streams open at once, request body bytes) still hold.
+    pub fn one_person() -> RateLimits {
+        RateLimits {
+            concurrent: 0,
+            rate: 0.0,
+            burst: 0.0,
+            sessions: 64,
+            streams: 0,
         }
     }
 }

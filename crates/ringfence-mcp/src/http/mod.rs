@@ -18,6 +18,7 @@ mod auth;
 pub(crate) mod body;
 mod limits;
 mod listener;
+mod origins;
 mod refusal;
 mod sessions;
 mod shared;
@@ -26,6 +27,7 @@ mod tls;
 
 pub use auth::{Auth, MetricsToken, TokenAuth, TokenConfigError, token_hash};
 pub use limits::{RateLimits, open_request_slots};
+pub use origins::normalize_origin;
 pub use shared::SessionDirectory;
 pub(crate) use streams::{StreamWatch, event_stream_check};
 pub use tls::{TlsConfig, TlsError, load_tls};
@@ -37,6 +39,9 @@ pub struct HttpOptions {
     pub auth: Option<Arc<Auth>>,
     /// Accepted `Host` names besides the loopback ones (for a non-loopback bind).
     pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted besides the server's own (each accepted host on the port it
+    /// listens on), as [`normalize_origin`] writes them.
+    pub allowed_origins: Vec<String>,
     /// Served at `/metrics`, to the operator only: with credentials configured, to
     /// `metrics_token` (no one without it); without, on the loopback-only server, to anyone.
     pub metrics: Option<Arc<Metrics>>,
@@ -71,6 +76,7 @@ impl Default for HttpOptions {
         HttpOptions {
             auth: None,
             allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
             metrics: None,
             metrics_token: None,
             limits: RateLimits::default(),
@@ -100,7 +106,8 @@ pub struct ResourceMetadata {
 /// client roots), bound to the user who opened it.
 ///
 /// Protection: rmcp validates the `Host` header (loopback names, plus `allowed_hosts`) and
-/// the `Origin` header (none allowed: a web page cannot drive it) against DNS rebinding. With
+/// the `Origin` header (the server's own origins and `allowed_origins`; see [`origins`])
+/// against DNS rebinding. With
 /// credentials configured, every `/mcp` request needs `Authorization: Bearer <token>` (401
 /// with a `WWW-Authenticate` challenge otherwise), checked before any of its body is read; a
 /// session id used by anyone but its owner is answered 404; each user's requests are limited
@@ -132,10 +139,19 @@ pub async fn serve_http(
     hosts.extend(options.allowed_hosts.iter().cloned());
     // Closing the MCP sessions (and their event streams) is the last step of a shutdown.
     let sessions_ct = tokio_util::sync::CancellationToken::new();
-    // No browser origin is allowed (an MCP client is not a web page); requests without an
-    // `Origin` header — every native client — pass.
+    // A page of the server's own origin, or of one the operator allowed, may send requests;
+    // any other browser origin is refused. Requests without an `Origin` header — every
+    // native client — pass.
+    let scheme = if options.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let mut origins = origins::own_origins(scheme, &hosts, listener.local_addr()?.port());
+    origins.extend(options.allowed_origins.iter().cloned());
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins)
         .enforce_origin_validation()
         .with_cancellation_token(sessions_ct.clone())
         .with_max_request_body_bytes(options.max_body_bytes);

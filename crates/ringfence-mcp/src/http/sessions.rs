@@ -1,9 +1,14 @@
 //! Who owns each MCP session, and how many each user has open: a session belongs to the user
 //! whose `initialize` created it, and one user may hold at most `cap` of them (places being
-//! created count too, so a burst of `initialize` requests cannot overshoot the cap).
+//! created count too, so a burst of `initialize` requests cannot overshoot the cap). Many
+//! clients never end their sessions (no DELETE), so at the cap the user's session unused for
+//! longest — none of its requests or streams open — makes way for the new one
+//! ([`SessionBook::least_recently_used`]); a client that comes back to it is told it is gone
+//! (404) and starts a new one, as the protocol asks.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// The session owners and the per-user counts.
 #[derive(Debug)]
@@ -19,15 +24,57 @@ struct Book {
     owners: HashMap<String, String>,
     /// User -> sessions owned plus places reserved for sessions being created.
     open: HashMap<String, usize>,
+    /// MCP session id -> its requests and streams open now, and when it was last used.
+    usage: HashMap<String, Usage>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Usage {
+    open: usize,
+    last: Instant,
 }
 
 impl Book {
+    fn forget(&mut self, id: &str) {
+        self.usage.remove(id);
+        if let Some(user) = self.owners.remove(id) {
+            self.release(&user);
+        }
+    }
+
+    fn touch(&mut self, id: &str) -> &mut Usage {
+        let usage = self.usage.entry(id.to_owned()).or_insert(Usage {
+            open: 0,
+            last: Instant::now(),
+        });
+        usage.last = Instant::now();
+        usage
+    }
+
     fn release(&mut self, user: &str) {
         if let Some(n) = self.open.get_mut(user) {
             *n -= 1;
             if *n == 0 {
                 self.open.remove(user);
             }
+        }
+    }
+}
+
+/// One request or stream of a session, open until dropped: a session in use is never the
+/// one that makes way for a new one.
+#[derive(Debug)]
+pub(super) struct SessionUse {
+    book: Arc<SessionBook>,
+    id: String,
+}
+
+impl Drop for SessionUse {
+    fn drop(&mut self) {
+        let mut book = self.book.book();
+        if book.owners.contains_key(&self.id) {
+            let usage = book.touch(&self.id);
+            usage.open = usage.open.saturating_sub(1);
         }
     }
 }
@@ -90,15 +137,34 @@ impl SessionBook {
         if let Some(previous) = book.owners.insert(id.to_owned(), user.to_owned()) {
             book.release(&previous);
         }
+        book.touch(id);
         *book.open.entry(user.to_owned()).or_insert(0) += 1;
     }
 
-    /// Forgets session `id` (ended by its owner).
+    /// Forgets session `id` (ended by its owner, or made way for a new one).
     pub(super) fn remove(&self, id: &str) {
-        let mut book = self.book();
-        if let Some(user) = book.owners.remove(id) {
-            book.release(&user);
+        self.book().forget(id);
+    }
+
+    /// A request or stream of session `id` begins (the session is known to be its user's).
+    pub(super) fn begin_use(self: &Arc<Self>, id: &str) -> SessionUse {
+        self.book().touch(id).open += 1;
+        SessionUse {
+            book: self.clone(),
+            id: id.to_owned(),
         }
+    }
+
+    /// `user`'s session unused for longest among those with no request or stream open.
+    pub(super) fn least_recently_used(&self, user: &str) -> Option<String> {
+        let book = self.book();
+        book.owners
+            .iter()
+            .filter(|(_, owner)| owner.as_str() == user)
+            .map(|(id, _)| (id, book.usage.get(id)))
+            .filter(|(_, usage)| usage.is_none_or(|u| u.open == 0))
+            .min_by_key(|(_, usage)| usage.map(|u| u.last))
+            .map(|(id, _)| id.clone())
     }
 
     /// Forgets the sessions no longer `alive` (ended, expired after inactivity).
@@ -111,9 +177,7 @@ impl SessionBook {
             .cloned()
             .collect();
         for id in gone {
-            if let Some(user) = book.owners.remove(&id) {
-                book.release(&user);
-            }
+            book.forget(&id);
         }
     }
 }
@@ -126,6 +190,7 @@ impl SessionSlot {
             // The same id twice (should not happen): count it once.
             book.release(&previous);
         }
+        book.touch(id);
         self.filled = true;
     }
 }
@@ -190,5 +255,35 @@ mod tests {
         assert_eq!(book.open("alice"), 100);
         drop(slots);
         assert_eq!(book.open("alice"), 0);
+    }
+
+    #[test]
+    fn the_session_unused_for_longest_and_not_in_use_makes_way() {
+        let book = Arc::new(SessionBook::new(3));
+        for id in ["s1", "s2", "s3"] {
+            book.reserve("alice").unwrap().fill(id);
+        }
+        book.reserve("bob").unwrap().fill("b1");
+        assert_eq!(book.least_recently_used("alice").as_deref(), Some("s1"));
+        // Using s1 (a request that has ended) makes s2 the oldest.
+        drop(book.begin_use("s1"));
+        assert_eq!(book.least_recently_used("alice").as_deref(), Some("s2"));
+        // A session with a request or stream open is never chosen.
+        let stream = book.begin_use("s2");
+        let call = book.begin_use("s3");
+        assert_eq!(book.least_recently_used("alice").as_deref(), Some("s1"));
+        let held = book.begin_use("s1");
+        assert_eq!(book.least_recently_used("alice"), None);
+        drop(call);
+        assert_eq!(book.least_recently_used("alice").as_deref(), Some("s3"));
+        // Another user's sessions are never another's to end.
+        assert_eq!(book.least_recently_used("bob").as_deref(), Some("b1"));
+        // A session removed while in use is not brought back when its use ends.
+        book.remove("s2");
+        drop(stream);
+        assert_eq!(book.owner("s2"), None);
+        assert!(!book.book().usage.contains_key("s2"));
+        drop(held);
+        assert_eq!(book.open("alice"), 2);
     }
 }

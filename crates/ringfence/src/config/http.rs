@@ -23,6 +23,7 @@ pub struct HttpPlan {
     tokens: TokenAuth,
     oauth: Option<JwtConfig>,
     allowed_hosts: Vec<String>,
+    allowed_origins: Vec<String>,
     tls: Option<Arc<TlsConfig>>,
     /// `https` with TLS, else `http`.
     pub scheme: &'static str,
@@ -80,6 +81,24 @@ impl HttpPlan {
             None => format!("{scheme}://{addr}"),
         };
         let resource = format!("{public}/mcp");
+        // The public URL's origin is the server's own too (behind a proxy that serves HTTPS).
+        let mut allowed_origins = Vec::new();
+        if http.public_url.is_some()
+            && let Ok(origin) = ringfence_mcp::normalize_origin(
+                url::Url::parse(&public)
+                    .map(|u| u.origin().ascii_serialization())
+                    .as_deref()
+                    .unwrap_or(&public),
+            )
+        {
+            allowed_origins.push(origin);
+        }
+        for entry in &http.allowed_origins {
+            allowed_origins.push(
+                ringfence_mcp::normalize_origin(entry)
+                    .map_err(|why| ConfigError::invalid("http.allowed_origins", why))?,
+            );
+        }
         let (oauth, metadata) = match &http.oauth {
             None => (None, None),
             Some(o) => {
@@ -121,7 +140,12 @@ impl HttpPlan {
                 (Some(config), Some(metadata))
             }
         };
-        let defaults = RateLimits::default();
+        // Without credentials the server listens on loopback only, for one person.
+        let defaults = if entries.is_empty() && http.oauth.is_none() {
+            RateLimits::one_person()
+        } else {
+            RateLimits::default()
+        };
         let l = http.limits.clone().unwrap_or_default();
         let limits = RateLimits {
             concurrent: l.concurrent.unwrap_or(defaults.concurrent),
@@ -159,6 +183,7 @@ impl HttpPlan {
             tokens,
             oauth,
             allowed_hosts: http.allowed_hosts.clone(),
+            allowed_origins,
             tls,
             scheme,
             limits,
@@ -212,6 +237,7 @@ impl HttpPlan {
         HttpOptions {
             auth: Some(auth),
             allowed_hosts: self.allowed_hosts.clone(),
+            allowed_origins: self.allowed_origins.clone(),
             metrics: Some(metrics),
             metrics_token: self.metrics_token.clone(),
             limits: self.limits,
@@ -261,7 +287,7 @@ mod tests {
         assert_eq!(plan.call_timeout, Some(Duration::from_secs(300)));
         assert_eq!(plan.grace, Duration::from_secs(30));
         assert!(plan.oauth.is_none() && plan.metadata.is_none() && plan.tls.is_none());
-        assert_eq!((plan.limits.sessions, plan.limits.streams), (16, 32));
+        assert_eq!((plan.limits.sessions, plan.limits.streams), (64, 0)); // one person
         assert_eq!(plan.body_timeout, Some(Duration::from_secs(60)));
         assert_eq!(plan.stream_idle, Some(Duration::from_secs(300)));
         assert_eq!(
@@ -385,5 +411,62 @@ mod tests {
             "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
         );
         assert_eq!(metadata.document["scopes_supported"][0], "mcp");
+    }
+
+    #[test]
+    fn one_person_without_credentials_many_users_with_them() {
+        let local = HttpPlan::new(&HttpConfig::default(), addr(), None).unwrap();
+        assert_eq!(local.limits, RateLimits::one_person());
+        assert_eq!(local.limits.rate, 0.0);
+        let users = HttpConfig {
+            tokens: vec![crate::config::raw::TokenEntry {
+                user: "alice".into(),
+                hash: ringfence_mcp::token_hash("a"),
+            }],
+            ..HttpConfig::default()
+        };
+        let plan = HttpPlan::new(&users, addr(), None).unwrap();
+        assert_eq!(plan.limits, RateLimits::default());
+        // A limit set by hand holds either way.
+        let set = HttpConfig {
+            limits: Some(HttpLimits {
+                rate: Some(5.0),
+                ..HttpLimits::default()
+            }),
+            ..HttpConfig::default()
+        };
+        let plan = HttpPlan::new(&set, addr(), None).unwrap();
+        assert_eq!(plan.limits.rate, 5.0);
+        assert_eq!(plan.limits.sessions, RateLimits::one_person().sessions);
+    }
+
+    #[test]
+    fn origins_are_the_public_urls_and_the_listed_ones() {
+        let http = HttpConfig {
+            public_url: Some("https://assistant.example.com/".into()),
+            allowed_origins: vec![
+                "http://localhost:3000".into(),
+                "https://app.example.com".into(),
+            ],
+            ..HttpConfig::default()
+        };
+        let plan = HttpPlan::new(&http, addr(), None).unwrap();
+        assert_eq!(
+            plan.allowed_origins,
+            [
+                "https://assistant.example.com:443",
+                "http://localhost:3000",
+                "https://app.example.com:443"
+            ]
+        );
+        let bad = HttpConfig {
+            allowed_origins: vec!["*".into()],
+            ..HttpConfig::default()
+        };
+        assert!(
+            refused(&bad).starts_with("http.allowed_origins: `*` is not an origin"),
+            "{}",
+            refused(&bad)
+        );
     }
 }

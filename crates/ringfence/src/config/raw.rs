@@ -162,6 +162,10 @@ pub struct HttpConfig {
     /// `Host` names accepted besides the loopback ones (needed when binding elsewhere).
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed to send requests besides the server's own (a web client
+    /// served elsewhere): `https://app.example.com`, `http://localhost:3000`, `http://localhost:*`.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
     /// Serve HTTPS: a PEM certificate chain and its PEM private key.
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
