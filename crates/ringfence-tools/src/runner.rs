@@ -205,6 +205,9 @@ pub struct ToolRunner {
     call_timeout: Option<Duration>,
     audit: Option<Arc<dyn AuditSink>>,
     metrics: Option<Arc<dyn CallMetrics>>,
+    /// Tools ringfence has that this configuration does not offer, and how the operator
+    /// turns each on: a call to one is told so rather than "unknown tool".
+    not_offered: std::collections::HashMap<String, String>,
 }
 
 impl ToolRunner {
@@ -228,7 +231,18 @@ impl ToolRunner {
             call_timeout: None,
             audit: None,
             metrics: None,
+            not_offered: Default::default(),
         }
+    }
+
+    /// Tools this configuration does not offer (tool name -> how the operator turns it
+    /// on): a call to one answers a `disabled` error saying so.
+    pub fn with_not_offered(
+        mut self,
+        not_offered: std::collections::HashMap<String, String>,
+    ) -> ToolRunner {
+        self.not_offered = not_offered;
+        self
     }
 
     /// Stops calls that run longer than `limit` (they answer with a `timeout` error).
@@ -253,6 +267,11 @@ impl ToolRunner {
         &self.toolbox
     }
 
+    /// Why tool `name` (one ringfence has) is not offered here, and how to turn it on.
+    pub fn not_offered(&self, name: &str) -> Option<&str> {
+        self.not_offered.get(name).map(String::as_str)
+    }
+
     pub fn limits(&self) -> &Arc<Limits> {
         &self.limits
     }
@@ -262,6 +281,12 @@ impl ToolRunner {
     /// the inner `Err(ToolError)`, audited like a success.
     pub async fn call(&self, req: CallRequest<'_>) -> Result<ToolResult<ToolOutput>, UnknownTool> {
         let Some(tool) = self.toolbox.get(req.tool).cloned() else {
+            if let Some(why) = self.not_offered.get(req.tool) {
+                return Ok(Err(ToolError::new(
+                    ToolErrorKind::Disabled,
+                    format!("{} is turned off on this server: {why}", req.tool),
+                )));
+            }
             return Err(UnknownTool {
                 name: req.tool.to_owned(),
                 available: self.toolbox.iter().map(|t| t.name()).collect(),

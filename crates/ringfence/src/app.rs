@@ -40,11 +40,36 @@ pub struct App {
     data_dir: std::path::PathBuf,
     /// Families whose tools are not offered under this configuration, and why.
     pub withheld: Vec<(&'static str, String)>,
+    /// Every tool ringfence has that is not offered, and how the operator turns it on.
+    not_offered: std::collections::HashMap<String, String>,
     /// Where MCP sessions register to be told what falls due, when a family delivers
     /// through them (follow-ups with the `mcp` channel, in `serve`).
     live: Option<Arc<LiveSessions>>,
     /// The state store `[store]` names (shared with the families).
     store: Arc<crate::store::SharedStore>,
+}
+
+/// Each tool of the catalogue not among `offered`, with how the operator turns it on: its
+/// family's reason when the family is withheld, else the tool selection that left it out.
+fn not_offered(
+    offered: &[&str],
+    withheld: &[(&'static str, &'static [&'static str], String)],
+) -> std::collections::HashMap<String, String> {
+    let catalogue = families::catalogue();
+    catalogue
+        .tools()
+        .filter(|(_, tool)| !offered.contains(tool))
+        .map(|(family, tool)| {
+            let why = match withheld.iter().find(|(_, tools, _)| tools.contains(&tool)) {
+                Some((_, _, why)) => why.clone(),
+                None => format!(
+                    "the tool selection (tools.preset, tools.enable, tools.disable; for file tools also IRIS_FILESYSTEM_ENABLED=false) leaves it out (the {} family); add it with tools.add = [\"{tool}\"] in the configuration file, or remove it from tools.disable",
+                    family.name
+                ),
+            };
+            (tool.to_owned(), why)
+        })
+        .collect()
 }
 
 impl App {
@@ -58,6 +83,7 @@ impl App {
             .map_err(|e| e.to_string())?;
         let withheld = families::withheld(config);
         names.retain(|n| !withheld.iter().any(|(_, tools, _)| tools.contains(n)));
+        let not_offered = not_offered(&names, &withheld);
         if names.is_empty() {
             let why: Vec<&str> = withheld.iter().map(|(_, _, why)| why.as_str()).collect();
             return Err(format!(
@@ -102,6 +128,7 @@ impl App {
             supervisor,
             data_dir: config.data_dir.clone(),
             withheld,
+            not_offered,
             live: shared.get::<LiveSessions>(),
             store: shared.get_or_init(|| crate::store::SharedStore::new(config.store.clone())),
         })
@@ -124,6 +151,7 @@ impl App {
     ) -> Arc<ToolRunner> {
         Arc::new(
             ToolRunner::new(self.toolbox.clone(), self.limits.clone())
+                .with_not_offered(self.not_offered.clone())
                 .with_call_timeout(call_timeout)
                 .with_audit(self.audit.clone().map(|a| a as Arc<dyn AuditSink>))
                 .with_metrics(metrics),

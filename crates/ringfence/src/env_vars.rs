@@ -37,6 +37,11 @@ pub const LLM_CHAT_FS_MAX_CHARS_PER_FILE: &str = "LLM_CHAT_FS_MAX_CHARS_PER_FILE
 pub const LLM_CHAT_FS_MAX_FILE_SIZE: &str = "LLM_CHAT_FS_MAX_FILE_SIZE";
 pub const LLM_CHAT_FS_REQUIRE_READ_BEFORE_WRITE: &str = "LLM_CHAT_FS_REQUIRE_READ_BEFORE_WRITE";
 
+/// Seed 000's variables, honoured as aliases (ringfence's own settings win): the workspace
+/// root (after `RINGFENCE_ROOTS`), and `false` turning the file tools off.
+pub const IRIS_WORKSPACE_ROOT: &str = "IRIS_WORKSPACE_ROOT";
+pub const IRIS_FILESYSTEM_ENABLED: &str = "IRIS_FILESYSTEM_ENABLED";
+
 /// Platform variables consulted for defaults.
 pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
 pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";

@@ -198,7 +198,11 @@ impl Prepared {
         };
         let item = NewItem {
             content,
-            category: check("category", &record.category, &CATEGORIES)?,
+            category: match kind {
+                Kind::Truth => check("category", &record.category, &CATEGORIES)?,
+                Kind::Memory => ringfence_tools::memory::open_category(record.category.as_deref())
+                    .map_err(|e| invalid(e.to_string()))?,
+            },
             memory_type: match kind {
                 Kind::Memory => check("memoryType", &record.memory_type, &MEMORY_TYPES)?,
                 Kind::Truth => None,

@@ -76,7 +76,7 @@ fn edit_file(
     let new = ed.normalize_arg(&args.new_string);
     let found = edit::find(text, &old);
     if found.ranges.is_empty() {
-        return Err(no_match(&args.path, text, &old));
+        return Err(no_match("old_string", &args.path, text, &old));
     }
     let positions: Vec<usize> = found.ranges.iter().map(|r| r.0).collect();
     if positions.len() > 1 && !args.replace_all {
@@ -248,7 +248,8 @@ pub(crate) fn render_diff(path: &str, text: &str, ranges: &[(usize, usize)], new
 }
 
 /// The error for an `old_string` that does not occur, with the closest lines of the file.
-pub(crate) fn no_match(path: &str, text: &str, old: &str) -> ToolError {
+/// `param`: the caller's name for the text looked for (`old_string`, `old_content`).
+pub(crate) fn no_match(param: &str, path: &str, text: &str, old: &str) -> ToolError {
     let needle = old
         .lines()
         .find(|l| !l.trim().is_empty())
@@ -279,7 +280,7 @@ pub(crate) fn no_match(path: &str, text: &str, old: &str) -> ToolError {
             .then(a.1.cmp(&b.1))
     });
     let mut msg = format!(
-        "{path}: old_string was not found in the file. It must match exactly, including whitespace and indentation."
+        "{path}: {param} was not found in the file. It must match exactly, including whitespace and indentation."
     );
     if candidates.is_empty() {
         msg.push_str(" No similar lines were found; read the file again with read_file and copy the text exactly.");

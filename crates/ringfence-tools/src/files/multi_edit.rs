@@ -99,7 +99,7 @@ impl BlockingTool for MultiEdit {
                 )
             };
             if found.ranges.is_empty() {
-                return Err(fail(no_match(&args.path, &text, &old)));
+                return Err(fail(no_match("old_string", &args.path, &text, &old)));
             }
             if found.ranges.len() > 1 && !e.replace_all {
                 return Err(fail(ToolError::new(

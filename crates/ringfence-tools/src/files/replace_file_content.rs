@@ -68,7 +68,7 @@ fn replace_file_content(
     let new = ed.normalize_arg(&args.new_content);
     let mut found = edit::find(&ed.text, &old);
     if found.ranges.is_empty() {
-        return Err(no_match(&args.path, &ed.text, &old));
+        return Err(no_match("old_content", &args.path, &ed.text, &old));
     }
     // Seed 002: the first occurrence unless replace_all.
     if !args.replace_all {

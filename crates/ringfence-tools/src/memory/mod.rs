@@ -39,7 +39,9 @@ pub use update_truth::UpdateTruth;
 /// The tool family name (`tools.disable = ["memory"]` turns all eight off).
 pub const FAMILY: &str = "memory";
 
-/// The categories seed 003 documents, for truths and memories alike.
+/// The categories seed 003 documents: the whole set for truths; for memories, where the seed
+/// ends the list with "etc.", suggestions (any short category is accepted, see
+/// [`open_category`]).
 pub const CATEGORIES: [&str; 7] = [
     "personal",
     "professional",
@@ -325,6 +327,37 @@ fn one_of(param: &str, value: Option<&str>, valid: &[&str]) -> ToolResult<Option
             valid.join(", ")
         )))
     }
+}
+
+/// The longest memory category accepted, in characters.
+pub const MAX_CATEGORY_CHARS: usize = 40;
+
+/// A memory's category: an open set (seed 003 lists "personal, professional, hobbies,
+/// health, etc."), normalised — trimmed, lower-cased, inner whitespace one space — and
+/// capped at [`MAX_CATEGORY_CHARS`]; an empty one is none.
+pub fn open_category(value: Option<&str>) -> ToolResult<Option<String>> {
+    let Some(v) = value else { return Ok(None) };
+    let normal = v
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    if normal.is_empty() {
+        return Ok(None);
+    }
+    if normal.chars().any(char::is_control) {
+        return Err(ToolError::invalid(format!(
+            "category {v:?} contains control characters; use a short word such as {}",
+            CATEGORIES.join(", ")
+        )));
+    }
+    if normal.chars().count() > MAX_CATEGORY_CHARS {
+        return Err(ToolError::invalid(format!(
+            "category {v:?} is longer than {MAX_CATEGORY_CHARS} characters; use a short word such as {}",
+            CATEGORIES.join(", ")
+        )));
+    }
+    Ok(Some(normal))
 }
 
 /// Tags trimmed, lower-cased and de-duplicated; empty or oversized ones refused.

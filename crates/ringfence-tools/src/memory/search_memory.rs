@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{
-    CATEGORIES, Kind, MEMORY_TYPES, MemoryBackend, Query, limit, one_of, optional_whole_number,
+    Kind, MEMORY_TYPES, MemoryBackend, Query, limit, one_of, open_category, optional_whole_number,
     tags,
 };
 use crate::error::ToolResult;
@@ -24,8 +24,8 @@ pub struct SearchMemoryArgs {
     pub memory_type: Option<String>,
     /// Filter by tags (a memory matches when it has any of them).
     pub tags: Option<Vec<String>>,
-    /// Filter by category.
-    #[schemars(extend("enum" = ["personal", "professional", "hobbies", "health", "relationships", "preferences", "goals"]))]
+    /// Filter by category: any short category, as stored (personal, professional, hobbies, health, etc.; compared lower-case).
+    #[schemars(length(max = 40))]
     pub category: Option<String>,
     /// Max results 1-20 (default: 5).
     #[serde(default, deserialize_with = "optional_whole_number")]
@@ -55,7 +55,7 @@ impl BlockingTool for SearchMemory {
             text: args.search_query,
             limit: limit(args.limit, 5, 20)?,
             memory_type: one_of("memoryType", args.memory_type.as_deref(), &MEMORY_TYPES)?,
-            category: one_of("category", args.category.as_deref(), &CATEGORIES)?,
+            category: open_category(args.category.as_deref())?,
             tags: tags(args.tags)?,
         };
         super::search(self.memory.as_ref(), ctx, Kind::Memory, query)

@@ -6,8 +6,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{
-    CATEGORIES, Kind, MEMORY_TYPES, MemoryBackend, NewItem, SOURCE_CONVERSATION, content, one_of,
-    tags,
+    Kind, MEMORY_TYPES, MemoryBackend, NewItem, SOURCE_CONVERSATION, content, one_of,
+    open_category, tags,
 };
 use crate::error::ToolResult;
 use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
@@ -24,8 +24,8 @@ pub struct StoreMemoryArgs {
     pub memory_type: Option<String>,
     /// Organization tags.
     pub tags: Option<Vec<String>>,
-    /// personal, professional, hobbies, health, relationships, preferences, goals
-    #[schemars(extend("enum" = ["personal", "professional", "hobbies", "health", "relationships", "preferences", "goals"]))]
+    /// personal, professional, hobbies, health, etc.: any short category (up to 40 characters; stored lower-case), such as personal, professional, hobbies, health, relationships, preferences, goals.
+    #[schemars(length(max = 40))]
     pub category: Option<String>,
 }
 
@@ -49,7 +49,7 @@ impl BlockingTool for StoreMemory {
     fn run(&self, ctx: &ToolContext, args: StoreMemoryArgs) -> ToolResult<ToolOutput> {
         let item = NewItem {
             content: content("memoryContent", &args.memory_content)?,
-            category: one_of("category", args.category.as_deref(), &CATEGORIES)?,
+            category: open_category(args.category.as_deref())?,
             memory_type: one_of("memoryType", args.memory_type.as_deref(), &MEMORY_TYPES)?,
             tags: tags(args.tags)?,
             pinned: false,

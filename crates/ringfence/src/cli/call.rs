@@ -13,6 +13,9 @@ use crate::app::App;
 pub(super) fn run(app: App, tool_name: &str, json: &str) -> ExitCode {
     raise_fd_limit();
     let runner = app.runner(None, None);
+    if let Some(why) = runner.not_offered(tool_name) {
+        return fail(&format!("{tool_name} is turned off on this server: {why}"));
+    }
     if runner.toolbox().get(tool_name).is_none() {
         let names: Vec<&str> = runner.toolbox().iter().map(|t| t.name()).collect();
         return fail(&format!(

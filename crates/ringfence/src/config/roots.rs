@@ -1,4 +1,5 @@
-//! Where the tools may reach: the roots (flags, else `RINGFENCE_ROOTS`, else the file), the
+//! Where the tools may reach: the roots (flags, else `RINGFENCE_ROOTS`, else seed 000's
+//! `IRIS_WORKSPACE_ROOT`, else the file), the
 //! denylist (file, `RINGFENCE_DENYLIST` and flags add up), and what the MCP client's own
 //! roots may do.
 
@@ -30,6 +31,15 @@ pub(super) fn resolve(
         for r in split_roots_env(&value)? {
             roots.push(root_spec(&r, cwd, env_vars::RINGFENCE_ROOTS, false)?);
         }
+    } else if let Some(value) = env
+        .get(env_vars::IRIS_WORKSPACE_ROOT)
+        .filter(|s| !s.trim().is_empty())
+    {
+        // Seed 000's one workspace root, read-write; like every configured root, one that
+        // does not exist is an error on every call, never created.
+        let mut spec = root_spec(value.trim(), cwd, env_vars::IRIS_WORKSPACE_ROOT, false)?;
+        spec.access = Access::ReadWrite;
+        roots.push(spec);
     } else if let Some(entries) = file {
         if entries.is_empty() {
             return Err(ConfigError::invalid(

@@ -50,6 +50,17 @@ impl SectionInput<'_> {
         }
     }
 
+    /// The first of `vars` that is set, as [`SectionInput::flag`] reads it: ringfence's own
+    /// variable first, then a seed's alias for it.
+    pub fn first_flag(&self, vars: &[&str]) -> Result<Option<bool>, ConfigError> {
+        for var in vars {
+            if let Some(v) = self.flag(var)? {
+                return Ok(Some(v));
+            }
+        }
+        Ok(None)
+    }
+
     /// The table `[name]` of the file, or `T::default()` when the file has none. Parsed from
     /// the file's text, so an error names its line and column like every other key's.
     pub fn table<T: DeserializeOwned + Default>(&self, name: &str) -> Result<T, ConfigError> {

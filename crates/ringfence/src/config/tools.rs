@@ -77,6 +77,23 @@ pub(super) fn resolve(
         disable.extend(list(&v));
     }
     disable.extend(over.disable.iter().cloned());
+    // Seed 000's switch: an explicit false turns the file tools off (true changes nothing:
+    // they are on unless the selection leaves them out).
+    if let Some(v) = env
+        .get(env_vars::IRIS_FILESYSTEM_ENABLED)
+        .filter(|s| !s.trim().is_empty())
+    {
+        match v.trim() {
+            "true" | "1" | "yes" => {}
+            "false" | "0" | "no" => disable.push("files".into()),
+            other => {
+                return Err(ConfigError::invalid(
+                    env_vars::IRIS_FILESYSTEM_ENABLED,
+                    format!("`{other}` is not true or false"),
+                ));
+            }
+        }
+    }
     Ok(Selection {
         preset,
         enable,

@@ -12,6 +12,8 @@ pub const SECTION: &str = "delegate";
 pub const RINGFENCE_DELEGATE_ENABLED: &str = "RINGFENCE_DELEGATE_ENABLED";
 /// The variables this family reads.
 pub const ENV_VARS: &[&str] = &[RINGFENCE_DELEGATE_ENABLED];
+/// Seed 003's switch for the same, honoured as an alias (`RINGFENCE_DELEGATE_ENABLED` wins).
+pub const IRIS_SUBAGENT_ENABLED: &str = "IRIS_SUBAGENT_ENABLED";
 
 /// `[delegate]`, as written.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -39,7 +41,7 @@ impl DelegateSettings {
         let t: DelegateTable = input.table(SECTION)?;
         let key = |k: &str| format!("{SECTION}.{k}");
         let enabled = input
-            .flag(RINGFENCE_DELEGATE_ENABLED)?
+            .first_flag(&[RINGFENCE_DELEGATE_ENABLED, IRIS_SUBAGENT_ENABLED])?
             .unwrap_or(t.enabled.unwrap_or(false));
         let d = DelegateLimits::default();
         let in_range = |name: &str, v: Option<u64>, default: u64, max: u64| match v {

@@ -12,6 +12,8 @@ pub const SECTION: &str = "shell";
 pub const RINGFENCE_SHELL_ENABLED: &str = "RINGFENCE_SHELL_ENABLED";
 /// The variables this family reads.
 pub const ENV_VARS: &[&str] = &[RINGFENCE_SHELL_ENABLED];
+/// Seed 003's switch for the same, honoured as an alias (`RINGFENCE_SHELL_ENABLED` wins).
+pub const IRIS_SHELL_ENABLED: &str = "IRIS_SHELL_ENABLED";
 
 /// `[shell]`, as written.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -68,7 +70,7 @@ impl ShellSettings {
         let t: ShellTable = input.table(SECTION)?;
         let key = |k: &str| format!("{SECTION}.{k}");
         let enabled = input
-            .flag(RINGFENCE_SHELL_ENABLED)?
+            .first_flag(&[RINGFENCE_SHELL_ENABLED, IRIS_SHELL_ENABLED])?
             .unwrap_or(t.enabled.unwrap_or(false));
         let network = match t.network.as_deref().map(str::trim) {
             None | Some("none") => Network::None,
