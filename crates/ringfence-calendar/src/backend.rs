@@ -380,7 +380,7 @@ impl CalendarBackend for ObjectCalendar {
             let store = store?;
             if event.add_meet_link {
                 return Err(CalendarError::Unsupported(format!(
-                    "{} calendars cannot make Google Meet links, so the event was not created: leave addMeetLink out (a meeting link can go in location); Meet links need Google Calendar, which this version of ringfence cannot connect to yet",
+                    "{} calendars cannot make Google Meet links, so the event was not created: leave addMeetLink out (a meeting link can go in location); Meet links need Google Calendar: the operator connects it with [calendar] provider = \"google\" and an OAuth client (client_id and client_secret_env), then runs `ringfence calendar connect google` to sign the user in",
                     store.provider()
                 )));
             }

@@ -235,18 +235,24 @@ impl Workspace {
     /// must be an existing directory inside one of the roots (not ringfence's internal
     /// storage).
     pub fn switch_to(&self, target: &Target) -> FsResult<CurrentDir> {
+        if !target.exists() {
+            return Err(FsError::new(
+                FsErrorKind::NotFound,
+                target.input(),
+                format!(
+                    "{}: no such directory; create it with create_folder first, or pick an existing one (list_directory shows them)",
+                    target.input()
+                ),
+            ));
+        }
         if !target.is_dir() {
             return Err(FsError::new(
                 FsErrorKind::NotADirectory,
                 target.input(),
-                if target.exists() {
-                    format!(
-                        "{}: is not a directory; a workspace must be a directory",
-                        target.input()
-                    )
-                } else {
-                    format!("{}: no such directory", target.input())
-                },
+                format!(
+                    "{}: is not a directory; a workspace must be a directory",
+                    target.input()
+                ),
             ));
         }
         let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());

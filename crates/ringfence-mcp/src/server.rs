@@ -568,10 +568,9 @@ impl ServerHandler for McpServer {
                 r
             }
             Err(err) => {
-                let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
-                    "Error: {}",
-                    err.message
-                ))]);
+                // The message as it is: `isError` says it is one, and the seeds quote their
+                // errors without a prefix (prompts written for them match on the words).
+                let mut r = CallToolResult::error(vec![ContentBlock::text(err.message.clone())]);
                 r.structured_content =
                     Some(json!({ "error": err.kind.as_str(), "message": err.message }));
                 r

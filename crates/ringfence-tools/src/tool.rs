@@ -400,7 +400,11 @@ fn simplify_schema(map: &mut Map<String, Value>) {
             map.insert("type".into(), non_null[0].clone());
         }
     }
-    if matches!(map.get("format").and_then(Value::as_str), Some(f) if f.starts_with("uint") || f.starts_with("int"))
+    // An omitted `Option<Enum>` is one of the enum's values, never null.
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    if matches!(map.get("format").and_then(Value::as_str), Some(f) if f.starts_with("uint") || f.starts_with("int") || f == "double" || f == "float")
     {
         map.remove("format");
     }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use ringfence_embed::{Embedder, dot};
-use ringfence_tools::memory::{CATEGORIES, Kind, MEMORY_TYPES, Query};
+use ringfence_tools::memory::{Kind, MEMORY_TYPES, Query};
 
 use super::{EMBED_BATCH, MemoryDb};
 use crate::StoreError;
@@ -45,7 +45,8 @@ pub(super) struct VecIndex {
 #[derive(Clone)]
 pub(crate) struct RowMeta {
     memory_type: Option<u8>,
-    category: Option<u8>,
+    /// Memory categories are an open set (seed 003's "etc."), kept as written.
+    category: Option<Box<str>>,
     tags: Box<[Box<str>]>,
 }
 
@@ -59,9 +60,7 @@ impl RowMeta {
             memory_type: memory_type
                 .and_then(|t| MEMORY_TYPES.iter().position(|v| *v == t))
                 .map(|p| p as u8),
-            category: category
-                .and_then(|c| CATEGORIES.iter().position(|v| *v == c))
-                .map(|p| p as u8),
+            category: category.map(Into::into),
             tags: tags.iter().map(|t| t.as_str().into()).collect(),
         }
     }
@@ -76,7 +75,7 @@ impl RowMeta {
 /// A query's type, category and tag filters, in the index's terms.
 pub(super) struct Filter<'a> {
     memory_type: Option<u8>,
-    category: Option<u8>,
+    category: Option<Box<str>>,
     tags: Vec<&'a str>,
 }
 

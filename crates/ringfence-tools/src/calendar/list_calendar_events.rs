@@ -11,14 +11,16 @@ use crate::error::{ToolError, ToolResult};
 use crate::tool::{Annotations, AsyncTool, BoxFuture, ToolContext, ToolOutput};
 
 /// Days listed when `days` is not given, and at most.
-const DEFAULT_DAYS: f64 = 7.0;
-const MAX_DAYS: f64 = 30.0;
+const DEFAULT_DAYS: i64 = 7;
+const MAX_DAYS: i64 = 30;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ListCalendarEventsArgs {
     /// Days ahead, 1-30 (default: 7)
-    pub days: Option<f64>,
+    #[serde(default, deserialize_with = "crate::args::optional_whole_number")]
+    #[schemars(with = "Option<i64>", range(min = 1, max = 30))]
+    pub days: Option<i64>,
     /// Specific calendar to filter by (its ID or name)
     pub calendar_id: Option<String>,
 }
@@ -47,7 +49,7 @@ impl AsyncTool for ListCalendarEvents {
     ) -> BoxFuture<'static, ToolResult<ToolOutput>> {
         Box::pin(async move {
             let days = args.days.unwrap_or(DEFAULT_DAYS);
-            if !days.is_finite() || !(1.0..=MAX_DAYS).contains(&days) {
+            if !(1..=MAX_DAYS).contains(&days) {
                 return Err(ToolError::invalid(format!(
                     "days must be from 1 to 30; got {days}"
                 )));
@@ -59,9 +61,9 @@ impl AsyncTool for ListCalendarEvents {
             let user = ctx.session.user().to_owned();
             let zone = self.backend.zone(&user);
             let from = crate::time::now_ms();
-            let to = from + (days * 86_400_000.0).round() as i64;
+            let to = from + days * 86_400_000;
             let events = self.backend.list(&user, from, to, calendar.clone()).await?;
-            let period = if days == 1.0 {
+            let period = if days == 1 {
                 "the next day".to_owned()
             } else {
                 format!("the next {days} days")

@@ -41,6 +41,7 @@ pub struct DelegateTaskArgs {
     #[serde(rename = "workingDirectory")]
     pub working_directory: Option<String>,
     /// Timeout in seconds for the whole task (default: 300, max: 600)
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 600))]
     pub timeout: Option<f64>,
 }
 

@@ -150,8 +150,9 @@ fn line_starts(text: &str) -> Vec<usize> {
     starts
 }
 
-/// A unified diff built around each replacement (3 lines of context), without diffing the
-/// whole file: the cost is proportional to the change, not the file.
+/// A unified diff built around the replacements (3 lines of context), without diffing the
+/// whole file: the cost is proportional to the change, not the file. Replacements on the same
+/// line, or close enough that their hunks would touch, share one hunk.
 pub(crate) fn render_diff(path: &str, text: &str, ranges: &[(usize, usize)], new: &str) -> String {
     const CONTEXT: usize = 3;
     let starts = line_starts(text);
@@ -164,40 +165,66 @@ pub(crate) fn render_diff(path: &str, text: &str, ranges: &[(usize, usize)], new
         let e = starts.get(i + 1).map(|e| e - 1).unwrap_or(text.len());
         &text[s..e.max(s)]
     };
+    // Whole lines, each with its newline: up to and including the line where a match ends
+    // (the match may itself end with that line's newline).
+    let region_end = |end: usize| {
+        if text.as_bytes()[end - 1] == b'\n' {
+            end
+        } else {
+            memchr::memchr(b'\n', &text.as_bytes()[end..])
+                .map(|i| end + i + 1)
+                .unwrap_or(text.len())
+        }
+    };
+    // Groups of replacements (indices into `ranges`) whose hunks would overlap or touch.
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut group_last_line = 0usize;
+    for (n, &(pos, end)) in ranges.iter().enumerate() {
+        let first = line_index(pos);
+        let last = line_index(region_end(end) - 1);
+        match groups.last_mut() {
+            Some(g) if first <= group_last_line + 2 * CONTEXT + 1 => {
+                g.end = n + 1;
+                group_last_line = group_last_line.max(last);
+            }
+            _ => {
+                groups.push(n..n + 1);
+                group_last_line = last;
+            }
+        }
+    }
     let mut out = format!("--- a/{path}\n+++ b/{path}\n");
     let mut lines_out = 0usize;
     // Net lines added by earlier replacements, for the new file's numbering.
     let mut shift: isize = 0;
-    for (n, &(pos, end)) in ranges.iter().enumerate() {
-        if n >= MAX_DIFF_HUNKS || lines_out >= MAX_DIFF_LINES {
-            let rest = ranges.len() - n;
+    for (g, group) in groups.iter().enumerate() {
+        if g >= MAX_DIFF_HUNKS || lines_out >= MAX_DIFF_LINES {
+            let rest = ranges.len() - group.start;
             out.push_str(&format!(
                 "… {rest} more replacement{} not shown\n",
                 if rest == 1 { "" } else { "s" }
             ));
             break;
         }
-        // The changed region: from the start of the first touched line to the end of the
-        // line where the match ends.
-        let first = line_index(pos);
-        // Whole lines, each with its newline: up to and including the line where the match
-        // ends (the match may itself end with that line's newline).
-        let region_end = if text.as_bytes()[end - 1] == b'\n' {
-            end
-        } else {
-            memchr::memchr(b'\n', &text.as_bytes()[end..])
-                .map(|i| end + i + 1)
-                .unwrap_or(text.len())
-        };
+        let members = &ranges[group.clone()];
+        let first = line_index(members[0].0);
+        let end_of_region = members
+            .iter()
+            .map(|&(_, end)| region_end(end))
+            .max()
+            .unwrap_or(text.len());
         let region_start = starts[first];
-        let old_region = &text[region_start..region_end];
-        let new_region = format!(
-            "{}{}{}",
-            &text[region_start..pos],
-            new,
-            &text[end..region_end]
-        );
-        let last = line_index(region_end - 1);
+        let old_region = &text[region_start..end_of_region];
+        // The region with every replacement of the group made.
+        let mut new_region = String::with_capacity(old_region.len());
+        let mut at = region_start;
+        for &(pos, end) in members {
+            new_region.push_str(&text[at..pos]);
+            new_region.push_str(new);
+            at = end;
+        }
+        new_region.push_str(&text[at..end_of_region]);
+        let last = line_index(end_of_region - 1);
         let ctx_start = first.saturating_sub(CONTEXT);
         let ctx_end = (last + CONTEXT).min(starts.len().saturating_sub(1));
         let diff = similar::TextDiff::from_lines(old_region, &new_region);
@@ -242,7 +269,10 @@ pub(crate) fn render_diff(path: &str, text: &str, ranges: &[(usize, usize)], new
         ));
         lines_out += body.lines().count();
         out.push_str(&body);
-        shift += new.matches('\n').count() as isize - text[pos..end].matches('\n').count() as isize;
+        for &(pos, end) in members {
+            shift +=
+                new.matches('\n').count() as isize - text[pos..end].matches('\n').count() as isize;
+        }
     }
     out
 }
@@ -294,4 +324,45 @@ pub(crate) fn no_match(param: &str, path: &str, text: &str, old: &str) -> ToolEr
         );
     }
     ToolError::new(ToolErrorKind::NoMatch, msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_diff;
+
+    fn ranges(text: &str, needle: &str) -> Vec<(usize, usize)> {
+        text.match_indices(needle)
+            .map(|(i, m)| (i, i + m.len()))
+            .collect()
+    }
+
+    #[test]
+    fn two_matches_on_one_line_make_one_hunk_with_both_changed() {
+        let text = "x foo y foo z\nline2\nfoo\n";
+        let diff = render_diff("f.txt", text, &ranges(text, "foo"), "bar");
+        assert_eq!(
+            diff,
+            "--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,3 @@\n-x foo y foo z\n+x bar y bar z\n line2\n-foo\n+bar\n"
+        );
+    }
+
+    #[test]
+    fn distant_matches_get_hunks_of_their_own_numbered_in_the_new_file() {
+        let mut text = String::from("foo\n");
+        for i in 1..=10 {
+            text.push_str(&format!("l{i}\n"));
+        }
+        text.push_str("foo\n");
+        let diff = render_diff("f.txt", &text, &ranges(&text, "foo"), "a\nb");
+        assert_eq!(diff.matches("@@ -").count(), 2, "{diff}");
+        assert!(
+            diff.contains("@@ -1,4 +1,5 @@\n-foo\n+a\n+b\n l1\n"),
+            "{diff}"
+        );
+        // The second hunk's new line numbers count the line the first one added.
+        assert!(
+            diff.contains("@@ -9,4 +10,5 @@\n l8\n l9\n l10\n-foo\n+a\n+b\n"),
+            "{diff}"
+        );
+    }
 }

@@ -327,7 +327,7 @@ pub(crate) fn binary_error(target: &Target) -> ToolError {
     ToolError::new(
         ToolErrorKind::Binary,
         format!(
-            "{}: binary or non-UTF-8 content detected in the first {} bytes; only UTF-8 text files can be read",
+            "{}: binary content detected in the first {} bytes: not text (UTF-8, UTF-16 with a byte-order mark, or a legacy encoding), nor an image or audio file, so it cannot be read",
             target.input(),
             text::thousands(SAMPLE_BYTES as u64)
         ),

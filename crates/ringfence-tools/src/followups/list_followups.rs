@@ -19,10 +19,11 @@ const MAX_LIMIT: usize = 50;
 #[serde(deny_unknown_fields)]
 pub struct ListFollowupsArgs {
     /// pending (default), completed, or all
+    #[schemars(extend("enum" = ["pending", "completed", "all"]))]
     pub status: Option<String>,
     /// Max results 1-50 (default: 10)
     #[serde(default, deserialize_with = "optional_whole_number")]
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1, max = 50))]
     pub limit: Option<i64>,
 }
 

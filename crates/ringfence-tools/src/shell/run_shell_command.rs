@@ -34,6 +34,7 @@ pub struct RunShellCommandArgs {
     #[serde(rename = "workingDirectory")]
     pub working_directory: Option<String>,
     /// Timeout in seconds (default: 30, max: 300)
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 300))]
     pub timeout: Option<f64>,
 }
 

@@ -284,7 +284,8 @@ async fn model_mistakes_are_is_error_results_and_the_server_stays_up() {
     ];
     for (tool, a, kind) in cases {
         let (text, structured) = s.error(tool, a.clone()).await;
-        assert!(text.starts_with("Error: "), "{tool} {a}: {text}");
+        // The text is the message itself (isError marks it), as the seeds quote theirs.
+        assert_eq!(structured["message"], text.as_str(), "{tool} {a}: {text}");
         assert_eq!(structured["error"], kind, "{tool} {a}: {text}");
     }
     // Still answering, and nothing was changed.
