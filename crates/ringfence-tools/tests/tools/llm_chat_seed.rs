@@ -1100,7 +1100,7 @@ async fn switch_workspace_to_subdirectories_and_back() {
     let proj_file = fx.root.join("src/lib.rs").display().to_string();
     for (bad, kind) in [
         (proj_file.as_str(), ToolErrorKind::WrongType),
-        ("missing", ToolErrorKind::WrongType),
+        ("missing", ToolErrorKind::NotFound),
         ("/", ToolErrorKind::OutsideWorkspace),
         ("..", ToolErrorKind::OutsideWorkspace),
     ] {
