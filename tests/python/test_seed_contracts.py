@@ -460,3 +460,17 @@ async def test_errors_carry_no_prefix_of_their_own(ringfence_bin, tmp_path):
         assert text_of(r) == structured(r)["message"], (text_of(r), structured(r))
     assert text_of(batch) == (
         f"File not found: ENOENT: no such file or directory, stat '{root / 'missing.txt'}'")
+
+
+async def test_completions_are_not_advertised_when_nothing_takes_arguments(ringfence_bin, dirs):
+    """No prompt or resource template of ringfence's takes arguments, so there is nothing to
+    complete: the capability is not advertised (a client that asks anyway gets -32601)."""
+    ws, data = dirs
+    async with serve(ringfence_bin, ws, data, preset=None, env=model_env()) as srv:
+        caps = _attr(srv.init, "capabilities", "capabilities")
+        assert _attr(caps, "completions", "completions") is None, caps
+        prompts = await srv.session.list_prompts()
+        assert prompts.prompts, "the memory family offers a prompt"
+        assert all(not p.arguments for p in prompts.prompts), prompts
+        templates = await srv.session.list_resource_templates()
+        assert not _attr(templates, "resource_templates", "resourceTemplates"), templates

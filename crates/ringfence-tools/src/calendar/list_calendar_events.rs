@@ -11,16 +11,15 @@ use crate::error::{ToolError, ToolResult};
 use crate::tool::{Annotations, AsyncTool, BoxFuture, ToolContext, ToolOutput};
 
 /// Days listed when `days` is not given, and at most.
-const DEFAULT_DAYS: i64 = 7;
-const MAX_DAYS: i64 = 30;
+const DEFAULT_DAYS: f64 = 7.0;
+const MAX_DAYS: f64 = 30.0;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ListCalendarEventsArgs {
     /// Days ahead, 1-30 (default: 7)
-    #[serde(default, deserialize_with = "crate::args::optional_whole_number")]
     #[schemars(with = "Option<i64>", range(min = 1, max = 30))]
-    pub days: Option<i64>,
+    pub days: Option<f64>,
     /// Specific calendar to filter by (its ID or name)
     pub calendar_id: Option<String>,
 }
@@ -49,11 +48,12 @@ impl AsyncTool for ListCalendarEvents {
     ) -> BoxFuture<'static, ToolResult<ToolOutput>> {
         Box::pin(async move {
             let days = args.days.unwrap_or(DEFAULT_DAYS);
-            if !(1..=MAX_DAYS).contains(&days) {
+            if !days.is_finite() || days.fract() != 0.0 || !(1.0..=MAX_DAYS).contains(&days) {
                 return Err(ToolError::invalid(format!(
-                    "days must be from 1 to 30; got {days}"
+                    "days must be from 1 to 30 (a whole number of days); got {days}"
                 )));
             }
+            let days = days as i64;
             let calendar = args
                 .calendar_id
                 .map(|c| c.trim().to_owned())
