@@ -477,3 +477,31 @@ async def test_the_sub_agents_commands_count_against_its_users_running_commands(
             assert not is_error(result), text_of(result)
             transcript = Path(structured(result)["transcriptFile"]).read_text()
             assert "commands are running already (at most 1 at once)" in transcript, transcript
+
+
+async def test_undo_edit_right_after_a_delegated_edit_reverts_it(ringfence_bin, dirs):
+    """The sub-agent's edits go through the server's own file tools — one edit journal — so
+    the assistant's undo_edit right after the task reverts the sub-agent's last change."""
+    ws, data = dirs
+    notes = ws / "notes.md"
+    notes.write_text("# Notes\n- milk\n")
+    FakeOpenAi.moves = [
+        ("read_file", {"path": str(notes)}),
+        ("edit_file", {"path": str(notes), "old_string": "- milk", "new_string": "- oat milk"}),
+        ("finish_task", {"status": "completed", "summary": "changed milk to oat milk",
+                         "criteria": []}),
+    ]
+    FakeOpenAi.requests = []
+    with http_thread(FakeOpenAi) as url:
+        config = delegate_config(
+            ws.parent, f'provider = "openai"\nbase_url = "{url}/v1"\nmodel = "fake-gpt"\n')
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            async with serve(ringfence_bin, ws, data, preset="full",
+                             options=("--config", str(config)),
+                             env={"OPENAI_API_KEY": KEY}) as srv:
+                r = await srv.call("delegate_task", {"description": "Make it oat milk"})
+                assert not is_error(r) and structured(r)["status"] == "completed", text_of(r)
+                assert notes.read_text() == "# Notes\n- oat milk\n"
+                r = await srv.call("undo_edit", {"path": "notes.md"})
+                assert not is_error(r), text_of(r)
+                assert notes.read_text() == "# Notes\n- milk\n"

@@ -208,6 +208,9 @@ pub struct ToolRunner {
     /// Tools ringfence has that this configuration does not offer, and how the operator
     /// turns each on: a call to one is told so rather than "unknown tool".
     not_offered: std::collections::HashMap<String, String>,
+    /// This runner, for the calls its tools make on their caller's behalf (set by
+    /// [`ToolRunner::shared`]).
+    me: std::sync::Weak<ToolRunner>,
 }
 
 impl ToolRunner {
@@ -232,7 +235,17 @@ impl ToolRunner {
             audit: None,
             metrics: None,
             not_offered: Default::default(),
+            me: std::sync::Weak::new(),
         }
+    }
+
+    /// The runner, shared: its tools can then make calls through it
+    /// ([`ToolRunner::call_within`], reached through [`ToolContext::runner`]).
+    pub fn shared(self) -> Arc<ToolRunner> {
+        Arc::new_cyclic(|me| ToolRunner {
+            me: me.clone(),
+            ..self
+        })
     }
 
     /// Tools this configuration does not offer (tool name -> how the operator turns it
@@ -348,6 +361,66 @@ impl ToolRunner {
         Ok(result)
     }
 
+    /// A call a tool makes on its caller's behalf (`delegate_task`'s sub-agent), in the
+    /// caller's session, among the tools `allowed` lets through: the same time limit and
+    /// metrics as any call, cancelled with the caller, and in the audit trail as a step of
+    /// the caller's call (`delegate_task/write_file`). A tool not offered, or not allowed,
+    /// is an `invalid_argument` error naming the ones that are.
+    pub async fn call_within(
+        &self,
+        parent: &ToolContext,
+        name: &str,
+        args: Value,
+        allowed: &(dyn Fn(&dyn Tool) -> bool + Sync),
+    ) -> ToolResult<ToolOutput> {
+        let Some(tool) = self
+            .toolbox
+            .get(name)
+            .filter(|t| allowed(t.as_ref()))
+            .cloned()
+        else {
+            let available: Vec<&str> = self
+                .toolbox
+                .iter()
+                .filter(|t| allowed(t.as_ref()))
+                .map(|t| t.name())
+                .collect();
+            return Err(ToolError::invalid(
+                UnknownTool {
+                    name: name.to_owned(),
+                    available,
+                }
+                .to_string(),
+            ));
+        };
+        let started = std::time::Instant::now();
+        let scope = CallScope {
+            session: parent.session.clone(),
+            spill: parent.spill.clone(),
+        };
+        let wiring = Wiring {
+            cancel: parent.cancel.clone(),
+            progress: Progress::none(),
+            ready: None,
+            steps: None,
+            sampler: parent.sampler.clone(),
+        };
+        let result = self.run(tool.as_ref(), scope, args.clone(), wiring).await;
+        let elapsed = started.elapsed();
+        if let Some(metrics) = &self.metrics {
+            metrics.record_call(name, result.is_ok(), elapsed.as_secs_f64());
+        }
+        if let Some(steps) = &parent.steps {
+            steps.record(
+                tool.as_ref(),
+                &args,
+                result.as_ref().err().map(|e| e.kind),
+                elapsed,
+            );
+        }
+        result
+    }
+
     /// Runs `tool` in `scope` once `wiring.ready` resolves, within the time limit.
     async fn run(
         &self,
@@ -390,6 +463,7 @@ impl ToolRunner {
             progress,
             steps,
             sampler,
+            runner: self.me.upgrade(),
         };
         let result = match waited {
             Ok(()) => tool.call(ctx, args).await,

@@ -156,6 +156,9 @@ pub struct ToolContext {
     /// client offers one. Per call, never per session: a session may be shared by several
     /// clients of one user (stateless HTTP), and a tool must ask the client that asked it.
     pub sampler: Option<Arc<dyn crate::session::ClientSampler>>,
+    /// The runner this call came through, for the calls a tool makes on its caller's behalf
+    /// ([`crate::ToolRunner::call_within`]); `None` outside a shared runner.
+    pub runner: Option<Arc<crate::ToolRunner>>,
 }
 
 impl ToolContext {

@@ -149,13 +149,12 @@ impl App {
         call_timeout: Option<Duration>,
         metrics: Option<Arc<dyn CallMetrics>>,
     ) -> Arc<ToolRunner> {
-        Arc::new(
-            ToolRunner::new(self.toolbox.clone(), self.limits.clone())
-                .with_not_offered(self.not_offered.clone())
-                .with_call_timeout(call_timeout)
-                .with_audit(self.audit.clone().map(|a| a as Arc<dyn AuditSink>))
-                .with_metrics(metrics),
-        )
+        ToolRunner::new(self.toolbox.clone(), self.limits.clone())
+            .with_not_offered(self.not_offered.clone())
+            .with_call_timeout(call_timeout)
+            .with_audit(self.audit.clone().map(|a| a as Arc<dyn AuditSink>))
+            .with_metrics(metrics)
+            .shared()
     }
 
     /// The server for one stdio client (the local user).

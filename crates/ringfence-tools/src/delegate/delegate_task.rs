@@ -47,7 +47,6 @@ pub struct DelegateTaskArgs {
 
 pub struct DelegateTask {
     pub(crate) model: Arc<dyn ModelSource>,
-    pub(crate) tools: Vec<Arc<dyn Tool>>,
     pub(crate) limits: DelegateLimits,
     pub(crate) active: Arc<Active>,
 }
@@ -378,8 +377,18 @@ impl DelegateTask {
         state: &mut LoopState,
     ) -> End {
         let max_turns = self.limits.max_turns;
-        let mut specs: Vec<ToolSpec> = self
-            .tools
+        let offered: Vec<Arc<dyn Tool>> = sub
+            .runner
+            .as_ref()
+            .map(|r| {
+                r.toolbox()
+                    .iter()
+                    .filter(|t| super::for_sub_agent(t.as_ref()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut specs: Vec<ToolSpec> = offered
             .iter()
             .map(|t| ToolSpec {
                 name: t.name().to_owned(),
@@ -532,16 +541,6 @@ impl DelegateTask {
         mut input: Value,
         workdir: &std::path::Path,
     ) -> (String, bool) {
-        let Some(tool) = self.tools.iter().find(|t| t.name() == name) else {
-            let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
-            return (
-                format!(
-                    "error: there is no tool `{name}`; the tools are: {}, {FINISH_TOOL}",
-                    names.join(", ")
-                ),
-                true,
-            );
-        };
         // Commands run in the task's working directory unless the sub-agent says otherwise.
         if name == "run_shell_command"
             && let Value::Object(map) = &mut input
@@ -552,13 +551,19 @@ impl DelegateTask {
                 Value::String(workdir.display().to_string()),
             );
         }
-        let started = std::time::Instant::now();
-        let result = tool.call(sub.clone(), input.clone()).await;
-        // Every step in the audit trail, as `delegate_task/<tool>`.
-        if let Some(steps) = &sub.steps {
-            let kind = result.as_ref().err().map(|e| e.kind);
-            steps.record(tool.as_ref(), &input, kind, started.elapsed());
-        }
+        // Through the server's own runner: the same tool instances (one edit journal), time
+        // limit, metrics, and the audit trail as `delegate_task/<tool>`.
+        let result = match &sub.runner {
+            Some(runner) => {
+                runner
+                    .call_within(sub, name, input, &|t| super::for_sub_agent(t))
+                    .await
+            }
+            None => Err(ToolError::new(
+                ToolErrorKind::Unavailable,
+                "the sub-agent's tools are not reachable: delegate_task must run through a shared ToolRunner",
+            )),
+        };
         match result {
             Ok(out) => (cap_result(out.all_text()), false),
             Err(e) => (

@@ -106,13 +106,19 @@ impl Default for DelegateLimits {
     }
 }
 
-/// What the family needs.
+/// What the family needs. The sub-agent's tools are not among it: they are the server's own
+/// (those of the runner a call comes through), never instances of their own.
 pub struct DelegateServices {
     pub model: Arc<dyn ModelSource>,
-    /// The sub-agent's tools: the file tools and run_shell_command of the same
-    /// configuration (delegate_task is always left out).
-    pub tools: Vec<Arc<dyn Tool>>,
     pub limits: DelegateLimits,
+}
+
+/// The families whose tools the sub-agent is offered (those of them the server offers).
+pub const SUB_AGENT_FAMILIES: [&str; 2] = [crate::files::FAMILY, crate::shell::FAMILY];
+
+/// Whether the sub-agent may call `tool`: a file tool or the shell, never a delegation.
+pub fn for_sub_agent(tool: &dyn Tool) -> bool {
+    SUB_AGENT_FAMILIES.contains(&tool.family()) && tool.name() != "delegate_task"
 }
 
 /// The task running per user.
@@ -172,16 +178,10 @@ impl Drop for ActiveSlot {
 
 /// The delegate family.
 pub fn family(services: DelegateServices) -> Family {
-    let tools = services
-        .tools
-        .into_iter()
-        .filter(|t| t.name() != "delegate_task" && t.family() != FAMILY)
-        .collect();
     Family::new(
         &INFO,
         vec![Async::arc(DelegateTask {
             model: services.model,
-            tools,
             limits: services.limits,
             active: Arc::new(Active::default()),
         })],

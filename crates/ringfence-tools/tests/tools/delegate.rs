@@ -14,8 +14,8 @@ use ringfence_llm::{
 use ringfence_tools::delegate::{self, DelegateLimits, DelegateServices, FixedModel};
 use ringfence_tools::files::{self, FileServices};
 use ringfence_tools::{
-    AuditEvent, AuditSink, Journaling, MemoryJournal, StepAudit, Tool, ToolErrorKind, ToolOutput,
-    Toolbox, shell,
+    AuditEvent, AuditSink, Journaling, MemoryJournal, StepAudit, ToolErrorKind, ToolOutput,
+    ToolRunner, Toolbox, shell,
 };
 use serde_json::{Value, json};
 
@@ -110,25 +110,22 @@ fn finish(status: &str, summary: &str, criteria: Value) -> Step {
     )
 }
 
-fn file_tools() -> Vec<Arc<dyn Tool>> {
-    files::family(FileServices {
-        journal: Journaling::to(Arc::new(MemoryJournal::default())),
-    })
-    .tools()
-    .to_vec()
-}
-
-/// A fixture whose toolbox holds delegate_task over `model`, with the file tools and the
-/// shell (this binary as the sandbox helper) as the sub-agent's tools.
+/// A fixture whose toolbox holds delegate_task over `model` beside the file tools and the
+/// shell (this binary as the sandbox helper), called through one shared runner as the server
+/// does: the sub-agent's tools are the runner's.
 fn fx_with(model: Arc<Scripted>, limits: DelegateLimits) -> Fx {
     let mut fx = Fx::new();
-    let mut tools = file_tools();
-    tools.extend(shell::family(crate::shell::config()).tools().to_vec());
-    fx.toolbox = Toolbox::of(&[delegate::family(DelegateServices {
-        model: Arc::new(FixedModel(model)),
-        tools,
-        limits,
-    })]);
+    fx.toolbox = Toolbox::of(&[
+        files::family(FileServices {
+            journal: Journaling::to(Arc::new(MemoryJournal::default())),
+        }),
+        shell::family(crate::shell::config()),
+        delegate::family(DelegateServices {
+            model: Arc::new(FixedModel(model)),
+            limits,
+        }),
+    ]);
+    fx.ctx.runner = Some(ToolRunner::new(fx.toolbox.clone(), fx.ctx.limits.clone()).shared());
     fx
 }
 
@@ -628,21 +625,8 @@ async fn the_sub_agent_is_offered_its_tools_and_finish_task_never_delegate_task(
         call("d", "delegate_task", json!({"description": "recurse"})),
         finish("completed", "done", json!([])),
     ]));
-    let mut fx = Fx::new();
-    // Even if delegate_task itself is handed over, it is left out.
-    let inner = delegate::family(DelegateServices {
-        model: Arc::new(FixedModel(Arc::new(Scripted::default()))),
-        tools: file_tools(),
-        limits: DelegateLimits::default(),
-    });
-    let mut tools = file_tools();
-    tools.extend(shell::family(crate::shell::config()).tools().to_vec());
-    tools.extend(inner.tools().to_vec());
-    fx.toolbox = Toolbox::of(&[delegate::family(DelegateServices {
-        model: Arc::new(FixedModel(model.clone())),
-        tools,
-        limits: DelegateLimits::default(),
-    })]);
+    // delegate_task is among the runner's tools, and left out of the sub-agent's.
+    let fx = fx(model.clone());
     run(&fx, json!({"description": "try to recurse"})).await;
     let reqs = model.requests();
     let names: Vec<&str> = reqs[0].tools.iter().map(|t| t.name.as_str()).collect();
@@ -657,7 +641,7 @@ async fn the_sub_agent_is_offered_its_tools_and_finish_task_never_delegate_task(
     let results = tool_results(&reqs[1]);
     assert!(results[0].1, "{results:?}");
     assert!(
-        results[0].0.contains("there is no tool `delegate_task`"),
+        results[0].0.contains("unknown tool `delegate_task`"),
         "{results:?}"
     );
 }
@@ -681,4 +665,52 @@ async fn progress_names_each_step() {
         "{seen}"
     );
     assert!(seen.contains("step 2/30: asking the model"), "{seen}");
+}
+
+#[derive(Debug, Default)]
+struct Counted(Mutex<Vec<(String, bool)>>);
+
+impl ringfence_tools::CallMetrics for Counted {
+    fn record_call(&self, tool: &str, ok: bool, _seconds: f64) {
+        self.0.lock().unwrap().push((tool.to_owned(), ok));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sub_agents_calls_go_through_the_servers_runner() {
+    // A step the runner does not offer is refused in the runner's words, and every step is
+    // counted in the runner's metrics like any call.
+    let model = Arc::new(Scripted::new(vec![
+        call(
+            "w",
+            "write_file",
+            json!({"path": "a.txt", "content": "a\n"}),
+        ),
+        call("x", "teleport", json!({})),
+        finish("completed", "wrote a.txt", json!([])),
+    ]));
+    let mut fx = fx(model.clone());
+    let metrics = Arc::new(Counted::default());
+    fx.ctx.runner = Some(
+        ToolRunner::new(fx.toolbox.clone(), fx.ctx.limits.clone())
+            .with_metrics(Some(metrics.clone()))
+            .shared(),
+    );
+    let (text, s) = run(&fx, json!({"description": "write a.txt"})).await;
+    assert_eq!(s["status"], "completed", "{text}");
+    assert_eq!(fx.read_str("a.txt"), "a\n");
+    assert_eq!(
+        *metrics.0.lock().unwrap(),
+        [("write_file".to_owned(), true)],
+        "the unknown tool never reached a tool"
+    );
+    let results = tool_results(&model.requests()[2]);
+    assert!(
+        results[1].1
+            && results[1]
+                .0
+                .contains("unknown tool `teleport`; available tools: "),
+        "{results:?}"
+    );
+    assert!(!results[1].0.contains("delegate_task"), "{results:?}");
 }

@@ -78,6 +78,7 @@ impl Fx {
             progress: Progress::none(),
             steps: None,
             sampler: None,
+            runner: None,
         };
         Fx {
             tmp,

@@ -9,10 +9,9 @@ use ringfence_llm::{Anthropic, ChatModel, OpenAiCompatible, Provider, ProviderCo
 use ringfence_tools::delegate::{
     self as family, DelegateServices, LazyModel, ModelSource, SamplingSource,
 };
-use ringfence_tools::{Family, FamilyInfo, Tool, ToolContext, ToolError, ToolErrorKind};
+use ringfence_tools::{Family, FamilyInfo, ToolContext, ToolError, ToolErrorKind};
 
-use super::files::FilesPlug;
-use super::shell::{ShellPlug, ShellSettings};
+use super::shell::ShellSettings;
 use super::{FamilyEnv, FamilyPlug};
 use crate::config::{Config, ConfigError, LlmSettings, LlmSource, SectionInput};
 
@@ -73,18 +72,9 @@ impl FamilyPlug for DelegatePlug {
         })
     }
 
+    /// The sub-agent's tools are the server's own, reached through the runner of each call
+    /// (only what the operator offers the assistant, and the same instances: one edit journal).
     fn build(&self, settings: &DelegateSettings, env: &FamilyEnv<'_>) -> Result<Family, String> {
-        // The sub-agent's tools: the same families, built from the same settings.
-        let mut tools: Vec<Arc<dyn Tool>> =
-            FamilyPlug::build(&FilesPlug, &(), env)?.tools().to_vec();
-        let shell = FamilyPlug::build(&ShellPlug, shell_settings(env.config), env)?;
-        tools.extend(shell.tools().iter().cloned());
-        // Only what the operator selected for this server: a tool disabled for the assistant
-        // is not handed to its sub-agent either.
-        let selected = super::catalogue()
-            .select(&env.config.tools)
-            .map_err(|e| e.to_string())?;
-        tools.retain(|t| selected.contains(&t.name()));
         if let Some(llm) = &env.config.llm
             && env.background
             && settings.enabled
@@ -109,7 +99,6 @@ impl FamilyPlug for DelegatePlug {
         };
         Ok(family::family(DelegateServices {
             model,
-            tools,
             limits: settings.limits,
         }))
     }
