@@ -75,7 +75,7 @@ impl Anthropic {
 
     /// The same model with rate limits retried as `retry` says.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Anthropic {
-        self.endpoint.retry = retry;
+        self.endpoint.api.retry = retry;
         self
     }
 

@@ -6,66 +6,18 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use reqwest::header::{HeaderName, HeaderValue};
+use ringfence_net::{Api, ApiFailure, ApiKey};
 use serde::de::DeserializeOwned;
 
 use crate::LlmError;
 
-/// How many characters of a response are quoted in an error.
-const QUOTE_CHARS: usize = 300;
+pub use ringfence_net::RetryPolicy;
 
 /// The largest response read (a chat answer is a few kilobytes; this stops a runaway).
 const MAX_BODY: usize = 32 << 20;
 
 /// The whole-request timeout unless one is set.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// How rate limits (HTTP 429) are retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Retries after the first attempt (`2`: at most three requests).
-    pub retries: u32,
-    /// The wait before the first retry when the server sends no `Retry-After`; doubled for
-    /// each further one.
-    pub backoff: Duration,
-    /// The longest wait. A `Retry-After` asking for more is not waited for: the call fails
-    /// at once with [`LlmError::RateLimited`], saying how long the server asked for.
-    pub max_wait: Duration,
-}
-
-impl Default for RetryPolicy {
-    /// Two retries, 1 s then 2 s apart, honouring a `Retry-After` of up to 10 s.
-    fn default() -> RetryPolicy {
-        RetryPolicy {
-            retries: 2,
-            backoff: Duration::from_secs(1),
-            max_wait: Duration::from_secs(10),
-        }
-    }
-}
-
-/// An API key. Its `Debug` never shows it.
-#[derive(Clone)]
-pub(crate) struct ApiKey(String);
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApiKey([redacted])")
-    }
-}
-
-impl ApiKey {
-    /// The key as a header value, marked sensitive (so HTTP machinery does not log it).
-    /// Fails, without quoting the key, when it holds what a header cannot carry.
-    fn header(&self, prefix: &str, var: &str) -> Result<HeaderValue, LlmError> {
-        let mut value = HeaderValue::from_str(&format!("{prefix}{}", self.0)).map_err(|_| {
-            LlmError::Setup(format!(
-                "the key in {var} holds characters an HTTP header cannot carry (a line break, a control character?); set it to the key alone"
-            ))
-        })?;
-        value.set_sensitive(true);
-        Ok(value)
-    }
-}
 
 /// One configured API endpoint: where to POST, how, and with which key.
 #[derive(Clone)]
@@ -74,10 +26,9 @@ pub(crate) struct Endpoint {
     url: String,
     /// The base URL without credentials: how messages name the endpoint.
     pub label: String,
-    client: reqwest::Client,
+    /// The client, its retries and the key (`ringfence_net::Api`).
+    pub api: Api,
     pub timeout: Duration,
-    pub retry: RetryPolicy,
-    key: Option<ApiKey>,
     /// The header carrying the key, ready to send.
     auth: Option<(HeaderName, HeaderValue)>,
     /// The variable the key came from, for messages.
@@ -89,8 +40,8 @@ impl std::fmt::Debug for Endpoint {
         f.debug_struct("Endpoint")
             .field("url", &self.label)
             .field("timeout", &self.timeout)
-            .field("retry", &self.retry)
-            .field("key", &self.key.as_ref().map(|_| "[redacted]"))
+            .field("retry", &self.api.retry)
+            .field("key", &self.api.key.as_ref().map(|_| "[redacted]"))
             .field("key_var", &self.key_var)
             .finish()
     }
@@ -158,29 +109,28 @@ impl Endpoint {
         key_var: String,
         auth: Auth,
     ) -> Result<Endpoint, LlmError> {
-        let client = ringfence_net::client(&ringfence_net::Outbound {
-            connect_timeout: Duration::from_secs(10),
-            timeout: DEFAULT_TIMEOUT,
-        })
-        .map_err(|e| LlmError::Setup(e.to_string()))?;
-        let key = key.filter(|k| !k.is_empty()).map(ApiKey);
+        let key = ApiKey::new(key);
+        let header = |prefix: &str, k: &ApiKey| {
+            k.header(prefix).ok_or_else(|| {
+                LlmError::Setup(format!(
+                    "the key in {key_var} holds characters an HTTP header cannot carry (a line break, a control character?); set it to the key alone"
+                ))
+            })
+        };
         let auth = match &key {
             None => None,
             Some(k) => Some(match auth {
-                Auth::Bearer => (
-                    reqwest::header::AUTHORIZATION,
-                    k.header("Bearer ", &key_var)?,
-                ),
-                Auth::Header(name) => (HeaderName::from_static(name), k.header("", &key_var)?),
+                Auth::Bearer => (reqwest::header::AUTHORIZATION, header("Bearer ", k)?),
+                Auth::Header(name) => (HeaderName::from_static(name), header("", k)?),
             }),
         };
+        let api = Api::new(DEFAULT_TIMEOUT, RetryPolicy::default(), MAX_BODY, key)
+            .map_err(|e| LlmError::Setup(e.to_string()))?;
         Ok(Endpoint {
             url,
             label,
-            client,
+            api,
             timeout: DEFAULT_TIMEOUT,
-            retry: RetryPolicy::default(),
-            key,
             auth,
             key_var,
         })
@@ -196,59 +146,55 @@ impl Endpoint {
         let bytes = serde_json::to_vec(body).map_err(|e| {
             LlmError::Setup(format!("the request could not be written as JSON: {e}"))
         })?;
-        let mut attempt = 0u32;
-        loop {
-            let mut request = self
-                .client
-                .post(&self.url)
-                .timeout(self.timeout)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(bytes.clone());
-            for (name, value) in headers {
-                request = request.header(*name, *value);
-            }
-            if let Some((name, value)) = &self.auth {
-                request = request.header(name.clone(), value.clone());
-            }
-            let started = std::time::Instant::now();
-            let response = request.send().await.map_err(|e| self.transport(e))?;
-            let status = response.status();
-            tracing::debug!(endpoint = %self.label, status = status.as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "model API answered");
-            if status == StatusCode::TOO_MANY_REQUESTS {
-                let asked = ringfence_net::retry_after(response.headers());
-                let wait = asked.unwrap_or(self.retry.backoff * 2u32.saturating_pow(attempt));
-                if attempt >= self.retry.retries || wait > self.retry.max_wait {
-                    return Err(LlmError::RateLimited {
-                        endpoint: self.label.clone(),
-                        attempts: attempt + 1,
-                        retry_after: asked,
-                    });
+        let reply = self
+            .api
+            .send(&self.label, || {
+                let mut request = self
+                    .api
+                    .client
+                    .post(&self.url)
+                    .timeout(self.timeout)
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(bytes.clone());
+                for (name, value) in headers {
+                    request = request.header(*name, *value);
                 }
-                tracing::debug!(endpoint = %self.label, attempt, wait_ms = wait.as_millis() as u64, "rate limited; retrying");
-                tokio::time::sleep(wait).await;
-                attempt += 1;
-                continue;
-            }
-            let body = self.read(response).await?;
-            self.check(status, &body)?;
-            return Ok(body);
-        }
+                if let Some((name, value)) = &self.auth {
+                    request = request.header(name.clone(), value.clone());
+                }
+                request
+            })
+            .await
+            .map_err(|f| self.failure(f))?;
+        self.check(reply.status, &reply.body)?;
+        Ok(reply.body)
     }
 
-    /// The response's body, up to [`MAX_BODY`].
-    async fn read(&self, mut response: reqwest::Response) -> Result<Vec<u8>, LlmError> {
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| self.transport(e))? {
-            if body.len() + chunk.len() > MAX_BODY {
-                return Err(LlmError::BadResponse {
-                    endpoint: self.label.clone(),
-                    reason: format!("the response is larger than {} MiB", MAX_BODY >> 20),
-                    quote: String::new(),
-                });
+    /// A call that got no usable response, as the model API's error.
+    fn failure(&self, failure: ApiFailure) -> LlmError {
+        let endpoint = self.label.clone();
+        match failure {
+            ApiFailure::RateLimited {
+                attempts,
+                retry_after,
+            } => LlmError::RateLimited {
+                endpoint,
+                attempts,
+                retry_after,
+            },
+            ApiFailure::Timeout => LlmError::Timeout {
+                endpoint,
+                after: self.timeout,
+            },
+            ApiFailure::Connect(detail) | ApiFailure::Transport(detail) => {
+                LlmError::Transport { endpoint, detail }
             }
-            body.extend_from_slice(&chunk);
+            ApiFailure::TooLarge { limit } => LlmError::BadResponse {
+                endpoint,
+                reason: format!("the response is larger than {} MiB", limit >> 20),
+                quote: String::new(),
+            },
         }
-        Ok(body)
     }
 
     /// The error a non-success status means; `Ok` for a success.
@@ -257,7 +203,7 @@ impl Endpoint {
             return Ok(());
         }
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-            let fix = if self.key.is_some() {
+            let fix = if self.api.key.is_some() {
                 format!(
                     "check the key in {} (wrong, expired, or without access to this model)",
                     self.key_var
@@ -291,67 +237,15 @@ impl Endpoint {
     pub fn bad(&self, reason: impl Into<String>, body: &[u8]) -> LlmError {
         LlmError::BadResponse {
             endpoint: self.label.clone(),
-            reason: self.scrub(&reason.into()),
+            reason: self.api.scrub(&reason.into()),
             quote: self.quote(body),
         }
     }
 
-    /// A request that got no response.
-    fn transport(&self, e: reqwest::Error) -> LlmError {
-        let e = e.without_url();
-        if e.is_timeout() {
-            return LlmError::Timeout {
-                endpoint: self.label.clone(),
-                after: self.timeout,
-            };
-        }
-        LlmError::Transport {
-            endpoint: self.label.clone(),
-            detail: self.scrub(&ringfence_net::error_chain(&e)),
-        }
-    }
-
-    /// `: "<start of the body>"` when it has text worth quoting — the API's own error
-    /// message when it gives one — with the key removed; empty otherwise.
+    /// `: "<start of the body>"` with the key removed (see `ringfence_net::Api::quote`).
     pub fn quote(&self, body: &[u8]) -> String {
-        let detail = serde_json::from_slice::<serde_json::Value>(body)
-            .ok()
-            .and_then(|v| api_message(&v))
-            .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
-        // The key goes before the cut, so no part of it survives at the quote's end.
-        let detail = self.scrub(&detail.split_whitespace().collect::<Vec<_>>().join(" "));
-        if detail.is_empty() {
-            return String::new();
-        }
-        let mut cut: String = detail.chars().take(QUOTE_CHARS).collect();
-        if cut.len() < detail.len() {
-            cut.push('…');
-        }
-        format!(": \"{cut}\"")
+        self.api.quote(body)
     }
-
-    /// `text` with the key replaced by `[key]`.
-    pub fn scrub(&self, text: &str) -> String {
-        match &self.key {
-            Some(ApiKey(key)) if key.len() >= 4 => text.replace(key.as_str(), "[key]"),
-            _ => text.to_owned(),
-        }
-    }
-}
-
-/// The message in an API's JSON error: `{"error": {"message": …}}` (OpenAI, Anthropic,
-/// Ollama), `{"error": "…"}`, `{"message": …}`, `{"detail": "…"}`.
-fn api_message(v: &serde_json::Value) -> Option<String> {
-    let error = v.get("error");
-    [
-        error.and_then(|e| e.get("message")),
-        error,
-        v.get("message"),
-        v.get("detail"),
-    ]
-    .into_iter()
-    .flatten()
-    .find_map(|m| m.as_str().map(str::to_owned))
 }
 
 #[cfg(test)]
@@ -391,7 +285,7 @@ mod tests {
         assert!(!q.contains(key), "{q}");
         assert_eq!(
             q.chars().count(),
-            ": \"".len() + QUOTE_CHARS + "…\"".chars().count()
+            ": \"".len() + ringfence_net::api::QUOTE_CHARS + "…\"".chars().count()
         );
         let q = e.quote(format!(r#"{{"error":{{"message":"bad key {key}"}}}}"#).as_bytes());
         assert_eq!(q, ": \"bad key [key]\"");

@@ -75,7 +75,7 @@ impl OpenAiCompatible {
 
     /// The same model with rate limits retried as `retry` says.
     pub fn with_retry(mut self, retry: RetryPolicy) -> OpenAiCompatible {
-        self.endpoint.retry = retry;
+        self.endpoint.api.retry = retry;
         self
     }
 

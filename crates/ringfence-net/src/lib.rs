@@ -10,7 +10,10 @@
 //! content it fetched, whether that address may be reached, resolving it once so the caller
 //! connects to what was checked (ARCHITECTURE.md).
 
+pub mod api;
 pub mod guard;
+
+pub use api::{Api, ApiFailure, ApiKey, Reply, RetryPolicy, api_message, human_secs};
 
 pub use guard::{
     AllowList, AllowListError, Blocked, Guard, GuardError, GuardedResolver, Resolve,

@@ -11,54 +11,25 @@
 use std::time::Duration;
 
 use reqwest::StatusCode;
+use ringfence_net::{ApiFailure, ApiKey, human_secs};
 use ringfence_tools::web::{WebError, WebErrorKind};
 use serde::de::DeserializeOwned;
 
-/// How many characters of an error response are quoted in a message.
-const QUOTE_CHARS: usize = 300;
+pub use ringfence_net::{Reply, RetryPolicy, api_message};
 
-/// How rate limits are retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Retries after the first attempt (so `2` means at most three requests).
-    pub retries: u32,
-    /// The wait before the first retry when the service gives no `Retry-After`; doubled for
-    /// each further retry.
-    pub backoff: Duration,
-    /// The longest wait before a retry. A `Retry-After` asking for more is not waited for:
-    /// the call fails at once, saying when to try again.
-    pub max_wait: Duration,
-}
+/// The most of a response read (an image as base64 is a few MiB; this stops a runaway).
+const MAX_BODY: usize = 64 << 20;
 
-impl Default for RetryPolicy {
-    /// Two retries, 1 s then 2 s apart, waiting at most 10 s for a `Retry-After`.
-    fn default() -> RetryPolicy {
-        RetryPolicy {
-            retries: 2,
-            backoff: Duration::from_secs(1),
-            max_wait: Duration::from_secs(10),
-        }
-    }
-}
-
-/// One configured service: its name for messages, an HTTP client with its timeouts, its key
-/// (to scrub it from messages) and where the key comes from (to say how to fix it).
+/// One configured service: its name for messages, the shared API client
+/// (`ringfence_net::Api`: timeouts, retries, the key) and where the key comes from (to say
+/// how to fix it).
 pub(crate) struct Api {
     /// The service as messages name it (`brave`, `the images API`).
     pub name: String,
     pub client: reqwest::Client,
-    /// The whole-request timeout the client was made with (for the timeout message).
-    pub timeout: Duration,
-    pub retry: RetryPolicy,
-    pub key: Option<String>,
+    net: ringfence_net::Api,
     /// Where the key is read from (`BRAVE_API_KEY`, `web.search.api_key`), for messages.
     pub key_source: String,
-}
-
-/// A response other than a rate limit: its status and body.
-pub(crate) struct Reply {
-    pub status: StatusCode,
-    pub body: Vec<u8>,
 }
 
 /// A client for an operator-configured API could not be made: its URL is unusable, or the
@@ -79,23 +50,23 @@ impl Api {
         key: Option<String>,
         key_source: impl Into<String>,
     ) -> Result<Api, SetupError> {
-        let client = ringfence_net::client(&ringfence_net::Outbound {
-            connect_timeout: timeout.min(Duration::from_secs(10)),
-            timeout,
-        })?;
+        let net = ringfence_net::Api::new(timeout, retry, MAX_BODY, ApiKey::new(key))?;
         Ok(Api {
             name: name.into(),
-            client,
-            timeout,
-            retry,
-            key: key.filter(|k| !k.is_empty()),
+            client: net.client.clone(),
+            net,
             key_source: key_source.into(),
         })
     }
 
+    /// The key, if one is configured.
+    pub fn key_if_any(&self) -> Option<&str> {
+        self.net.key.as_ref().map(ApiKey::expose)
+    }
+
     /// The key, or the error saying it is missing and where to put it.
     pub fn key(&self) -> Result<&str, WebError> {
-        self.key.as_deref().ok_or_else(|| {
+        self.key_if_any().ok_or_else(|| {
             WebError::new(
                 WebErrorKind::NotConfigured,
                 format!(
@@ -112,76 +83,60 @@ impl Api {
         &self,
         make: impl Fn() -> reqwest::RequestBuilder,
     ) -> Result<Reply, WebError> {
-        let mut attempt = 0;
-        loop {
-            let response = make().send().await.map_err(|e| self.transport(e))?;
-            let status = response.status();
-            if status != StatusCode::TOO_MANY_REQUESTS {
-                let body = response
-                    .bytes()
-                    .await
-                    .map_err(|e| self.transport(e))?
-                    .to_vec();
-                return Ok(Reply { status, body });
-            }
-            let asked = ringfence_net::retry_after(response.headers());
-            let wait = asked.unwrap_or(self.retry.backoff * 2u32.saturating_pow(attempt));
-            if attempt >= self.retry.retries || wait > self.retry.max_wait {
-                return Err(self.rate_limited(attempt + 1, asked));
-            }
-            tracing::debug!(service = %self.name, attempt, wait_ms = wait.as_millis() as u64, "rate limited; retrying");
-            tokio::time::sleep(wait).await;
-            attempt += 1;
-        }
+        self.net
+            .send(&self.name, make)
+            .await
+            .map_err(|f| self.failure(f))
     }
 
-    fn rate_limited(&self, attempts: u32, asked: Option<Duration>) -> WebError {
-        let when = match asked {
-            Some(d) => format!("it asks to wait {}", human_secs(d)),
-            None => "try again in a minute".to_owned(),
-        };
-        WebError::new(
-            WebErrorKind::Upstream,
-            format!(
-                "rate limited: {} answered HTTP 429 (too many requests) {} time{}; {when}, or an operator raises the plan's limit",
-                self.name,
+    /// A call that got no usable response, worded for the model.
+    fn failure(&self, failure: ApiFailure) -> WebError {
+        match failure {
+            ApiFailure::RateLimited {
                 attempts,
-                if attempts == 1 { "" } else { "s" }
-            ),
-        )
-    }
-
-    /// A request that produced no response.
-    fn transport(&self, e: reqwest::Error) -> WebError {
-        // The URL is the operator's, but it is left out anyway: messages name the service.
-        let e = e.without_url();
-        if e.is_timeout() {
-            WebError::new(
+                retry_after,
+            } => {
+                let when = match retry_after {
+                    Some(d) => format!("it asks to wait {}", human_secs(d)),
+                    None => "try again in a minute".to_owned(),
+                };
+                WebError::new(
+                    WebErrorKind::Upstream,
+                    format!(
+                        "rate limited: {} answered HTTP 429 (too many requests) {} time{}; {when}, or an operator raises the plan's limit",
+                        self.name,
+                        attempts,
+                        if attempts == 1 { "" } else { "s" }
+                    ),
+                )
+            }
+            ApiFailure::Timeout => WebError::new(
                 WebErrorKind::Timeout,
                 format!(
                     "{} did not answer within {}; try again later",
                     self.name,
-                    human_secs(self.timeout)
+                    human_secs(self.net.timeout)
                 ),
-            )
-        } else if e.is_connect() {
-            WebError::new(
+            ),
+            ApiFailure::Connect(detail) => WebError::new(
                 WebErrorKind::Upstream,
                 format!(
-                    "cannot reach {}: {}; check that it is up and the configured URL is right",
-                    self.name,
-                    self.scrub(&ringfence_net::error_chain(&e))
+                    "cannot reach {}: {detail}; check that it is up and the configured URL is right",
+                    self.name
                 ),
-            )
-        } else {
-            WebError::new(
+            ),
+            ApiFailure::Transport(detail) => WebError::new(
+                WebErrorKind::Upstream,
+                format!("the request to {} failed: {detail}", self.name),
+            ),
+            ApiFailure::TooLarge { limit } => WebError::new(
                 WebErrorKind::Upstream,
                 format!(
-                    "the request to {} failed: {}",
+                    "{} answered with more than {} MiB; check that the configured URL points at it",
                     self.name,
-                    self.scrub(&ringfence_net::error_chain(&e))
+                    limit >> 20
                 ),
-            )
+            ),
         }
     }
 
@@ -193,7 +148,7 @@ impl Api {
             return Ok(());
         }
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-            let fix = if self.key.is_some() {
+            let fix = if self.net.key.is_some() {
                 format!(
                     "check the key in {} (wrong, expired or without access to this API)",
                     self.key_source
@@ -237,78 +192,20 @@ impl Api {
         })
     }
 
-    /// `: "<start of the body>"` when the body has text worth quoting (an API's own error
-    /// message is usually the best explanation), with the key removed.
+    /// `: "<start of the body>"` when the body has text worth quoting, with the key removed.
     pub fn quoted(&self, reply: &Reply) -> String {
-        let text = String::from_utf8_lossy(&reply.body);
-        let detail = serde_json::from_slice::<serde_json::Value>(&reply.body)
-            .ok()
-            .and_then(|v| api_message(&v))
-            .unwrap_or_else(|| text.trim().to_owned());
-        // The key is removed before the quote is cut, so no part of it can survive the cut.
-        let detail = self.scrub(&detail.split_whitespace().collect::<Vec<_>>().join(" "));
-        if detail.is_empty() {
-            return String::new();
-        }
-        let mut cut: String = detail.chars().take(QUOTE_CHARS).collect();
-        if cut.len() < detail.len() {
-            cut.push('…');
-        }
-        format!(": \"{cut}\"")
+        self.net.quote(&reply.body)
     }
 
     /// `text` without the key in it.
     pub fn scrub(&self, text: &str) -> String {
-        match &self.key {
-            Some(key) if key.len() >= 4 => text.replace(key.as_str(), "[key]"),
-            _ => text.to_owned(),
-        }
-    }
-}
-
-/// The message in an API's JSON error body: `{"error": {"message": …}}`, `{"error": "…"}`,
-/// `{"detail": {"error": …}}`, `{"message": …}`, `{"detail": "…"}`.
-pub(crate) fn api_message(v: &serde_json::Value) -> Option<String> {
-    let error = v.get("error");
-    let candidates = [
-        error.and_then(|e| e.get("message")),
-        error.and_then(|e| e.get("detail")),
-        error,
-        v.get("detail").and_then(|d| d.get("error")),
-        v.get("detail"),
-        v.get("message"),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find_map(|m| m.as_str().map(str::to_owned))
-}
-
-/// `3 s`, `2 min 5 s`.
-fn human_secs(d: Duration) -> String {
-    let secs = d.as_secs_f64().ceil() as u64;
-    if secs < 60 {
-        format!("{secs} s")
-    } else if secs.is_multiple_of(60) {
-        format!("{} min", secs / 60)
-    } else {
-        format!("{} min {} s", secs / 60, secs % 60)
+        self.net.scrub(text)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn api_messages_are_found_in_the_usual_shapes() {
-        let m = |s: &str| api_message(&serde_json::from_str(s).unwrap());
-        assert_eq!(m(r#"{"error":{"message":"bad"}}"#).as_deref(), Some("bad"));
-        assert_eq!(m(r#"{"error":"bad"}"#).as_deref(), Some("bad"));
-        assert_eq!(m(r#"{"detail":{"error":"bad"}}"#).as_deref(), Some("bad"));
-        assert_eq!(m(r#"{"message":"bad"}"#).as_deref(), Some("bad"));
-        assert_eq!(m(r#"{"results":[]}"#), None);
-    }
 
     #[test]
     fn the_key_never_appears_in_a_quote() {
@@ -333,12 +230,5 @@ mod tests {
             "{}",
             err.message
         );
-    }
-
-    #[test]
-    fn waits_read_as_people_write_them() {
-        assert_eq!(human_secs(Duration::from_millis(200)), "1 s");
-        assert_eq!(human_secs(Duration::from_secs(120)), "2 min");
-        assert_eq!(human_secs(Duration::from_secs(125)), "2 min 5 s");
     }
 }

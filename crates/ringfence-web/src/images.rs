@@ -143,8 +143,8 @@ struct Item {
 impl Inner {
     async fn generate(&self, request: ImageRequest) -> Result<GeneratedImage, WebError> {
         let api = &self.api;
-        let key = match (&api.key, self.needs_key) {
-            (Some(k), _) => Some(k.as_str()),
+        let key = match (api.key_if_any(), self.needs_key) {
+            (Some(k), _) => Some(k),
             (None, false) => None,
             (None, true) => {
                 return Err(WebError::new(
