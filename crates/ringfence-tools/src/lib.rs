@@ -1,4 +1,5 @@
-//! The ringfence tool framework and tool families.
+//! The ringfence tool families, over the framework of `ringfence-core` (re-exported here
+//! while the families move into crates of their own).
 //!
 //! A [`Tool`] is a value holding the services it needs (given by its family's constructor),
 //! with a name, a description written for the model, a JSON Schema for its arguments,
@@ -10,29 +11,20 @@
 //! tools through one [`ToolRunner`]. Failures the model can fix are [`ToolError`]s,
 //! returned as tool results. Nothing here knows MCP.
 
-mod args;
+pub use ringfence_core::{
+    args, error, family, limits, live, resources, runner, session, spill, text, time, tool, toolbox,
+};
+
 pub mod calendar;
 
 pub mod delegate;
-pub mod error;
-pub mod family;
 pub mod files;
 pub mod followups;
 pub mod images;
 pub mod journal;
-pub mod limits;
-pub mod live;
 
 pub mod memory;
-pub mod resources;
-pub mod runner;
-pub mod session;
 pub mod shell;
-pub mod spill;
-pub mod text;
-pub mod time;
-pub mod tool;
-pub mod toolbox;
 pub mod web;
 
 pub use error::{BackendError, ToolError, ToolErrorKind, ToolResult};

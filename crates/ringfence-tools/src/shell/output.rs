@@ -198,7 +198,17 @@ mod tests {
     #[test]
     fn a_stream_past_the_users_quota_is_cut_at_it_with_a_note() {
         let dir = tempfile::tempdir().unwrap();
-        let spill = crate::spill::tests::store(dir.path(), "ann", 10_000);
+        let root = ringfence_fs::Root::new(
+            ringfence_fs::RootSpec {
+                path: dir.path().join("ann"),
+                access: ringfence_fs::Access::ReadOnly,
+                origin: ringfence_fs::RootOrigin::Internal,
+                label: "tool-output".into(),
+            },
+            std::sync::Arc::new(ringfence_fs::Denylist::empty()),
+        )
+        .unwrap();
+        let spill = crate::SpillStore::new(std::sync::Arc::new(root)).with_quota(10_000);
         let older = spill.save(&"o".repeat(4000)).unwrap();
         let mut capture = Capture::new(100);
         for _ in 0..50 {

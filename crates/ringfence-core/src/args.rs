@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::error::{ToolError, ToolResult};
 
 /// A result limit within `1..=max`.
-pub(crate) fn limit(value: Option<i64>, default: usize, max: usize) -> ToolResult<usize> {
+pub fn limit(value: Option<i64>, default: usize, max: usize) -> ToolResult<usize> {
     match value {
         None => Ok(default),
         Some(n) if n >= 1 && n as usize <= max => Ok(n as usize),
@@ -19,15 +19,13 @@ pub(crate) fn limit(value: Option<i64>, default: usize, max: usize) -> ToolResul
 
 /// Deserializes a JSON number that is a whole number (`5` or `5.0`; also `"5"`, which
 /// models sometimes send), so "number" parameters accept what clients produce.
-pub(crate) fn whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+pub fn whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     let v = Value::deserialize(d)?;
     as_whole(&v)
         .ok_or_else(|| serde::de::Error::custom(format!("expected a whole number, got {v}")))
 }
 
-pub(crate) fn optional_whole_number<'de, D: Deserializer<'de>>(
-    d: D,
-) -> Result<Option<i64>, D::Error> {
+pub fn optional_whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
     let v = Value::deserialize(d)?;
     if v.is_null() {
         return Ok(None);
@@ -37,7 +35,7 @@ pub(crate) fn optional_whole_number<'de, D: Deserializer<'de>>(
         .ok_or_else(|| serde::de::Error::custom(format!("expected a whole number, got {v}")))
 }
 
-pub(crate) fn as_whole(v: &Value) -> Option<i64> {
+pub fn as_whole(v: &Value) -> Option<i64> {
     match v {
         Value::Number(n) => n.as_i64().or_else(|| {
             let f = n.as_f64()?;

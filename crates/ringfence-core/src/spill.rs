@@ -364,12 +364,12 @@ fn prune_dir(dir: &cap_std::fs::Dir, max_age: std::time::Duration, depth: usize)
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use ringfence_fs::{Access, Denylist, RootOrigin, RootSpec};
 
     /// A store over `<dir>/<user>` with `quota` bytes.
-    pub(crate) fn store(dir: &std::path::Path, user: &str, quota: u64) -> SpillStore {
+    fn store(dir: &std::path::Path, user: &str, quota: u64) -> SpillStore {
         let root = Root::new(
             RootSpec {
                 path: dir.join(user),
