@@ -54,6 +54,7 @@ pub struct App {
 fn not_offered(
     offered: &[&str],
     withheld: &[(&'static str, &'static [&'static str], String)],
+    iris_files_off: bool,
 ) -> std::collections::HashMap<String, String> {
     let catalogue = families::catalogue();
     catalogue
@@ -62,8 +63,11 @@ fn not_offered(
         .map(|(family, tool)| {
             let why = match withheld.iter().find(|(_, tools, _)| tools.contains(&tool)) {
                 Some((_, _, why)) => why.clone(),
+                None if iris_files_off && family.name == ringfence_tools::files::FAMILY => {
+                    "IRIS_FILESYSTEM_ENABLED=false is set in the server's environment, which turns every file tool off over any tool selection: unset it (or set it to true) to have them back".to_owned()
+                }
                 None => format!(
-                    "the tool selection (tools.preset, tools.enable, tools.disable; for file tools also IRIS_FILESYSTEM_ENABLED=false) leaves it out (the {} family); add it with tools.add = [\"{tool}\"] in the configuration file, or remove it from tools.disable",
+                    "the tool selection (tools.preset, tools.enable, tools.disable) leaves it out (the {} family); add it with tools.add = [\"{tool}\"] in the configuration file, or remove it from tools.disable",
                     family.name
                 ),
             };
@@ -83,7 +87,7 @@ impl App {
             .map_err(|e| e.to_string())?;
         let withheld = families::withheld(config);
         names.retain(|n| !withheld.iter().any(|(_, tools, _)| tools.contains(n)));
-        let not_offered = not_offered(&names, &withheld);
+        let not_offered = not_offered(&names, &withheld, config.iris_files_off);
         if names.is_empty() {
             let why: Vec<&str> = withheld.iter().map(|(_, _, why)| why.as_str()).collect();
             return Err(format!(

@@ -114,6 +114,9 @@ impl Gate {
         if let Some(owner) = self.sessions.owner(id) {
             return Ok(owner == user);
         }
+        if self.sessions.is_closing(id) {
+            return Ok(false);
+        }
         let Some(dir) = self.directory.clone() else {
             return Ok(false);
         };
@@ -140,51 +143,48 @@ impl Gate {
     }
 
     /// A place for a new session of `user`. At the cap, sessions that ended since the last
-    /// sweep are forgotten first, so the count is exact; then the user's session unused for
-    /// longest (no request or stream of it open) is ended to make way. Refused only when
-    /// every one of the user's sessions is in use.
+    /// sweep are forgotten first, so the count is exact; a place is then given while one of
+    /// the user's sessions is idle (it makes way once the new session exists). Refused only
+    /// when every one of the user's sessions is in use.
     async fn reserve_session(&self, user: &str) -> Result<SessionSlot, Refusal> {
         if let Ok(slot) = self.sessions.reserve(user) {
             return Ok(slot);
         }
         self.forget_ended_sessions().await;
-        loop {
-            let open = match self.sessions.reserve(user) {
-                Ok(slot) => return Ok(slot),
-                Err(open) => open,
-            };
-            let Some(oldest) = self.sessions.least_recently_used(user) else {
-                tracing::info!(user = %user.escape_debug(), open, "session limit reached, every session in use");
-                return Err(Refusal::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "sessions",
-                    format!(
-                        "session limit: this user has {open} MCP sessions open, all in use now (each with a request or event stream open), and at most {} are allowed (http.limits.sessions); end one (DELETE) or close one's event stream; retry after 30 s",
-                        self.sessions.cap()
-                    ),
-                )
-                .setting("http.limits.sessions")
-                .retry_after(30));
-            };
-            tracing::info!(user = %user.escape_debug(), open, "session limit reached: the session unused for longest is ended to make way");
-            self.end_session(&oldest).await;
-        }
+        self.sessions.reserve(user).map_err(|open| {
+            tracing::info!(user = %user.escape_debug(), open, "session limit reached, every session in use");
+            Refusal::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "sessions",
+                format!(
+                    "session limit: this user has {open} MCP sessions open, all in use now (each with a request or event stream open), and at most {} are allowed (http.limits.sessions); end one (DELETE) or close one's event stream; retry after 30 s",
+                    self.sessions.cap()
+                ),
+            )
+            .setting("http.limits.sessions")
+            .retry_after(30)
+        })
     }
 
-    /// Ends session `id` here (and in the shared store), as its owner's DELETE would.
+    /// Ends session `id`, which made way for a new one (already forgotten here and marked
+    /// closing, so no request adopts it meanwhile): out of the shared store first, so no
+    /// instance restores it, then closed, then its mark dropped.
     async fn end_session(&self, id: &str) {
-        self.sessions.remove(id);
         use rmcp::transport::streamable_http_server::session::SessionManager;
-        let key: Arc<str> = Arc::from(id);
-        if let Err(e) = self.manager.close_session(&key).await {
-            tracing::debug!(error = %e, "session already gone");
-        }
+        tracing::info!(
+            "session limit reached: the session unused for longest made way for a new one"
+        );
         if let Some(dir) = self.directory.clone() {
             let key = id.to_owned();
             if let Err(e) = blocking(move || dir.remove(&key)).await {
                 tracing::warn!(error = %e, "cannot remove an ended session from the shared store");
             }
         }
+        let key: Arc<str> = Arc::from(id);
+        if let Err(e) = self.manager.close_session(&key).await {
+            tracing::debug!(error = %e, "session already gone");
+        }
+        self.sessions.closed(id);
     }
 
     /// The first steps of a shutdown: refuse new requests, and let running calls finish
@@ -393,8 +393,18 @@ async fn admit(
         return Refusal::new(StatusCode::NOT_FOUND, "session", "session not found".into())
             .into_response();
     }
-    // The session is in use until this request's answer (or stream) ends.
-    let session_use = session_id.as_deref().map(|id| gate.sessions.begin_use(id));
+    // The session is in use until this request's answer (or stream) ends. One ended since
+    // the ownership check (it made way for a new one) is gone.
+    let session_use = match session_id.as_deref() {
+        Some(id) => match gate.sessions.begin_use(id) {
+            Some(used) => Some(used),
+            None => {
+                return Refusal::new(StatusCode::NOT_FOUND, "session", "session not found".into())
+                    .into_response();
+            }
+        },
+        None => None,
+    };
 
     // Shutting down: no new work. Ending a session, or resuming a stream a running call
     // answers on, still passes; so does a POST carrying only answers and notifications
@@ -533,7 +543,11 @@ async fn admit(
     {
         gate.share_owner(id, &user).await;
         match slot {
-            Some(slot) => slot.fill(id),
+            Some(slot) => {
+                if let Some(oldest) = slot.fill(id) {
+                    gate.end_session(&oldest).await;
+                }
+            }
             None => gate.sessions.adopt(id, &user),
         }
     }

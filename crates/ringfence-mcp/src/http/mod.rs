@@ -111,8 +111,10 @@ pub struct ResourceMetadata {
 /// credentials configured, every `/mcp` request needs `Authorization: Bearer <token>` (401
 /// with a `WWW-Authenticate` challenge otherwise), checked before any of its body is read; a
 /// session id used by anyone but its owner is answered 404; each user's requests are limited
-/// in rate and concurrency, their MCP sessions and event streams in number (429 with
-/// `Retry-After`); calls and streams over all users are capped (503). Request headers must
+/// in rate and concurrency and their event streams in number as `limits` say (429 with
+/// `Retry-After`), and at the cap on MCP sessions the user's longest-unused idle session
+/// makes way for a new one (429 only when every one is busy); calls and streams over all
+/// users are capped (503). Request headers must
 /// arrive within 30 s and bodies within `body_timeout` (408), no larger than
 /// `max_body_bytes` (413) and within the server's budget of buffered bytes (503). On shutdown
 /// no new request is accepted (503), calls already running get `shutdown_grace` to finish,

@@ -21,6 +21,16 @@ pub fn normalize_origin(entry: &str) -> Result<String, String> {
     let Ok(url) = url::Url::parse(base) else {
         return bad("it does not parse as a URL");
     };
+    // `Url` drops a port that is the scheme's default: look at the authority as written.
+    let authority = base
+        .split_once("://")
+        .map(|(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or(""))
+        .unwrap_or("");
+    let host_part = authority.rsplit('@').next().unwrap_or("");
+    let written_port = match host_part.rfind(']') {
+        Some(end) => host_part[end..].contains(':'),
+        None => host_part.contains(':'),
+    };
     if !matches!(url.scheme(), "http" | "https") {
         return bad(
             "only http and https origins exist for a browser page that can reach this server",
@@ -29,6 +39,9 @@ pub fn normalize_origin(entry: &str) -> Result<String, String> {
     let Some(host) = url.host_str() else {
         return bad("it names no host");
     };
+    if host.contains('*') {
+        return bad("a host is matched as written, so a wildcard matches nothing; list each host");
+    }
     if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
         return bad("an origin has no path, query or fragment");
     }
@@ -37,7 +50,7 @@ pub fn normalize_origin(entry: &str) -> Result<String, String> {
     }
     // `Url` drops a port that is the scheme's default; the transport wants one written.
     if any_port {
-        if url.port().is_some() {
+        if written_port {
             return bad("a port and `:*` together");
         }
         return Ok(format!("{}://{host}:*", url.scheme()));
@@ -104,6 +117,8 @@ mod tests {
             ("https://app.example.com/page", "no path"),
             ("https://a@app.example.com", "no user name"),
             ("https://app.example.com:8443:*", "a port and `:*`"),
+            ("https://app.example.com:443:*", "a port and `:*`"),
+            ("https://*.example.com", "wildcard"),
             ("*", "does not parse"),
         ] {
             let err = normalize_origin(entry).unwrap_err();

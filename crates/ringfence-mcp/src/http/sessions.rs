@@ -1,14 +1,15 @@
 //! Who owns each MCP session, and how many each user has open: a session belongs to the user
 //! whose `initialize` created it, and one user may hold at most `cap` of them (places being
 //! created count too, so a burst of `initialize` requests cannot overshoot the cap). Many
-//! clients never end their sessions (no DELETE), so at the cap the user's session unused for
-//! longest — none of its requests or streams open — makes way for the new one
-//! ([`SessionBook::least_recently_used`]); a client that comes back to it is told it is gone
-//! (404) and starts a new one, as the protocol asks.
+//! clients never end their sessions (no DELETE), so at the cap a new session may still be
+//! made while one of the user's sessions is idle (no request or stream of it open); once
+//! the new one exists ([`SessionSlot::fill`]), the user's session unused for longest makes
+//! way. A request that fails, or is refused before it makes a session, ends nothing. A
+//! client that comes back to an ended session is told it is gone (404) and starts anew, as
+//! the protocol asks.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 /// The session owners and the per-user counts.
 #[derive(Debug)]
@@ -26,15 +27,27 @@ struct Book {
     open: HashMap<String, usize>,
     /// MCP session id -> its requests and streams open now, and when it was last used.
     usage: HashMap<String, Usage>,
+    /// Sessions being ended to make way: no request may adopt them again meanwhile.
+    closing: HashSet<String>,
+    /// A counter for "last used" (an order, free of clock ties) and for generations.
+    tick: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Usage {
     open: usize,
-    last: Instant,
+    last: u64,
+    /// Which recording of the session this is: a use begun before it was forgotten and
+    /// recorded again does not count against the new one.
+    generation: u64,
 }
 
 impl Book {
+    fn next(&mut self) -> u64 {
+        self.tick += 1;
+        self.tick
+    }
+
     fn forget(&mut self, id: &str) {
         self.usage.remove(id);
         if let Some(user) = self.owners.remove(id) {
@@ -42,12 +55,15 @@ impl Book {
         }
     }
 
+    /// Records `id` as used now (a new recording when it had none).
     fn touch(&mut self, id: &str) -> &mut Usage {
+        let now = self.next();
         let usage = self.usage.entry(id.to_owned()).or_insert(Usage {
             open: 0,
-            last: Instant::now(),
+            last: now,
+            generation: now,
         });
-        usage.last = Instant::now();
+        usage.last = now;
         usage
     }
 
@@ -59,6 +75,18 @@ impl Book {
             }
         }
     }
+
+    /// `user`'s session unused for longest among those with no request or stream open,
+    /// other than `except`.
+    fn idle_of(&self, user: &str, except: Option<&str>) -> Option<String> {
+        self.owners
+            .iter()
+            .filter(|(id, owner)| owner.as_str() == user && Some(id.as_str()) != except)
+            .map(|(id, _)| (id, self.usage.get(id)))
+            .filter(|(_, usage)| usage.is_none_or(|u| u.open == 0))
+            .min_by_key(|(id, usage)| (usage.map(|u| u.last), id.as_str()))
+            .map(|(id, _)| id.clone())
+    }
 }
 
 /// One request or stream of a session, open until dropped: a session in use is never the
@@ -67,12 +95,17 @@ impl Book {
 pub(super) struct SessionUse {
     book: Arc<SessionBook>,
     id: String,
+    generation: u64,
 }
 
 impl Drop for SessionUse {
     fn drop(&mut self) {
         let mut book = self.book.book();
-        if book.owners.contains_key(&self.id) {
+        if book
+            .usage
+            .get(&self.id)
+            .is_some_and(|u| u.generation == self.generation)
+        {
             let usage = book.touch(&self.id);
             usage.open = usage.open.saturating_sub(1);
         }
@@ -86,6 +119,8 @@ pub(super) struct SessionSlot {
     book: Arc<SessionBook>,
     user: String,
     filled: bool,
+    /// Taken above the cap, against an idle session that makes way once this one exists.
+    over: bool,
 }
 
 impl SessionBook {
@@ -109,24 +144,38 @@ impl SessionBook {
         self.book().owners.get(id).cloned()
     }
 
+    /// Whether session `id` is being ended to make way (no request may adopt it).
+    pub(super) fn is_closing(&self, id: &str) -> bool {
+        self.book().closing.contains(id)
+    }
+
+    /// Session `id`, ended to make way, is gone everywhere.
+    pub(super) fn closed(&self, id: &str) {
+        self.book().closing.remove(id);
+    }
+
     /// Sessions `user` has open or being created.
     #[cfg(test)]
     pub(super) fn open(&self, user: &str) -> usize {
         self.book().open.get(user).copied().unwrap_or(0)
     }
 
-    /// A place for a new session of `user`, or `Err(sessions open)` at the cap.
+    /// A place for a new session of `user`: below the cap, or at it while one of the user's
+    /// sessions is idle (it makes way once the new one exists). `Err(sessions open)` when
+    /// every one is in use.
     pub(super) fn reserve(self: &Arc<Self>, user: &str) -> Result<SessionSlot, usize> {
         let mut book = self.book();
-        let n = book.open.entry(user.to_owned()).or_insert(0);
-        if self.cap != 0 && *n >= self.cap {
-            return Err(*n);
+        let n = book.open.get(user).copied().unwrap_or(0);
+        let over = self.cap != 0 && n >= self.cap;
+        if over && book.idle_of(user, None).is_none() {
+            return Err(n);
         }
-        *n += 1;
+        *book.open.entry(user.to_owned()).or_insert(0) += 1;
         Ok(SessionSlot {
             book: self.clone(),
             user: user.to_owned(),
             filled: false,
+            over,
         })
     }
 
@@ -141,30 +190,26 @@ impl SessionBook {
         *book.open.entry(user.to_owned()).or_insert(0) += 1;
     }
 
-    /// Forgets session `id` (ended by its owner, or made way for a new one).
+    /// Forgets session `id` (ended by its owner).
     pub(super) fn remove(&self, id: &str) {
         self.book().forget(id);
     }
 
-    /// A request or stream of session `id` begins (the session is known to be its user's).
-    pub(super) fn begin_use(self: &Arc<Self>, id: &str) -> SessionUse {
-        self.book().touch(id).open += 1;
-        SessionUse {
+    /// A request or stream of session `id` begins; `None` when the session is no longer
+    /// known (it was ended meanwhile).
+    pub(super) fn begin_use(self: &Arc<Self>, id: &str) -> Option<SessionUse> {
+        let mut book = self.book();
+        if !book.owners.contains_key(id) {
+            return None;
+        }
+        let usage = book.touch(id);
+        usage.open += 1;
+        let generation = usage.generation;
+        Some(SessionUse {
             book: self.clone(),
             id: id.to_owned(),
-        }
-    }
-
-    /// `user`'s session unused for longest among those with no request or stream open.
-    pub(super) fn least_recently_used(&self, user: &str) -> Option<String> {
-        let book = self.book();
-        book.owners
-            .iter()
-            .filter(|(_, owner)| owner.as_str() == user)
-            .map(|(id, _)| (id, book.usage.get(id)))
-            .filter(|(_, usage)| usage.is_none_or(|u| u.open == 0))
-            .min_by_key(|(_, usage)| usage.map(|u| u.last))
-            .map(|(id, _)| id.clone())
+            generation,
+        })
     }
 
     /// Forgets the sessions no longer `alive` (ended, expired after inactivity).
@@ -179,12 +224,19 @@ impl SessionBook {
         for id in gone {
             book.forget(&id);
         }
+        // A use whose session is gone leaves nothing behind.
+        let Book { usage, owners, .. } = &mut *book;
+        usage.retain(|id, _| owners.contains_key(id));
     }
 }
 
 impl SessionSlot {
-    /// The session was created: it is `user`'s now, and keeps its place until it ends.
-    pub(super) fn fill(mut self, id: &str) {
+    /// The session was created: it is `user`'s now, and keeps its place until it ends. A
+    /// place taken above the cap returns the session that makes way for it — the user's
+    /// idle one unused for longest, forgotten here and marked closing — for the caller to
+    /// end.
+    #[must_use = "a session returned here must be ended"]
+    pub(super) fn fill(mut self, id: &str) -> Option<String> {
         let mut book = self.book.book();
         if let Some(previous) = book.owners.insert(id.to_owned(), self.user.clone()) {
             // The same id twice (should not happen): count it once.
@@ -192,6 +244,13 @@ impl SessionSlot {
         }
         book.touch(id);
         self.filled = true;
+        if !self.over {
+            return None;
+        }
+        let oldest = book.idle_of(&self.user, Some(id))?;
+        book.forget(&oldest);
+        book.closing.insert(oldest.clone());
+        Some(oldest)
     }
 }
 
@@ -216,20 +275,23 @@ mod tests {
         assert_eq!(book.reserve("alice").unwrap_err(), 2);
         // Bob has his own places.
         let b1 = book.reserve("bob").unwrap();
-        a1.fill("s1");
+        assert_eq!(a1.fill("s1"), None);
         drop(a2); // its initialize failed: the place is free again
         assert_eq!(book.open("alice"), 1);
         assert_eq!(book.owner("s1").as_deref(), Some("alice"));
         let a3 = book.reserve("alice").unwrap();
-        a3.fill("s2");
+        assert_eq!(a3.fill("s2"), None);
+        // Both in use: at the cap nothing can make way.
+        let (_u1, _u2) = (book.begin_use("s1").unwrap(), book.begin_use("s2").unwrap());
         assert!(book.reserve("alice").is_err());
+        drop((_u1, _u2));
         // Ending a session frees its place; an unknown id changes nothing.
         book.remove("s1");
         book.remove("nope");
         assert_eq!(book.open("alice"), 1);
         assert_eq!(book.owner("s1"), None);
         // Sessions that expired are forgotten by the sweep.
-        b1.fill("s3");
+        assert_eq!(b1.fill("s3"), None);
         book.retain(&HashSet::from(["s3".to_owned()]));
         assert_eq!(book.open("alice"), 0);
         assert_eq!(book.open("bob"), 1);
@@ -242,7 +304,9 @@ mod tests {
         book.adopt("s1", "alice");
         assert_eq!(book.owner("s1").as_deref(), Some("alice"));
         assert_eq!(book.open("alice"), 1);
+        let _busy = book.begin_use("s1").unwrap();
         assert!(book.reserve("alice").is_err());
+        drop(_busy);
         book.remove("s1");
         assert_eq!(book.open("alice"), 0);
         assert!(book.owner("s1").is_none());
@@ -261,29 +325,59 @@ mod tests {
     fn the_session_unused_for_longest_and_not_in_use_makes_way() {
         let book = Arc::new(SessionBook::new(3));
         for id in ["s1", "s2", "s3"] {
-            book.reserve("alice").unwrap().fill(id);
+            assert_eq!(book.reserve("alice").unwrap().fill(id), None);
         }
-        book.reserve("bob").unwrap().fill("b1");
-        assert_eq!(book.least_recently_used("alice").as_deref(), Some("s1"));
+        assert_eq!(book.reserve("bob").unwrap().fill("b1"), None);
         // Using s1 (a request that has ended) makes s2 the oldest.
         drop(book.begin_use("s1"));
-        assert_eq!(book.least_recently_used("alice").as_deref(), Some("s2"));
-        // A session with a request or stream open is never chosen.
-        let stream = book.begin_use("s2");
-        let call = book.begin_use("s3");
-        assert_eq!(book.least_recently_used("alice").as_deref(), Some("s1"));
-        let held = book.begin_use("s1");
-        assert_eq!(book.least_recently_used("alice"), None);
-        drop(call);
-        assert_eq!(book.least_recently_used("alice").as_deref(), Some("s3"));
-        // Another user's sessions are never another's to end.
-        assert_eq!(book.least_recently_used("bob").as_deref(), Some("b1"));
-        // A session removed while in use is not brought back when its use ends.
-        book.remove("s2");
-        drop(stream);
+        // A fourth session at the cap: s2 makes way once s4 exists, not before.
+        let slot = book.reserve("alice").unwrap();
+        assert_eq!(book.owner("s2").as_deref(), Some("alice"));
+        assert_eq!(slot.fill("s4").as_deref(), Some("s2"));
         assert_eq!(book.owner("s2"), None);
-        assert!(!book.book().usage.contains_key("s2"));
+        assert!(book.is_closing("s2"));
+        assert_eq!(book.open("alice"), 3);
+        book.closed("s2");
+        assert!(!book.is_closing("s2"));
+        // A place taken at the cap and never filled (a refused or failed initialize) ends
+        // nothing.
+        drop(book.reserve("alice").unwrap());
+        assert_eq!(book.open("alice"), 3);
+        assert!(["s1", "s3", "s4"].iter().all(|id| book.owner(id).is_some()));
+        // A session with a request or stream open is never chosen.
+        let stream = book.begin_use("s3").unwrap();
+        let call = book.begin_use("s1").unwrap();
+        let held = book.begin_use("s4").unwrap();
+        assert!(book.reserve("alice").is_err());
+        drop(call);
+        assert_eq!(
+            book.reserve("alice").unwrap().fill("s5").as_deref(),
+            Some("s1")
+        );
+        // Bob's sessions are never Alice's to end.
+        assert_eq!(book.owner("b1").as_deref(), Some("bob"));
+        // A session ended while in use is not brought back when its use ends, and a use of
+        // a session no longer known does not begin.
+        book.remove("s3");
+        drop(stream);
+        assert_eq!(book.owner("s3"), None);
+        assert!(!book.book().usage.contains_key("s3"));
+        assert!(book.begin_use("s3").is_none());
         drop(held);
         assert_eq!(book.open("alice"), 2);
+    }
+
+    #[test]
+    fn a_use_of_an_earlier_recording_does_not_count_against_a_new_one() {
+        let book = Arc::new(SessionBook::new(0));
+        book.adopt("s1", "alice");
+        let old = book.begin_use("s1").unwrap();
+        book.remove("s1");
+        book.adopt("s1", "alice");
+        let new = book.begin_use("s1").unwrap();
+        drop(old);
+        assert_eq!(book.book().usage["s1"].open, 1);
+        drop(new);
+        assert_eq!(book.book().usage["s1"].open, 0);
     }
 }

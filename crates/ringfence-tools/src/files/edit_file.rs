@@ -34,8 +34,11 @@ const DESCRIPTION: &str = "Perform an exact-string replacement on a file within 
 
 /// Diff lines returned at most (the rest is summarised).
 const MAX_DIFF_LINES: usize = 80;
-/// Replacements shown in the diff at most.
+/// Hunks shown in the diff at most.
 const MAX_DIFF_HUNKS: usize = 5;
+/// The most lines of the file one hunk spans: replacements close together share a hunk
+/// only up to this, so one hunk can never carry the whole file.
+const MAX_HUNK_SPAN: usize = MAX_DIFF_LINES / 2;
 
 impl BlockingTool for EditFile {
     type Args = EditFileArgs;
@@ -182,8 +185,15 @@ pub(crate) fn render_diff(path: &str, text: &str, ranges: &[(usize, usize)], new
     for (n, &(pos, end)) in ranges.iter().enumerate() {
         let first = line_index(pos);
         let last = line_index(region_end(end) - 1);
+        let group_first = groups
+            .last()
+            .map(|g| line_index(ranges[g.start].0))
+            .unwrap_or(first);
         match groups.last_mut() {
-            Some(g) if first <= group_last_line + 2 * CONTEXT + 1 => {
+            Some(g)
+                if first <= group_last_line + 2 * CONTEXT + 1
+                    && last.saturating_sub(group_first) < MAX_HUNK_SPAN =>
+            {
                 g.end = n + 1;
                 group_last_line = group_last_line.max(last);
             }
@@ -364,5 +374,17 @@ mod tests {
             diff.contains("@@ -9,4 +10,5 @@\n l8\n l9\n l10\n-foo\n+a\n+b\n"),
             "{diff}"
         );
+    }
+
+    #[test]
+    fn a_match_on_every_line_still_gives_a_short_diff() {
+        let text: String = (0..20_000).map(|i| format!("foo {i}\n")).collect();
+        let diff = render_diff("f.txt", &text, &ranges(&text, "foo"), "bar");
+        let lines = diff.lines().count();
+        assert!(lines < 3 * super::MAX_DIFF_LINES, "{lines} lines");
+        assert!(diff.contains("more replacements not shown"), "{diff}");
+        // What is shown is right: the first lines changed, in order.
+        assert!(diff.contains("-foo 0\n-foo 1\n"), "{diff}");
+        assert!(diff.contains("+bar 0\n+bar 1\n"), "{diff}");
     }
 }

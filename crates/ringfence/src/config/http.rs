@@ -150,7 +150,14 @@ impl HttpPlan {
         let limits = RateLimits {
             concurrent: l.concurrent.unwrap_or(defaults.concurrent),
             rate: l.rate.unwrap_or(defaults.rate),
-            burst: l.burst.unwrap_or(defaults.burst),
+            // A rate set without its burst gets the usual burst, not the loopback's none.
+            burst: l
+                .burst
+                .unwrap_or(if l.rate.is_some() && defaults.rate == 0.0 {
+                    RateLimits::default().burst
+                } else {
+                    defaults.burst
+                }),
             sessions: l.sessions.unwrap_or(defaults.sessions),
             streams: l.streams.unwrap_or(defaults.streams),
         };

@@ -70,6 +70,8 @@ pub struct Config {
     pub tools: Selection,
     /// Which file was read, if any.
     pub config_file: Option<PathBuf>,
+    /// Seed 000's `IRIS_FILESYSTEM_ENABLED=false` turned the file tools off.
+    pub iris_files_off: bool,
 }
 
 #[cfg(test)]
@@ -162,6 +164,7 @@ impl Config {
 
         // 7. Tools.
         let tools = tools::resolve(over, env, file.tools)?;
+        let iris_files_off = tools::iris_files_off(env)?;
 
         // 7b. The language model.
         let llm = llm::resolve(file.llm.as_ref())?;
@@ -184,6 +187,7 @@ impl Config {
             client_roots,
             tools,
             config_file,
+            iris_files_off,
         })
     }
 }

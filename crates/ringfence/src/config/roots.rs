@@ -35,11 +35,14 @@ pub(super) fn resolve(
         .get(env_vars::IRIS_WORKSPACE_ROOT)
         .filter(|s| !s.trim().is_empty())
     {
-        // Seed 000's one workspace root, read-write; like every configured root, one that
-        // does not exist is an error on every call, never created.
-        let mut spec = root_spec(value.trim(), cwd, env_vars::IRIS_WORKSPACE_ROOT, false)?;
-        spec.access = Access::ReadWrite;
-        roots.push(spec);
+        // Seed 000's one workspace root (read-write unless written `…:ro`); like every
+        // configured root, one that does not exist is an error on every call, never created.
+        roots.push(root_spec(
+            value.trim(),
+            cwd,
+            env_vars::IRIS_WORKSPACE_ROOT,
+            false,
+        )?);
     } else if let Some(entries) = file {
         if entries.is_empty() {
             return Err(ConfigError::invalid(

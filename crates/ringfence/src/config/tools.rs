@@ -77,22 +77,9 @@ pub(super) fn resolve(
         disable.extend(list(&v));
     }
     disable.extend(over.disable.iter().cloned());
-    // Seed 000's switch: an explicit false turns the file tools off (true changes nothing:
-    // they are on unless the selection leaves them out).
-    if let Some(v) = env
-        .get(env_vars::IRIS_FILESYSTEM_ENABLED)
-        .filter(|s| !s.trim().is_empty())
-    {
-        match v.trim() {
-            "true" | "1" | "yes" => {}
-            "false" | "0" | "no" => disable.push("files".into()),
-            other => {
-                return Err(ConfigError::invalid(
-                    env_vars::IRIS_FILESYSTEM_ENABLED,
-                    format!("`{other}` is not true or false"),
-                ));
-            }
-        }
+    // Seed 000's switch: an explicit false turns the file tools off, over any selection.
+    if iris_files_off(env)? {
+        disable.push("files".into());
     }
     Ok(Selection {
         preset,
@@ -100,4 +87,23 @@ pub(super) fn resolve(
         add,
         disable,
     })
+}
+
+/// Whether seed 000's `IRIS_FILESYSTEM_ENABLED` is an explicit false (true changes nothing:
+/// the file tools are on unless the selection leaves them out).
+pub(super) fn iris_files_off(env: &dyn Env) -> Result<bool, ConfigError> {
+    let Some(v) = env
+        .get(env_vars::IRIS_FILESYSTEM_ENABLED)
+        .filter(|s| !s.trim().is_empty())
+    else {
+        return Ok(false);
+    };
+    match v.trim() {
+        "true" | "1" | "yes" => Ok(false),
+        "false" | "0" | "no" => Ok(true),
+        other => Err(ConfigError::invalid(
+            env_vars::IRIS_FILESYSTEM_ENABLED,
+            format!("`{other}` is not true or false"),
+        )),
+    }
 }
