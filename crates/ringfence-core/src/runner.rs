@@ -195,6 +195,25 @@ pub struct CallRequest<'a> {
     pub sampler: Option<Arc<dyn crate::session::ClientSampler>>,
 }
 
+/// What the end of a call is recorded with.
+struct CallMeta<'a> {
+    tool: &'a str,
+    user: &'a str,
+    session_id: &'a str,
+    received: Instant,
+}
+
+impl<'a> CallMeta<'a> {
+    fn of(req: &CallRequest<'a>) -> CallMeta<'a> {
+        CallMeta {
+            tool: req.tool,
+            user: req.user,
+            session_id: req.session_id,
+            received: req.received,
+        }
+    }
+}
+
 /// Runs calls against one tool set. Cheap to share (`Arc`).
 #[derive(Debug)]
 pub struct ToolRunner {
@@ -294,16 +313,24 @@ impl ToolRunner {
     /// the inner `Err(ToolError)`, audited like a success.
     pub async fn call(&self, req: CallRequest<'_>) -> Result<ToolResult<ToolOutput>, UnknownTool> {
         let Some(tool) = self.toolbox.get(req.tool).cloned() else {
-            if let Some(why) = self.not_offered.get(req.tool) {
-                return Ok(Err(ToolError::new(
-                    ToolErrorKind::Disabled,
-                    format!("{} is turned off on this server: {why}", req.tool),
-                )));
-            }
-            return Err(UnknownTool {
-                name: req.tool.to_owned(),
-                available: self.toolbox.iter().map(|t| t.name()).collect(),
-            });
+            let Some(why) = self.not_offered.get(req.tool) else {
+                return Err(UnknownTool {
+                    name: req.tool.to_owned(),
+                    available: self.toolbox.iter().map(|t| t.name()).collect(),
+                });
+            };
+            // A tool ringfence has but this server does not offer: an error the model can
+            // read, counted and audited like any (its arguments all redacted: their names
+            // are not known here).
+            let audited_args = self
+                .audit
+                .as_ref()
+                .map(|_| redact_args(&req.args, &[], &[]));
+            let refused = Err(ToolError::new(
+                ToolErrorKind::Disabled,
+                format!("{} is turned off on this server: {why}", req.tool),
+            ));
+            return Ok(self.finish(&CallMeta::of(&req), audited_args, refused));
         };
         let audited_args = self.audit.as_ref().map(|_| {
             let known = self
@@ -316,6 +343,7 @@ impl ToolRunner {
             .audit
             .clone()
             .map(|sink| StepAudit::new(sink, req.user, req.session_id, tool.name()));
+        let meta = CallMeta::of(&req);
         let result = match req.scope {
             Ok(scope) => {
                 let wiring = Wiring {
@@ -329,6 +357,16 @@ impl ToolRunner {
             }
             Err(refused) => Err(refused),
         };
+        Ok(self.finish(&meta, audited_args, result))
+    }
+
+    /// What every call ends with: its metrics, its audit event and its log line.
+    fn finish(
+        &self,
+        req: &CallMeta<'_>,
+        audited_args: Option<Value>,
+        result: ToolResult<ToolOutput>,
+    ) -> ToolResult<ToolOutput> {
         let elapsed = req.received.elapsed().as_secs_f64();
         if let Some(metrics) = &self.metrics {
             metrics.record_call(req.tool, result.is_ok(), elapsed);
@@ -358,7 +396,7 @@ impl ToolRunner {
                 "tool call failed"
             ),
         }
-        Ok(result)
+        result
     }
 
     /// A call a tool makes on its caller's behalf (`delegate_task`'s sub-agent), in the

@@ -227,7 +227,9 @@ async fn a_refused_scope_runs_nothing_and_is_audited() {
     );
 }
 
-#[tokio::test]
+// Paused time: the clock moves only when every task waits, so the order of the waits, not
+// the machine's load, decides what ends first.
+#[tokio::test(start_paused = true)]
 async fn the_time_limit_stops_a_call_with_a_timeout_error() {
     let s = setup(Some(Duration::from_millis(50)));
     let err = s.run(s.request("wait", json!({}))).await.unwrap_err();
@@ -243,7 +245,9 @@ async fn the_time_limit_stops_a_call_with_a_timeout_error() {
     assert_eq!(out.all_text(), "waited");
 }
 
-#[tokio::test]
+// Paused time: the clock moves only when every task waits, so the order of the waits, not
+// the machine's load, decides what ends first.
+#[tokio::test(start_paused = true)]
 async fn the_callers_cancellation_is_a_cancellation_not_a_timeout() {
     let s = setup(Some(Duration::from_secs(60)));
     let req = s.request("wait", json!({}));
@@ -256,7 +260,9 @@ async fn the_callers_cancellation_is_a_cancellation_not_a_timeout() {
     assert_eq!(err.kind, ToolErrorKind::Cancelled);
 }
 
-#[tokio::test]
+// Paused time: the clock moves only when every task waits, so the order of the waits, not
+// the machine's load, decides what ends first.
+#[tokio::test(start_paused = true)]
 async fn a_call_starts_once_ready_and_waiting_counts_within_the_limit() {
     let s = setup(Some(Duration::from_millis(100)));
     let flag = s.wait.ready.clone();
@@ -345,4 +351,44 @@ async fn each_call_is_handed_its_own_clients_model_even_on_a_shared_session() {
         last, None,
         "a call without sampling got another client's model"
     );
+}
+
+#[tokio::test]
+async fn a_tool_turned_off_answers_how_to_turn_it_on_and_is_audited_and_counted() {
+    let mut s = setup(None);
+    s.runner = s.runner.with_not_offered(
+        [(
+            "run_shell_command".to_owned(),
+            "set [shell] enabled = true".to_owned(),
+        )]
+        .into(),
+    );
+    let err = s
+        .run(s.request("run_shell_command", json!({"command": "ls", "secret": "x"})))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ToolErrorKind::Disabled);
+    assert_eq!(
+        err.message,
+        "run_shell_command is turned off on this server: set [shell] enabled = true"
+    );
+    let events = s.trail.0.lock().unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].tool, "run_shell_command");
+    assert_eq!(events[0].error, Some("disabled"));
+    assert!(
+        !events[0].args.to_string().contains("ls"),
+        "{}",
+        events[0].args
+    );
+    drop(events);
+    let counted: Vec<(String, bool)> = s
+        .counts
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(t, ok, _)| (t.clone(), *ok))
+        .collect();
+    assert_eq!(counted, [("run_shell_command".to_owned(), false)]);
 }
