@@ -1,6 +1,6 @@
-//! The MCP sessions open in this process, per user, and telling them something now: the
-//! follow-up scheduler hands a due follow-up to [`LiveSessions`], which passes it to every
-//! session of its user that can hear it. Nothing here knows MCP — the transport registers a
+//! The MCP sessions open in this process, per user, and telling them something now: a
+//! family's background work (the follow-up scheduler) hands a [`Notice`] to [`LiveSessions`],
+//! which passes it to every session of its user that can hear it. Nothing here knows MCP — the transport registers a
 //! [`NoticeSink`] for each session and keeps the [`Registration`] while the session lives.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,10 +12,15 @@ use crate::tool::BoxFuture;
 /// How long one session may take to accept a notice before it counts as not told.
 pub const TELL_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Something to tell a user's open sessions.
+/// Something to tell a user's open sessions. The transport knows no family: what a notice is
+/// about travels with it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notice {
     pub user: String,
+    /// The family telling it (`followups`): the log message's logger is `ringfence.<from>`.
+    pub from: &'static str,
+    /// What the document is (`followup`): its key in the log message's data.
+    pub kind: &'static str,
     /// What the user should read.
     pub message: String,
     /// The whole document, as other channels get it (a notification's data).
@@ -171,6 +176,8 @@ mod tests {
     fn notice(user: &str) -> Notice {
         Notice {
             user: user.into(),
+            from: "tests",
+            kind: "test",
             message: format!("for {user}"),
             document: serde_json::json!({}),
             resource: "ringfence://x",

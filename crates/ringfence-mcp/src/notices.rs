@@ -100,14 +100,14 @@ impl NoticeSink for SessionNotices {
         Box::pin(async move {
             let mut told = false;
             if message {
+                let mut data = serde_json::Map::new();
+                data.insert("message".into(), notice.message.clone().into());
+                data.insert(notice.kind.into(), notice.document.clone());
                 let mut param = LoggingMessageNotificationParam::new(
                     NOTICE_LEVEL,
-                    serde_json::json!({
-                        "message": notice.message,
-                        "followup": notice.document,
-                    }),
+                    serde_json::Value::Object(data),
                 );
-                param.logger = Some("ringfence.followups".into());
+                param.logger = Some(format!("ringfence.{}", notice.from));
                 told |= peer.notify_logging_message(param).await.is_ok();
             }
             if update {

@@ -434,6 +434,8 @@ async fn deliver(
             let live = to.live.as_ref().ok_or(NOBODY_LISTENING)?;
             let notice = Notice {
                 user: to.user.clone(),
+                from: ringfence_tools::followups::FAMILY,
+                kind: "followup",
                 message: doc["message"].as_str().unwrap_or_default().to_owned(),
                 document: doc.clone(),
                 resource: DUE_URI,
