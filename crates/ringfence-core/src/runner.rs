@@ -1,5 +1,5 @@
-//! The one way a tool call runs, whoever asks — the MCP server, `ringfence call`, and later
-//! the sub-agent of `delegate_task`: look the tool up, build its context, wait for the
+//! The one way a tool call runs, whoever asks — the MCP server, `ringfence call`, and the
+//! sub-agent of `delegate_task` (`ToolRunner::call_within`): look the tool up, build its context, wait for the
 //! caller's gate (the MCP client's roots), run it under the time limit, then record it in
 //! the metrics and the audit trail with its sensitive arguments redacted.
 
@@ -410,6 +410,7 @@ impl ToolRunner {
         name: &str,
         args: Value,
         allowed: &(dyn Fn(&dyn Tool) -> bool + Sync),
+        progress: Progress,
     ) -> ToolResult<ToolOutput> {
         let Some(tool) = self
             .toolbox
@@ -438,7 +439,7 @@ impl ToolRunner {
         };
         let wiring = Wiring {
             cancel: parent.cancel.clone(),
-            progress: Progress::none(),
+            progress,
             ready: None,
             steps: None,
             sampler: parent.sampler.clone(),

@@ -101,8 +101,9 @@ impl NoticeSink for SessionNotices {
             let mut told = false;
             if message {
                 let mut data = serde_json::Map::new();
-                data.insert("message".into(), notice.message.clone().into());
                 data.insert(notice.kind.into(), notice.document.clone());
+                // The message is always there, whatever a family names its document.
+                data.insert("message".into(), notice.message.clone().into());
                 let mut param = LoggingMessageNotificationParam::new(
                     NOTICE_LEVEL,
                     serde_json::Value::Object(data),

@@ -151,6 +151,8 @@ impl Api {
                 return Ok(Reply { status, body });
             }
             let asked = crate::retry_after(response.headers());
+            // Not held across the wait: its connection goes back to the pool.
+            drop(response);
             let wait = asked.unwrap_or(self.retry.backoff * 2u32.saturating_pow(attempt));
             if attempt >= self.retry.retries || wait > self.retry.max_wait {
                 return Err(ApiFailure::RateLimited {

@@ -182,10 +182,12 @@ impl Api {
     /// URL points at something else) is an error naming the service.
     pub fn json<T: DeserializeOwned>(&self, reply: &Reply) -> Result<T, WebError> {
         serde_json::from_slice(&reply.body).map_err(|e| {
+            // serde quotes the value it could not read: keyless, and not all of it.
+            let why: String = self.scrub(&e.to_string()).chars().take(200).collect();
             WebError::new(
                 WebErrorKind::Upstream,
                 format!(
-                    "{} answered with something that is not its documented JSON ({e}); check that the configured URL points at it",
+                    "{} answered with something that is not its documented JSON ({why}); check that the configured URL points at it",
                     self.name
                 ),
             )

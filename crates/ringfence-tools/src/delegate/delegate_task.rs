@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::scan::{self, Changes, Snapshot};
 use super::{Active, DelegateLimits, ModelSource};
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
-use crate::tool::{Annotations, AsyncTool, BoxFuture, Tool, ToolContext, ToolOutput};
+use crate::tool::{Annotations, AsyncTool, BoxFuture, Progress, Tool, ToolContext, ToolOutput};
 
 /// Seconds a task may run unless the call says otherwise, and at most.
 pub const DEFAULT_TIMEOUT_SECS: f64 = 300.0;
@@ -174,6 +174,13 @@ fn first_chars(s: &str, n: usize) -> String {
 
 impl DelegateTask {
     async fn execute(&self, ctx: ToolContext, args: DelegateTaskArgs) -> ToolResult<ToolOutput> {
+        // The sub-agent's tools are the runner's: without one there is nothing to work with.
+        if ctx.runner.is_none() {
+            return Err(ToolError::new(
+                ToolErrorKind::Unavailable,
+                "delegate_task: the sub-agent's tools are not reachable: the call must come through a shared ToolRunner (ToolRunner::shared)",
+            ));
+        }
         let description = args.description.trim().to_owned();
         if description.is_empty() {
             return Err(ToolError::invalid(
@@ -418,8 +425,10 @@ impl DelegateTask {
             }
             state.turns += 1;
             let turn = state.turns;
+            // Within turn t the values run from t-1 (asking the model) through t-0.5 (the
+            // step's tool) towards t: they only ever increase, as the protocol asks.
             sub.progress.report(
-                turn as f64,
+                f64::from(turn) - 1.0,
                 Some(max_turns as f64),
                 format!("step {turn}/{max_turns}: asking the model"),
             );
@@ -504,14 +513,16 @@ impl DelegateTask {
                     continue;
                 }
                 sub.progress.report(
-                    turn as f64,
+                    f64::from(turn) - 0.5,
                     Some(max_turns as f64),
                     format!(
                         "step {turn}/{max_turns}: {name} {}",
                         first_chars(&input.to_string(), 120)
                     ),
                 );
-                let (content, is_error) = self.call_tool(sub, &name, input, workdir).await;
+                let progress = step_progress(&sub.progress, turn, max_turns);
+                let (content, is_error) =
+                    self.call_tool(sub, &name, input, workdir, progress).await;
                 results.push(Block::ToolResult {
                     id,
                     content,
@@ -540,6 +551,7 @@ impl DelegateTask {
         name: &str,
         mut input: Value,
         workdir: &std::path::Path,
+        progress: Progress,
     ) -> (String, bool) {
         // Commands run in the task's working directory unless the sub-agent says otherwise.
         if name == "run_shell_command"
@@ -556,7 +568,7 @@ impl DelegateTask {
         let result = match &sub.runner {
             Some(runner) => {
                 runner
-                    .call_within(sub, name, input, &|t| super::for_sub_agent(t))
+                    .call_within(sub, name, input, &|t| super::for_sub_agent(t), progress)
                     .await
             }
             None => Err(ToolError::new(
@@ -566,12 +578,42 @@ impl DelegateTask {
         };
         match result {
             Ok(out) => (cap_result(out.all_text()), false),
-            Err(e) => (
-                cap_result(format!("error ({}): {}", e.kind.as_str(), e.message)),
-                true,
-            ),
+            Err(e) => {
+                // The runner's list of tools is the sub-agent's but for the loop's own.
+                let hint = if e.message.starts_with("unknown tool") {
+                    format!(", and {FINISH_TOOL} to end the task")
+                } else {
+                    String::new()
+                };
+                (
+                    cap_result(format!("error ({}): {}{hint}", e.kind.as_str(), e.message)),
+                    true,
+                )
+            }
         }
     }
+}
+
+/// The progress of one step's tool, forwarded as the task's: between the step's value
+/// (`turn - 0.5`) and the next turn's (the values only ever increase, as the protocol asks),
+/// its messages headed with the step.
+fn step_progress(task: &Progress, turn: u32, max_turns: u32) -> Progress {
+    if !task.is_enabled() {
+        return Progress::none();
+    }
+    let task = task.clone();
+    let seen = std::sync::atomic::AtomicU64::new(0);
+    Progress::new(move |update| {
+        let k = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) as f64;
+        task.report(
+            f64::from(turn) - 0.5 / (k + 2.0),
+            Some(f64::from(max_turns)),
+            format!(
+                "step {turn}/{max_turns}: {}",
+                update.message.unwrap_or_default()
+            ),
+        );
+    })
 }
 
 #[derive(Default)]

@@ -520,6 +520,7 @@ async fn one_task_per_user_at_a_time() {
         Err(_) => panic!("session shared"),
     };
     ctx.session = Arc::new(session.with_user("bob"));
+    ctx.runner = fx.ctx.runner.clone();
     let tool = fx.toolbox.get("delegate_task").unwrap().clone();
     let out = tool
         .call(ctx, json!({"description": "bob's task"}))
@@ -713,4 +714,51 @@ async fn the_sub_agents_calls_go_through_the_servers_runner() {
         "{results:?}"
     );
     assert!(!results[1].0.contains("delegate_task"), "{results:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_shared_runner_the_task_is_refused_before_it_starts() {
+    let model = Arc::new(Scripted::new(vec![finish("completed", "never", json!([]))]));
+    let mut fx = fx(model.clone());
+    fx.ctx.runner = None;
+    let e = fx
+        .call_full("delegate_task", json!({"description": "anything"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ToolErrorKind::Unavailable);
+    assert!(model.requests().is_empty(), "no model turn was spent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_steps_own_progress_is_the_tasks_between_its_step_and_the_next() {
+    let model = Arc::new(Scripted::new(vec![
+        call(
+            "s",
+            "run_shell_command",
+            json!({"command": "echo one; sleep 0.4; echo two; sleep 0.4; echo three"}),
+        ),
+        finish("completed", "said three things", json!([])),
+    ]));
+    let mut fx = fx(model);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    fx.ctx.progress = ringfence_tools::Progress::new(move |u| {
+        sink.lock()
+            .unwrap()
+            .push((u.progress, u.message.unwrap_or_default()));
+    });
+    let (text, s) = run(&fx, json!({"description": "say three things"})).await;
+    assert_eq!(s["status"], "completed", "{text}");
+    let seen = seen.lock().unwrap();
+    let values: Vec<f64> = seen.iter().map(|(p, _)| *p).collect();
+    assert!(
+        values.windows(2).all(|w| w[0] < w[1]),
+        "progress only increases: {values:?}"
+    );
+    // The command's own progress came through, headed with its step.
+    assert!(
+        seen.iter()
+            .any(|(p, m)| *p > 0.5 && *p < 1.0 && m.starts_with("step 1/") && m.contains("two")),
+        "{seen:?}"
+    );
 }

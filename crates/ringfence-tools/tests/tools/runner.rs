@@ -1,4 +1,4 @@
-//! The runner every caller goes through (MCP, `ringfence call`, later delegation): lookup,
+//! The runner every caller goes through (MCP, `ringfence call`, delegation): lookup,
 //! the session a call runs in, waiting for readiness, the time limit, cancellation, the audit
 //! trail and the metrics.
 

@@ -1,7 +1,7 @@
 //! The delegate family: `delegate_task`, withheld unless an operator turned it on
 //! (`[delegate] enabled = true` or `RINGFENCE_DELEGATE_ENABLED=true`), turned the shell on,
-//! and configured `[llm]`. The sub-agent's tools are the files and shell families built
-//! from the same settings; the model is made on first use.
+//! and configured `[llm]`. The sub-agent's tools are the server's own files and shell tools,
+//! reached through the runner of each call; the model is made on first use.
 
 use std::sync::Arc;
 
