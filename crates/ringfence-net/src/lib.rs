@@ -8,7 +8,7 @@
 //! delivery families will reach the network only through it, and through the SSRF guard
 //! ([`guard`]) — which decides, for every request whose address comes from a model or from
 //! content it fetched, whether that address may be reached, resolving it once so the caller
-//! connects to what was checked (ARCHITECTURE.md).
+//! connects to what was checked (docs/design/web.md).
 
 pub mod api;
 pub mod guard;

@@ -52,7 +52,7 @@ struct EmbeddingsConfig {
     pub timeout_secs: Option<u64>,
 }
 
-/// `[memory.search]`: ranking weights and thresholds (see ARCHITECTURE.md).
+/// `[memory.search]`: ranking weights and thresholds (see docs/design/memory.md).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SearchConfig {
