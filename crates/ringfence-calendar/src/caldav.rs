@@ -54,7 +54,10 @@ struct Inner {
 const CALENDARS_KEPT: Duration = Duration::from_secs(60);
 
 impl CalDavStore {
-    pub fn new(account: CalDavAccount, timeout: Duration) -> Result<CalDavStore, String> {
+    pub fn new(
+        account: CalDavAccount,
+        timeout: Duration,
+    ) -> Result<CalDavStore, ringfence_net::ClientError> {
         let loopback = match account.url.host() {
             Some(url::Host::Ipv4(a)) => a.is_loopback(),
             Some(url::Host::Ipv6(a)) => a.is_loopback(),

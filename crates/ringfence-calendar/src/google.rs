@@ -209,7 +209,7 @@ pub async fn connect(
     })
     .await
     .map_err(|_| format!("no answer from the browser within {} s", wait.as_secs()))??;
-    let http = http_client(Duration::from_secs(30)).map_err(|e| format!("{e:?}"))?;
+    let http = crate::http_client(Duration::from_secs(30)).map_err(|e| e.to_string())?;
     let mut form = vec![
         ("grant_type", "authorization_code".to_owned()),
         ("code", code),

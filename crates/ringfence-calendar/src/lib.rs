@@ -25,10 +25,11 @@ pub use backend::{CalendarInfo, ObjectCalendar, ObjectStore, Stored, UserStores}
 
 /// The HTTP client of the calendar servers: ringfence's outbound client (proxy variables,
 /// rustls), 10 s to connect, `timeout` for a whole request.
-pub(crate) fn http_client(timeout: std::time::Duration) -> Result<reqwest::Client, String> {
+pub(crate) fn http_client(
+    timeout: std::time::Duration,
+) -> Result<reqwest::Client, ringfence_net::ClientError> {
     ringfence_net::client(&ringfence_net::Outbound {
         connect_timeout: std::time::Duration::from_secs(10),
         timeout,
     })
-    .map_err(|e| e.to_string())
 }

@@ -32,6 +32,17 @@ pub fn export(objects: &[String]) -> String {
     out.to_ics()
 }
 
+/// Why an iCalendar file cannot be imported.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Parse(#[from] ical::ParseError),
+    #[error("no VCALENDAR in the file")]
+    NoCalendar,
+    #[error("an event without UID (every VEVENT needs one)")]
+    NoUid,
+}
+
 /// An object to store: its UID, text and span.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportObject {
@@ -41,14 +52,14 @@ pub struct ImportObject {
 }
 
 /// The objects of an iCalendar file: one per UID, with the `VTIMEZONE`s it names.
-pub fn split(text: &str, zones: &Zones) -> Result<Vec<ImportObject>, String> {
-    let parsed = ical::parse(text).map_err(|e| e.to_string())?;
+pub fn split(text: &str, zones: &Zones) -> Result<Vec<ImportObject>, ImportError> {
+    let parsed = ical::parse(text).map_err(ImportError::Parse)?;
     let cals: Vec<Component> = parsed
         .into_iter()
         .filter(|c| c.name == "VCALENDAR")
         .collect();
     if cals.is_empty() {
-        return Err("no VCALENDAR in the file".into());
+        return Err(ImportError::NoCalendar);
     }
     let tz_defs: Vec<&Component> = cals
         .iter()
@@ -65,7 +76,7 @@ pub fn split(text: &str, zones: &Zones) -> Result<Vec<ImportObject>, String> {
             .text("UID")
             .map(|u| u.trim().to_owned())
             .filter(|u| !u.is_empty())
-            .ok_or("an event without UID (every VEVENT needs one)")?;
+            .ok_or(ImportError::NoUid)?;
         match groups.iter_mut().find(|(u, _)| *u == uid) {
             Some((_, evs)) => evs.push(ev.clone()),
             None => groups.push((uid, vec![ev.clone()])),

@@ -21,9 +21,9 @@ mod session;
 
 pub use convert::mcp_tool;
 pub use http::{
-    Auth, HttpOptions, MetricsToken, RateLimits, ResourceMetadata, SessionDirectory, TlsConfig,
-    TlsError, TokenAuth, TokenConfigError, load_tls, normalize_origin, open_request_slots,
-    serve_http, token_hash,
+    Auth, HttpOptions, InvalidOrigin, MetricsToken, RateLimits, ResourceMetadata, SessionDirectory,
+    TlsConfig, TlsError, TokenAuth, TokenConfigError, load_tls, normalize_origin,
+    open_request_slots, serve_http, token_hash,
 };
 pub use metrics::{Metrics, SessionGuard};
 pub use oauth::{

@@ -27,7 +27,7 @@ mod tls;
 
 pub use auth::{Auth, MetricsToken, TokenAuth, TokenConfigError, token_hash};
 pub use limits::{RateLimits, open_request_slots};
-pub use origins::normalize_origin;
+pub use origins::{InvalidOrigin, normalize_origin};
 pub use shared::SessionDirectory;
 pub(crate) use streams::{StreamWatch, event_stream_check};
 pub use tls::{TlsConfig, TlsError, load_tls};

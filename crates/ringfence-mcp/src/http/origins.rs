@@ -4,19 +4,29 @@
 //! request without `Origin` (every native client) is not a browser's and passes; any other
 //! origin, `null` included, is refused with 403.
 
+/// An `allowed_origins` entry that is not an origin: the entry and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{entry}` is not an origin ({why}); write scheme, host and optionally a port, as `https://app.example.com`, `http://localhost:3000` or `http://localhost:*`"
+)]
+pub struct InvalidOrigin {
+    pub entry: String,
+    pub why: &'static str,
+}
+
 /// `entry` as an origin the transport compares against: `scheme://host:port` with the
-/// scheme's port filled in when none is given, or `scheme://host:*` for any port. `Err` says
-/// what is wrong with it and what an entry looks like.
-pub fn normalize_origin(entry: &str) -> Result<String, String> {
+/// scheme's port filled in when none is given, or `scheme://host:*` for any port.
+pub fn normalize_origin(entry: &str) -> Result<String, InvalidOrigin> {
     let entry = entry.trim();
     let (base, any_port) = match entry.strip_suffix(":*") {
         Some(base) => (base, true),
         None => (entry, false),
     };
-    let bad = |why: &str| {
-        Err(format!(
-            "`{entry}` is not an origin ({why}); write scheme, host and optionally a port, as `https://app.example.com`, `http://localhost:3000` or `http://localhost:*`"
-        ))
+    let bad = |why: &'static str| {
+        Err(InvalidOrigin {
+            entry: entry.to_owned(),
+            why,
+        })
     };
     let Ok(url) = url::Url::parse(base) else {
         return bad("it does not parse as a URL");
@@ -121,7 +131,7 @@ mod tests {
             ("https://*.example.com", "wildcard"),
             ("*", "does not parse"),
         ] {
-            let err = normalize_origin(entry).unwrap_err();
+            let err = normalize_origin(entry).unwrap_err().to_string();
             assert!(err.contains(why), "{entry}: {err}");
             assert!(err.contains("http://localhost:3000"), "{err}");
         }

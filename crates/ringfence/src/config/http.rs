@@ -96,7 +96,7 @@ impl HttpPlan {
         for entry in &http.allowed_origins {
             allowed_origins.push(
                 ringfence_mcp::normalize_origin(entry)
-                    .map_err(|why| ConfigError::invalid("http.allowed_origins", why))?,
+                    .map_err(|e| ConfigError::invalid("http.allowed_origins", e.to_string()))?,
             );
         }
         let (oauth, metadata) = match &http.oauth {

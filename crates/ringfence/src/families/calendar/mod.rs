@@ -139,7 +139,7 @@ impl UserStores for Stores {
                     },
                     self.settings.timeout,
                 )
-                .map_err(CalendarError::Failed)?;
+                .map_err(|e| CalendarError::Failed(e.to_string()))?;
                 cache.insert(user.to_owned(), s.clone());
                 Ok(Arc::new(s))
             }
