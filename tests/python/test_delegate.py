@@ -149,21 +149,31 @@ async def test_off_unless_delegation_shell_and_model_are_configured(ringfence_bi
         assert "delegate_task" not in names and "run_shell_command" not in names
 
 
-async def test_a_task_through_an_openai_compatible_server(ringfence_bin, dirs):
-    ws, data = dirs
-    FakeOpenAi.moves = script(ws)
+@asynccontextmanager
+async def serve_with_fake_openai(bin_path: Path, ws: Path, data: Path,
+                                 moves: list[tuple[str, dict[str, Any]]],
+                                 **env: str) -> AsyncIterator[Server]:
+    """`ringfence serve` with delegation on, its sub-agent's model the scripted
+    OpenAI-compatible server playing `moves`."""
+    FakeOpenAi.moves = moves
     FakeOpenAi.requests = []
     with http_thread(FakeOpenAi) as url:
         config = delegate_config(
             ws.parent, f'provider = "openai"\nbase_url = "{url}/v1"\nmodel = "fake-gpt"\n')
         with anyio.fail_after(TEST_TIMEOUT_S):
-            async with serve(ringfence_bin, ws, data, preset="full",
+            async with serve(bin_path, ws, data, preset="full",
                              options=("--config", str(config)),
-                             env={"OPENAI_API_KEY": KEY,
-                                  "RINGFENCE_DISABLE_TOOLS": "delete_file"}) as srv:
-                s = check_result(await srv.call("delegate_task", ARGS), ws)
-                assert s["tokens"] == 360
-                assert "fake-gpt" in s["model"]
+                             env={"OPENAI_API_KEY": KEY, **env}) as srv:
+                yield srv
+
+
+async def test_a_task_through_an_openai_compatible_server(ringfence_bin, dirs):
+    ws, data = dirs
+    async with serve_with_fake_openai(ringfence_bin, ws, data, script(ws),
+                                      RINGFENCE_DISABLE_TOOLS="delete_file") as srv:
+        s = check_result(await srv.call("delegate_task", ARGS), ws)
+        assert s["tokens"] == 360
+        assert "fake-gpt" in s["model"]
     first = FakeOpenAi.requests[0]
     assert first["path"] == "/v1/chat/completions"
     assert first["auth"] == f"Bearer {KEY}"
@@ -485,23 +495,16 @@ async def test_undo_edit_right_after_a_delegated_edit_reverts_it(ringfence_bin, 
     ws, data = dirs
     notes = ws / "notes.md"
     notes.write_text("# Notes\n- milk\n")
-    FakeOpenAi.moves = [
+    moves = [
         ("read_file", {"path": str(notes)}),
         ("edit_file", {"path": str(notes), "old_string": "- milk", "new_string": "- oat milk"}),
         ("finish_task", {"status": "completed", "summary": "changed milk to oat milk",
                          "criteria": []}),
     ]
-    FakeOpenAi.requests = []
-    with http_thread(FakeOpenAi) as url:
-        config = delegate_config(
-            ws.parent, f'provider = "openai"\nbase_url = "{url}/v1"\nmodel = "fake-gpt"\n')
-        with anyio.fail_after(TEST_TIMEOUT_S):
-            async with serve(ringfence_bin, ws, data, preset="full",
-                             options=("--config", str(config)),
-                             env={"OPENAI_API_KEY": KEY}) as srv:
-                r = await srv.call("delegate_task", {"description": "Make it oat milk"})
-                assert not is_error(r) and structured(r)["status"] == "completed", text_of(r)
-                assert notes.read_text() == "# Notes\n- oat milk\n"
-                r = await srv.call("undo_edit", {"path": "notes.md"})
-                assert not is_error(r), text_of(r)
-                assert notes.read_text() == "# Notes\n- milk\n"
+    async with serve_with_fake_openai(ringfence_bin, ws, data, moves) as srv:
+        r = await srv.call("delegate_task", {"description": "Make it oat milk"})
+        assert not is_error(r) and structured(r)["status"] == "completed", text_of(r)
+        assert notes.read_text() == "# Notes\n- oat milk\n"
+        r = await srv.call("undo_edit", {"path": "notes.md"})
+        assert not is_error(r), text_of(r)
+        assert notes.read_text() == "# Notes\n- milk\n"

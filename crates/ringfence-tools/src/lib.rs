@@ -11,9 +11,8 @@
 //! tools through one [`ToolRunner`]. Failures the model can fix are [`ToolError`]s,
 //! returned as tool results. Nothing here knows MCP.
 
-pub use ringfence_core::{
-    args, error, family, limits, live, resources, runner, session, spill, text, time, tool, toolbox,
-};
+// The framework, its modules and its items, as `ringfence_tools::…` paths still name them.
+pub use ringfence_core::*;
 
 pub mod calendar;
 
@@ -27,25 +26,7 @@ pub mod memory;
 pub mod shell;
 pub mod web;
 
-pub use error::{BackendError, ToolError, ToolErrorKind, ToolResult};
-pub use family::{Catalogue, Family, FamilyInfo, Preset, Selection, SelectionError};
 pub use journal::{
     FileKey, Journal, JournalEntry, JournalError, JournalRecord, Journaling, MemoryJournal,
 };
-pub use limits::{Limits, LimitsError};
 pub use memory::MemoryBackend;
-pub use resources::{PromptContent, PromptInfo, ResourceInfo, ResourceProvider, ResourceSet};
-pub use runner::{
-    AuditEvent, AuditSink, CallMetrics, CallRequest, CallScope, StepAudit, ToolRunner, UnknownTool,
-    redact_args,
-};
-pub use session::{
-    ClientSampler, LOCAL_USER, ReadRecord, ReadTracker, SamplingContent, SamplingMessage,
-    SamplingReply, SamplingRequest, SamplingRole, SamplingTool, Session, SharedReads,
-};
-pub use spill::SpillStore;
-pub use tool::{
-    Annotations, Async, AsyncTool, Blocking, BlockingTool, BoxFuture, Content, Progress,
-    ProgressUpdate, Tool, ToolContext, ToolOutput,
-};
-pub use toolbox::{DefinitionFormat, Toolbox, definition};

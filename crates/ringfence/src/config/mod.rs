@@ -163,8 +163,8 @@ impl Config {
         let limits = limits::resolve(file.limits.as_ref(), env)?;
 
         // 7. Tools.
-        let tools = tools::resolve(over, env, file.tools)?;
         let iris_files_off = tools::iris_files_off(env)?;
+        let tools = tools::resolve(over, env, file.tools, iris_files_off)?;
 
         // 7b. The language model.
         let llm = llm::resolve(file.llm.as_ref())?;

@@ -12,6 +12,7 @@ pub(super) fn resolve(
     over: &Overrides,
     env: &dyn Env,
     file: Option<ToolsConfig>,
+    iris_files_off: bool,
 ) -> Result<Selection, ConfigError> {
     let file = file.unwrap_or_default();
     let env_enable = env
@@ -78,7 +79,7 @@ pub(super) fn resolve(
     }
     disable.extend(over.disable.iter().cloned());
     // Seed 000's switch: an explicit false turns the file tools off, over any selection.
-    if iris_files_off(env)? {
+    if iris_files_off {
         disable.push("files".into());
     }
     Ok(Selection {
