@@ -382,6 +382,33 @@ fn object(r: &rusqlite::Row) -> rusqlite::Result<Object> {
     })
 }
 
+/// The local calendars' state, for `ringfence store migrate`: both schemas, the tables, and
+/// the SQLite file at `file`.
+#[cfg(feature = "postgres")]
+pub fn state(file: std::path::PathBuf) -> crate::pg::copy::Family {
+    use crate::pg::copy::{Family, Table};
+    Family {
+        sqlite: &CALENDAR_SCHEMA,
+        postgres: &crate::pg::calendar::CALENDAR_PG_SCHEMA,
+        tables: &[
+            Table {
+                name: "calendars",
+                renamed: None,
+                key: &["user", "id"],
+                identity: None,
+            },
+            Table {
+                name: "calendar_objects",
+                renamed: None,
+                key: &["user", "calendar", "href"],
+                identity: None,
+            },
+        ],
+        file,
+        durability: crate::Durability::Full,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

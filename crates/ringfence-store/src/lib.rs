@@ -19,8 +19,9 @@ use ringfence_tools::{FileKey, Journal, JournalEntry, JournalRecord};
 
 /// Runs each named test once per backend, for a test module that defines `SqliteBed`
 /// (around a temporary directory) and `PgBed` (around a scratch database); PostgreSQL's
-/// runs are skipped without a test cluster.
-#[cfg(test)]
+/// runs are skipped without a test cluster. The calling crate needs `tempfile` among its
+/// dev-dependencies and this crate's `postgres` feature.
+#[macro_export]
 macro_rules! on_both_beds {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -29,11 +30,10 @@ macro_rules! on_both_beds {
                 super::$name(&super::SqliteBed(tempfile::tempdir().unwrap()));
             })*
         }
-        #[cfg(feature = "postgres")]
         mod postgres {
             $(#[test]
             fn $name() {
-                if let Some(db) = crate::pg::scratch::ScratchDb::new() {
+                if let Some(db) = $crate::pg::scratch::ScratchDb::new() {
                     super::$name(&super::PgBed(db));
                 }
             })*
@@ -43,7 +43,6 @@ macro_rules! on_both_beds {
 
 pub mod calendar;
 mod error;
-pub mod followups;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod pg;
@@ -82,6 +81,24 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX edit_journal_file ON edit_journal (path, id);",
 ];
+
+/// The edit journal's state, for `ringfence store migrate`: both schemas, the table, and
+/// the SQLite file at `file`.
+#[cfg(feature = "postgres")]
+pub fn journal_state(file: PathBuf) -> pg::copy::Family {
+    pg::copy::Family {
+        sqlite: &JOURNAL_SCHEMA,
+        postgres: &pg::journal::JOURNAL_PG_SCHEMA,
+        tables: &[pg::copy::Table {
+            name: "edit_journal",
+            renamed: None,
+            key: &["id"],
+            identity: Some("id"),
+        }],
+        file,
+        durability: Durability::Process,
+    }
+}
 
 /// Bytes of previous versions kept in the journal across all files; the oldest go first.
 pub const JOURNAL_MAX_BYTES: i64 = 512 * 1024 * 1024;
@@ -156,7 +173,9 @@ impl Store {
         &self.path
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
+    /// The connection, for one statement or transaction at a time (a family's store runs
+    /// its SQL through it).
+    pub fn conn(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -18,7 +18,7 @@ pub mod calendar;
 
 pub mod delegate;
 pub mod files;
-pub mod followups;
+
 pub mod images;
 pub mod journal;
 

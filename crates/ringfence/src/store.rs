@@ -6,14 +6,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::OnceLock;
 
+use ringfence_followups::store::pg::PgFollowups;
+use ringfence_followups::store::{FollowupDb, FollowupStore};
 use ringfence_store::calendar::{CalendarDb, CalendarStore};
-use ringfence_store::followups::{FollowupDb, FollowupStore};
 use ringfence_store::memory::{EmbedderLoader, MemoryDb, RankConfig};
 use ringfence_store::pg::Pg;
 use ringfence_store::pg::audit::PgAudit;
 use ringfence_store::pg::calendar::PgCalendar;
 use ringfence_store::pg::credentials::PgCredentials;
-use ringfence_store::pg::followups::PgFollowups;
 use ringfence_store::pg::journal::PgJournalRows;
 use ringfence_store::pg::sessions::PgSessions;
 use ringfence_store::{Durability, QueuedJournal, Store, StoreError};

@@ -553,5 +553,32 @@ impl MemoryBackend for MemoryDb {
     }
 }
 
+/// Truths' and memories' state, for `ringfence store migrate`: both schemas, the tables, and
+/// the SQLite file at `file`.
+#[cfg(feature = "postgres")]
+pub fn state(file: std::path::PathBuf) -> crate::pg::copy::Family {
+    use crate::pg::copy::{Family, Table};
+    Family {
+        sqlite: &MEMORY_SCHEMA,
+        postgres: &crate::pg::memory::MEMORY_PG_SCHEMA,
+        tables: &[
+            Table {
+                name: "items",
+                renamed: Some("memory_items"),
+                key: &["id"],
+                identity: Some("id"),
+            },
+            Table {
+                name: "counters",
+                renamed: Some("memory_counters"),
+                key: &["user", "kind"],
+                identity: None,
+            },
+        ],
+        file,
+        durability: crate::Durability::Full,
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -87,7 +87,7 @@ fn open(t: &dyn Bed, embedder: bool) -> Arc<MemoryDb> {
     })
 }
 
-on_both_beds!(
+crate::on_both_beds!(
     ids_count_per_user_and_kind_and_survive_reopen,
     one_user_never_reaches_another_users_rows,
     duplicates_by_text_or_meaning_are_not_stored_twice,

@@ -1,11 +1,13 @@
-//! Moving state between the backends: every row of the families' SQLite files into
-//! PostgreSQL, or back (`ringfence store migrate`).
+//! Moving state between the backends: every row of a family's SQLite file into PostgreSQL,
+//! or back (`ringfence store migrate`, over the tables each family registers).
 //!
 //! Both sides are migrated to the current schema first (the step numbering is the same, so
-//! the tables are too). Rows stream from the source and are written in batches of
-//! [`BATCH`], one transaction each; a row whose key is already in the target is left as it
-//! is, so a copy that was interrupted is resumed by running it again. At the end each
-//! table's rows are counted on both sides: fewer in the target is an error.
+//! the tables are too). A table's columns and their kinds are read from the SQLite schema,
+//! so a registration names only the table, its key and its numbered column. Rows stream
+//! from the source and are written in batches of [`BATCH`], one transaction each; a row
+//! whose key is already in the target is left as it is, so a copy that was interrupted is
+//! resumed by running it again. At the end each table's rows are counted on both sides:
+//! fewer in the target is an error.
 
 use std::path::PathBuf;
 
@@ -26,21 +28,21 @@ pub enum Kind {
     Bytes,
 }
 
-/// One table: its columns (key columns first) and the identity column PostgreSQL numbers.
+/// One table: its name, key and the identity column PostgreSQL numbers (its columns are
+/// read from the SQLite schema).
 #[derive(Debug)]
 pub struct Table {
     pub name: &'static str,
     /// Its name in PostgreSQL, where that differs (a shared database names tables by
     /// family).
     pub renamed: Option<&'static str>,
-    pub columns: &'static [(&'static str, Kind)],
     /// The primary key's columns (rows already in the target are skipped by it).
     pub key: &'static [&'static str],
     /// A column PostgreSQL fills from a sequence, moved past the copied rows afterwards.
     pub identity: Option<&'static str>,
 }
 
-/// One family's tables and where its SQLite file is.
+/// One family's state: its schemas, its tables and where its SQLite file is.
 #[derive(Debug)]
 pub struct Family {
     pub sqlite: &'static Schema,
@@ -81,12 +83,49 @@ fn quoted(name: &str) -> String {
     format!("\"{name}\"")
 }
 
-fn column_list(t: &Table) -> String {
-    t.columns
+/// A table's columns as the SQLite schema declares them, each with its kind.
+pub type Columns = Vec<(String, Kind)>;
+
+fn column_list(columns: &Columns) -> String {
+    columns
         .iter()
         .map(|(c, _)| quoted(c))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The columns of `table` in the SQLite file, in their order, with the kind each declares
+/// (`INTEGER`, `TEXT` or `BLOB`; any other declaration is refused, naming the column).
+pub fn columns(sqlite: &Store, table: &str) -> Result<Columns, StoreError> {
+    let conn = sqlite.conn();
+    let mut info = conn.prepare("SELECT name, type FROM pragma_table_info(?1) ORDER BY cid")?;
+    let declared = info
+        .query_map([table], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    if declared.is_empty() {
+        return Err(StoreError::InvalidRecord(format!(
+            "table {table} is not in {}",
+            sqlite.path().display()
+        )));
+    }
+    declared
+        .into_iter()
+        .map(|(name, ty)| {
+            let kind = match ty.to_ascii_uppercase().as_str() {
+                "INTEGER" => Kind::Int,
+                "TEXT" => Kind::Text,
+                "BLOB" => Kind::Bytes,
+                other => {
+                    return Err(StoreError::InvalidRecord(format!(
+                        "column {table}.{name} is declared `{other}`; a copied column must be INTEGER, TEXT or BLOB"
+                    )));
+                }
+            };
+            Ok((name, kind))
+        })
+        .collect()
 }
 
 fn key_list(t: &Table) -> String {
@@ -95,174 +134,6 @@ fn key_list(t: &Table) -> String {
         .map(|c| quoted(c))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Where each family keeps its SQLite file.
-#[derive(Debug, Clone)]
-pub struct Files {
-    /// The edit journal (`ringfence.db`).
-    pub journal: PathBuf,
-    pub followups: PathBuf,
-    pub calendar: PathBuf,
-    pub memory: PathBuf,
-}
-
-/// The families whose state both backends keep, with their SQLite files: the edit journal,
-/// follow-ups, local calendars, truths and memories.
-pub fn families(files: Files) -> Vec<Family> {
-    use Kind::{Bytes, Int, Text};
-    const JOURNAL: &[Table] = &[Table {
-        name: "edit_journal",
-        renamed: None,
-        columns: &[
-            ("id", Int),
-            ("path", Text),
-            ("tool", Text),
-            ("at_ms", Int),
-            ("before", Bytes),
-            ("patch_prefix", Int),
-            ("patch_suffix", Int),
-            ("mode", Int),
-            ("after_hash", Bytes),
-            ("size", Int),
-        ],
-        key: &["id"],
-        identity: Some("id"),
-    }];
-    const FOLLOWUPS: &[Table] = &[
-        Table {
-            name: "followups",
-            renamed: None,
-            columns: &[
-                ("id", Int),
-                ("user", Text),
-                ("number", Int),
-                ("context", Text),
-                ("due_ms", Int),
-                ("status", Text),
-                ("created_ms", Int),
-                ("updated_ms", Int),
-                ("hold_ms", Int),
-                ("attempts", Int),
-                ("last_error", Text),
-                ("lease_owner", Text),
-                ("lease_until_ms", Int),
-                ("delivered_ms", Int),
-                ("delivered_via", Text),
-                ("cancel_reason", Text),
-                ("idempotency_key", Text),
-            ],
-            key: &["id"],
-            identity: Some("id"),
-        },
-        Table {
-            name: "followup_counters",
-            renamed: None,
-            columns: &[("user", Text), ("last", Int)],
-            key: &["user"],
-            identity: None,
-        },
-    ];
-    const CALENDAR: &[Table] = &[
-        Table {
-            name: "calendars",
-            renamed: None,
-            columns: &[
-                ("user", Text),
-                ("id", Text),
-                ("name", Text),
-                ("created_ms", Int),
-            ],
-            key: &["user", "id"],
-            identity: None,
-        },
-        Table {
-            name: "calendar_objects",
-            renamed: None,
-            columns: &[
-                ("user", Text),
-                ("calendar", Text),
-                ("href", Text),
-                ("ics", Text),
-                ("version", Int),
-                ("span_start", Int),
-                ("span_end", Int),
-                ("updated_ms", Int),
-            ],
-            key: &["user", "calendar", "href"],
-            identity: None,
-        },
-    ];
-    const MEMORY: &[Table] = &[
-        Table {
-            name: "items",
-            renamed: Some("memory_items"),
-            columns: &[
-                ("id", Int),
-                ("user", Text),
-                ("kind", Text),
-                ("number", Int),
-                ("content", Text),
-                ("norm_hash", Bytes),
-                ("category", Text),
-                ("memory_type", Text),
-                ("tags", Text),
-                ("pinned", Int),
-                ("source", Text),
-                ("created_ms", Int),
-                ("updated_ms", Int),
-                ("access_count", Int),
-                ("last_access_ms", Int),
-                ("embedding", Bytes),
-                ("embedding_model", Text),
-            ],
-            key: &["id"],
-            identity: Some("id"),
-        },
-        Table {
-            name: "counters",
-            renamed: Some("memory_counters"),
-            columns: &[("user", Text), ("kind", Text), ("last", Int)],
-            key: &["user", "kind"],
-            identity: None,
-        },
-    ];
-    let Files {
-        journal,
-        followups,
-        calendar,
-        memory,
-    } = files;
-    vec![
-        Family {
-            sqlite: &crate::JOURNAL_SCHEMA,
-            postgres: &super::journal::JOURNAL_PG_SCHEMA,
-            tables: JOURNAL,
-            file: journal,
-            durability: Durability::Process,
-        },
-        Family {
-            sqlite: &crate::followups::FOLLOWUP_SCHEMA,
-            postgres: &super::followups::FOLLOWUP_PG_SCHEMA,
-            tables: FOLLOWUPS,
-            file: followups,
-            durability: Durability::Full,
-        },
-        Family {
-            sqlite: &crate::calendar::CALENDAR_SCHEMA,
-            postgres: &super::calendar::CALENDAR_PG_SCHEMA,
-            tables: CALENDAR,
-            file: calendar,
-            durability: Durability::Full,
-        },
-        Family {
-            sqlite: &crate::memory::MEMORY_SCHEMA,
-            postgres: &super::memory::MEMORY_PG_SCHEMA,
-            tables: MEMORY,
-            file: memory,
-            durability: Durability::Full,
-        },
-    ]
 }
 
 /// Copies every table of `family` in `direction`, telling `progress` (table, rows so far)
@@ -277,9 +148,10 @@ pub fn copy_family(
     pg.migrate(family.postgres)?;
     let mut report = Vec::new();
     for table in family.tables {
+        let cols = columns(&sqlite, table.name)?;
         let (read, written) = match direction {
-            Direction::SqliteToPostgres => sqlite_to_pg(&sqlite, pg, table, progress)?,
-            Direction::PostgresToSqlite => pg_to_sqlite(pg, &sqlite, table, progress)?,
+            Direction::SqliteToPostgres => sqlite_to_pg(&sqlite, pg, table, &cols, progress)?,
+            Direction::PostgresToSqlite => pg_to_sqlite(pg, &sqlite, table, &cols, progress)?,
         };
         if let (Direction::SqliteToPostgres, Some(id)) = (direction, table.identity) {
             // New rows numbered by PostgreSQL must come after the copied ones.
@@ -337,10 +209,11 @@ fn sqlite_to_pg(
     sqlite: &Store,
     pg: &Pg,
     table: &Table,
+    cols: &Columns,
     progress: &mut dyn FnMut(&str, u64),
 ) -> Result<(u64, u64), StoreError> {
-    let columns = column_list(table);
-    let params: Vec<String> = (1..=table.columns.len()).map(|i| format!("${i}")).collect();
+    let columns = column_list(cols);
+    let params: Vec<String> = (1..=cols.len()).map(|i| format!("${i}")).collect();
     let insert = format!(
         "INSERT INTO {} ({columns}) VALUES ({}) ON CONFLICT DO NOTHING",
         table.pg_name(),
@@ -358,8 +231,8 @@ fn sqlite_to_pg(
     loop {
         let row = rows.next()?;
         if let Some(row) = row {
-            let mut values = Vec::with_capacity(table.columns.len());
-            for (i, (_, kind)) in table.columns.iter().enumerate() {
+            let mut values = Vec::with_capacity(cols.len());
+            for (i, (_, kind)) in cols.iter().enumerate() {
                 values.push(to_pg(row.get::<_, Value>(i)?, *kind)?);
             }
             batch.push(values);
@@ -404,10 +277,11 @@ fn pg_to_sqlite(
     pg: &Pg,
     sqlite: &Store,
     table: &Table,
+    cols: &Columns,
     progress: &mut dyn FnMut(&str, u64),
 ) -> Result<(u64, u64), StoreError> {
-    let columns = column_list(table);
-    let params: Vec<String> = (1..=table.columns.len()).map(|i| format!("?{i}")).collect();
+    let columns = column_list(cols);
+    let params: Vec<String> = (1..=cols.len()).map(|i| format!("?{i}")).collect();
     let insert = format!(
         "INSERT OR IGNORE INTO {} ({columns}) VALUES ({})",
         table.name,
@@ -433,8 +307,7 @@ fn pg_to_sqlite(
             {
                 let mut statement = sql_tx.prepare_cached(&insert)?;
                 for row in &rows {
-                    let values: Vec<Value> = table
-                        .columns
+                    let values: Vec<Value> = cols
                         .iter()
                         .enumerate()
                         .map(|(i, (_, kind))| from_pg(row, i, *kind))
@@ -452,232 +325,32 @@ fn pg_to_sqlite(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use ringfence_tools::followups::FollowupBackend;
-    use ringfence_tools::{FileKey, Journal, JournalEntry};
-
-    use ringfence_tools::memory::{Kind, MemoryBackend, NewItem, Query, SearchMode, StoreOutcome};
-
     use super::*;
-    use crate::calendar::{CalendarDb, CalendarStore};
-    use crate::followups::{FollowupDb, FollowupStore};
-    use crate::memory::{MemoryDb, RankConfig};
-    use crate::pg::followups::PgFollowups;
-    use crate::pg::scratch::ScratchDb;
 
-    fn files(dir: &std::path::Path) -> Vec<Family> {
-        families(Files {
-            journal: dir.join("ringfence.db"),
-            followups: dir.join("followups.db"),
-            calendar: dir.join("calendar.db"),
-            memory: dir.join("memory.db"),
-        })
-    }
-
-    /// A two-dimensional embedder: "tea" one way, everything else the other.
-    #[derive(Debug)]
-    struct Axis;
-
-    impl ringfence_embed::Embedder for Axis {
-        fn id(&self) -> &str {
-            "test:axis"
-        }
-        fn dims(&self) -> usize {
-            2
-        }
-        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ringfence_embed::EmbedError> {
-            Ok(texts
-                .iter()
-                .map(|t| {
-                    if t.contains("tea") {
-                        vec![1.0, 0.0]
-                    } else {
-                        vec![0.0, 1.0]
-                    }
-                })
-                .collect())
-        }
-    }
-
-    fn memory_db(
-        open: impl FnOnce(Option<crate::memory::EmbedderLoader>) -> Arc<MemoryDb>,
-    ) -> Arc<MemoryDb> {
-        open(Some(Box::new(|| {
-            Ok(Arc::new(Axis) as Arc<dyn ringfence_embed::Embedder>)
-        })))
-    }
-
-    fn new_item(content: &str) -> NewItem {
-        NewItem {
-            content: content.into(),
-            category: None,
-            memory_type: Some("preference".into()),
-            tags: vec!["drinks".into()],
-            pinned: false,
-            source: "conversation".into(),
-        }
-    }
-
-    /// Every row of every table, in key order, as SQLite holds them.
-    fn dump(dir: &std::path::Path) -> Vec<(String, Vec<Vec<Value>>)> {
-        let mut all = Vec::new();
-        for family in files(dir) {
-            let store = Store::open_schema(&family.file, family.durability, family.sqlite).unwrap();
-            for t in family.tables {
-                let conn = store.conn();
-                let mut q = conn
-                    .prepare(&format!(
-                        "SELECT {} FROM {} ORDER BY {}",
-                        column_list(t),
-                        t.name,
-                        key_list(t)
-                    ))
-                    .unwrap();
-                let rows: Vec<Vec<Value>> = q
-                    .query_map([], |r| {
-                        (0..t.columns.len()).map(|i| r.get::<_, Value>(i)).collect()
-                    })
-                    .unwrap()
-                    .collect::<Result<_, _>>()
-                    .unwrap();
-                all.push((t.name.to_owned(), rows));
-            }
-        }
-        all
-    }
-
-    fn fill(dir: &std::path::Path) {
-        let journal = crate::QueuedJournal::sqlite(Arc::new(
-            Store::open_with(&dir.join("ringfence.db"), Durability::Process).unwrap(),
-        ));
-        for i in 0..3 {
-            journal
-                .record(JournalEntry {
-                    key: FileKey {
-                        path: format!("/r/f{i}"),
-                    },
-                    tool: "write_file".into(),
-                    before: Some(vec![0, 159, 146, i]),
-                    after_hash: Some([i; 32]),
-                    mode: Some(0o640),
-                    patch: (i == 1).then_some((2, 3)),
-                })
-                .unwrap();
-        }
-        journal.flush();
-        let followups = FollowupDb::open(&dir.join("followups.db")).unwrap();
-        // More than a batch, so the copy streams in several transactions.
-        for i in 0..(BATCH as i64 + 20) {
-            followups
-                .schedule(&format!("u{}", i % 3), &format!("ctx {i} ✓"), 60_000 * i, 0)
-                .unwrap();
-        }
-        followups.cancel("u1", 2, Some("no need"), 1).unwrap();
-        let memory = memory_db(|l| {
-            MemoryDb::open(&dir.join("memory.db"), l, RankConfig::default()).unwrap()
-        });
-        for (user, text) in [
-            ("alice", "Alice drinks green tea"),
-            ("alice", "Alice rows"),
-            ("bob", "Bob likes jazz"),
-        ] {
-            memory.store(user, Kind::Memory, new_item(text)).unwrap();
-        }
-        memory
-            .store("alice", Kind::Truth, new_item("Alice is a nurse"))
-            .unwrap();
-        memory.delete("alice", Kind::Memory, 2).unwrap().unwrap();
-        let calendar = CalendarDb::open(&dir.join("calendar.db")).unwrap();
-        calendar
-            .calendars("alice", ("personal", "Personal"), 1)
-            .unwrap();
-        calendar
-            .insert(
-                "alice",
-                "personal",
-                "e1.ics",
-                "BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n",
-                (1, 2),
-                5,
-            )
-            .unwrap();
-    }
+    static DEMO: Schema = Schema {
+        name: "demo",
+        migrations: &[
+            "CREATE TABLE good (id INTEGER PRIMARY KEY, name TEXT, data BLOB);
+             CREATE TABLE odd (id INTEGER PRIMARY KEY, price REAL);",
+        ],
+    };
 
     #[test]
-    fn sqlite_to_postgres_to_sqlite_keeps_every_row() {
-        let Some(db) = ScratchDb::new() else { return };
-        let pg = db.connect();
-        let (from, back) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        fill(from.path());
-        let mut seen = Vec::new();
-        for family in files(from.path()) {
-            let report = copy_family(&family, &pg, Direction::SqliteToPostgres, &mut |t, n| {
-                seen.push((t.to_owned(), n))
-            })
-            .unwrap();
-            for c in &report {
-                assert_eq!(
-                    (c.read, c.written, c.in_target),
-                    (c.read, c.read, c.read),
-                    "{c:?}"
-                );
-            }
-        }
-        // Progress came per batch: the follow-ups in two.
-        let batches: Vec<u64> = seen
-            .iter()
-            .filter(|(t, _)| t == "followups")
-            .map(|s| s.1)
-            .collect();
-        assert_eq!(batches, [BATCH as u64, BATCH as u64 + 20]);
-        // Again: nothing new is written, nothing is lost (an interrupted copy resumes so).
-        for family in files(from.path()) {
-            for c in copy_family(&family, &pg, Direction::SqliteToPostgres, &mut |_, _| {}).unwrap()
-            {
-                assert_eq!(c.written, 0, "{c:?}");
-            }
-        }
-        // And back, into empty files: the same rows, byte for byte.
-        for family in files(back.path()) {
-            copy_family(&family, &pg, Direction::PostgresToSqlite, &mut |_, _| {}).unwrap();
-        }
-        assert_eq!(dump(from.path()), dump(back.path()));
-        // PostgreSQL numbers new rows after the copied ones (else the insert would collide).
-        let f = PgFollowups::open(pg.clone()).unwrap();
-        f.schedule("u0", "after the copy", 1, 1).unwrap();
+    fn columns_come_from_the_sqlite_schema_and_odd_kinds_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Store::open_schema(&dir.path().join("demo.db"), Durability::Full, &DEMO).unwrap();
         assert_eq!(
-            f.counts().unwrap().iter().map(|c| c.1).sum::<i64>(),
-            BATCH as i64 + 21
+            columns(&store, "good").unwrap(),
+            [
+                ("id".to_owned(), Kind::Int),
+                ("name".to_owned(), Kind::Text),
+                ("data".to_owned(), Kind::Bytes)
+            ]
         );
-        let back_calendar = CalendarDb::open(&back.path().join("calendar.db")).unwrap();
-        assert_eq!(back_calendar.all("alice", None).unwrap().len(), 1);
-        // The copied memories are found by words and by meaning, and numbering goes on.
-        let memory =
-            memory_db(|l| MemoryDb::open_postgres(pg.clone(), l, RankConfig::default()).unwrap());
-        let found = memory
-            .search(
-                "alice",
-                Kind::Memory,
-                &Query {
-                    text: "tea".into(),
-                    limit: 5,
-                    memory_type: None,
-                    category: None,
-                    tags: Vec::new(),
-                },
-            )
-            .unwrap();
-        assert_eq!(found.mode, SearchMode::Hybrid);
-        assert_eq!(found.hits[0].item.content, "Alice drinks green tea");
-        assert_eq!(found.hits[0].similarity, Some(1.0));
-        assert!(found.hits[0].keyword_match);
-        let StoreOutcome::Stored(next) = memory
-            .store("alice", Kind::Memory, new_item("Alice sails"))
-            .unwrap()
-        else {
-            panic!("stored as a duplicate")
-        };
-        assert_eq!(next.id, 3);
+        let odd = columns(&store, "odd").unwrap_err().to_string();
+        assert!(odd.contains("odd.price") && odd.contains("REAL"), "{odd}");
+        let missing = columns(&store, "nothing").unwrap_err().to_string();
+        assert!(missing.contains("table nothing is not in"), "{missing}");
     }
 }

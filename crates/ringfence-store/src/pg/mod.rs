@@ -30,13 +30,13 @@ pub mod audit;
 pub mod calendar;
 pub mod copy;
 pub mod credentials;
-pub mod followups;
 pub mod journal;
 pub mod memory;
 pub mod scratch;
 pub mod sessions;
 
 pub use tokio_postgres::Error as PgError;
+pub use tokio_postgres::types::ToSql;
 pub use tokio_postgres::{GenericClient, Row, Transaction};
 
 /// How to reach the database.

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use ringfence_store::followups::{ExportRecord, FollowupStore};
+use ringfence_followups::store::{ExportRecord, FollowupStore};
 use ringfence_tools::time::format_iso_ms;
 
 use super::{fail, print_out, read_input, say};

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ringfence_tools::followups::QuietHours;
+use ringfence_followups::QuietHours;
 use ringfence_tools::time::{self, TimeZone};
 use serde::Deserialize;
 

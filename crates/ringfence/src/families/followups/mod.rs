@@ -3,12 +3,12 @@
 
 use std::sync::{Arc, OnceLock};
 
-use ringfence_store::followups::FollowupStore;
-use ringfence_tools::error::BackendError;
-use ringfence_tools::followups::{
+use ringfence_followups::store::FollowupStore;
+use ringfence_followups::{
     self as family, ChangeOutcome, DeliveryPolicy, Followup, FollowupBackend, FollowupServices,
     ListFilter, Listed, SystemClock, UserDelivery,
 };
+use ringfence_tools::error::BackendError;
 use ringfence_tools::live::LiveSessions;
 use ringfence_tools::{Family, FamilyInfo};
 

@@ -1,7 +1,7 @@
 //! The scheduler: claims follow-ups as they fall due and delivers them through the user's
 //! channels. It runs inside `ringfence serve` (a supervisor job) and as `ringfence
 //! scheduler`; any number of them may share one data directory, since each follow-up is
-//! claimed with a lease (see `ringfence_store::followups`).
+//! claimed with a lease (see `ringfence_followups::store`).
 //!
 //! A claimed follow-up whose user is in quiet hours is held until they end (no attempt is
 //! counted). Otherwise it goes to every channel that serves the user at once; it is
@@ -18,9 +18,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ringfence_followups::store::{Claim, Deliverable, FollowupStore};
+use ringfence_followups::{Clock, DUE_URI, SystemClock};
 use ringfence_llm::{ChatModel, ChatRequest, Message};
-use ringfence_store::followups::{Claim, Deliverable, FollowupStore};
-use ringfence_tools::followups::{Clock, DUE_URI, SystemClock};
 use ringfence_tools::live::{LiveSessions, Notice};
 use ringfence_tools::time::{format_in_zone, format_iso_ms};
 use serde_json::json;
@@ -434,7 +434,7 @@ async fn deliver(
             let live = to.live.as_ref().ok_or(NOBODY_LISTENING)?;
             let notice = Notice {
                 user: to.user.clone(),
-                from: ringfence_tools::followups::FAMILY,
+                from: ringfence_followups::FAMILY,
                 kind: "followup",
                 message: doc["message"].as_str().unwrap_or_default().to_owned(),
                 document: doc.clone(),
@@ -705,8 +705,8 @@ async fn command(argv: &[String], timeout: Duration, body: &[u8]) -> Result<(), 
 mod tests {
     use super::*;
     use crate::config::tests::load_file;
+    use ringfence_followups::FollowupBackend;
     use ringfence_tools::BoxFuture;
-    use ringfence_tools::followups::FollowupBackend;
     use ringfence_tools::live::NoticeSink;
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicI64, Ordering};
@@ -732,14 +732,14 @@ mod tests {
         toml: &str,
         dir: &std::path::Path,
     ) -> (
-        Arc<ringfence_store::followups::FollowupDb>,
+        Arc<ringfence_followups::store::FollowupDb>,
         Arc<TestClock>,
         Arc<Scheduler>,
     ) {
         let config = load_file(toml, &[]).unwrap();
         let settings = config.families.get::<FollowupSettings>("followups").clone();
         let db = Arc::new(
-            ringfence_store::followups::FollowupDb::open(&dir.join("followups.db")).unwrap(),
+            ringfence_followups::store::FollowupDb::open(&dir.join("followups.db")).unwrap(),
         );
         let clock = Arc::new(TestClock(AtomicI64::new(T0)));
         let s = Scheduler::new(db.clone(), settings, None)
@@ -842,11 +842,7 @@ mod tests {
         assert_eq!(*alice.0.lock().unwrap(), ["ask about the interview"]);
         assert!(bob.0.lock().unwrap().is_empty());
         drop(registration);
-        let done = db.list(
-            "alice",
-            ringfence_tools::followups::ListFilter::Completed,
-            5,
-        );
+        let done = db.list("alice", ringfence_followups::ListFilter::Completed, 5);
         assert_eq!(
             done.unwrap().followups[0].delivered_via.as_deref(),
             Some("mcp")

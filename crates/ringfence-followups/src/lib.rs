@@ -12,6 +12,7 @@ mod due;
 
 mod list_followups;
 mod schedule_followup;
+pub mod store;
 mod update_followup;
 
 use std::sync::Arc;
@@ -19,11 +20,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
-use crate::error::{BackendError, ToolError, ToolErrorKind, ToolResult};
-use crate::family::{Family, FamilyInfo};
-use crate::text::{indented, refuse_controls};
-use crate::time::{TimeZone, format_in_zone, format_iso_ms};
-use crate::tool::{Blocking, Tool};
+use ringfence_core::error::{BackendError, ToolError, ToolErrorKind, ToolResult};
+use ringfence_core::family::{Family, FamilyInfo};
+use ringfence_core::text::{indented, refuse_controls};
+use ringfence_core::time::{TimeZone, format_in_zone, format_iso_ms};
+use ringfence_core::tool::{Blocking, Tool};
 
 pub use cancel_followup::CancelFollowup;
 pub use due::{DUE_PROMPT, DUE_URI, DueFollowups};
@@ -289,7 +290,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> i64 {
-        crate::time::now_ms()
+        ringfence_core::time::now_ms()
     }
 }
 
@@ -631,7 +632,7 @@ pub(crate) mod tests {
             UserDelivery {
                 proactive: true,
                 enable_hint: String::new(),
-                zone: crate::time::zone("UTC").unwrap(),
+                zone: ringfence_core::time::zone("UTC").unwrap(),
                 zone_name: "UTC".into(),
                 quiet_hours: None,
                 channels: vec!["mcp".into()],
@@ -676,7 +677,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_time_in_quiet_hours_waits_for_their_end_in_the_users_zone() {
-        let zone = crate::time::zone("Europe/Berlin").unwrap();
+        let zone = ringfence_core::time::zone("Europe/Berlin").unwrap();
         let q = QuietHours::parse("22:00-07:00").unwrap();
         let at = |s: &str| {
             jiff::Timestamp::from_second(

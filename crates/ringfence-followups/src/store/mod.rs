@@ -9,16 +9,42 @@
 //! carries the same idempotency key, so a receiver can drop the rare duplicate of a
 //! delivery that did go out before the process died).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
-use ringfence_tools::error::BackendError;
-use ringfence_tools::followups::{
-    ChangeOutcome, Followup, FollowupBackend, ListFilter, Listed, Status,
-};
+use crate::{ChangeOutcome, Followup, FollowupBackend, ListFilter, Listed, Status};
+use ringfence_core::error::BackendError;
 
-use crate::{Durability, Schema, Store, StoreError};
+use ringfence_store::pg::copy::{self, Table};
+use ringfence_store::{Durability, Schema, Store, StoreError};
+
+pub mod pg;
+
+/// The follow-ups' state, for `ringfence store migrate`: both schemas, the tables, and the
+/// SQLite file at `file`.
+pub fn state(file: PathBuf) -> copy::Family {
+    copy::Family {
+        sqlite: &FOLLOWUP_SCHEMA,
+        postgres: &pg::FOLLOWUP_PG_SCHEMA,
+        tables: &[
+            Table {
+                name: "followups",
+                renamed: None,
+                key: &["id"],
+                identity: Some("id"),
+            },
+            Table {
+                name: "followup_counters",
+                renamed: None,
+                key: &["user"],
+                identity: None,
+            },
+        ],
+        file,
+        durability: Durability::Full,
+    }
+}
 
 /// The follow-up database (`followups.db`).
 pub const FOLLOWUP_SCHEMA: Schema = Schema {
@@ -200,10 +226,10 @@ pub(crate) fn check_record<'a>(
         return Err(bad("no user"));
     }
     let n = r.context.trim().chars().count();
-    if n == 0 || n > ringfence_tools::followups::MAX_CONTEXT_CHARS {
+    if n == 0 || n > crate::MAX_CONTEXT_CHARS {
         return Err(bad(&format!(
             "the context must have 1 to {} characters",
-            ringfence_tools::followups::MAX_CONTEXT_CHARS
+            crate::MAX_CONTEXT_CHARS
         )));
     }
     if r.idempotency_key.trim().is_empty() {
@@ -718,22 +744,21 @@ mod tests {
         }
     }
 
-    #[cfg(feature = "postgres")]
-    struct PgBed(crate::pg::scratch::ScratchDb);
+    struct PgBed(ringfence_store::pg::scratch::ScratchDb);
 
-    #[cfg(feature = "postgres")]
     impl Bed for PgBed {
         fn db(&self) -> Box<dyn FollowupStore> {
-            Box::new(crate::pg::followups::PgFollowups::open(self.0.connect()).unwrap())
+            Box::new(pg::PgFollowups::open(self.0.connect()).unwrap())
         }
         fn another(&self) -> (Box<dyn std::any::Any>, Box<dyn FollowupStore>) {
-            let bed = PgBed(crate::pg::scratch::ScratchDb::new().expect("a test cluster"));
+            let bed =
+                PgBed(ringfence_store::pg::scratch::ScratchDb::new().expect("a test cluster"));
             let db = bed.db();
             (Box::new(bed), db)
         }
     }
 
-    on_both_beds!(
+    ringfence_store::on_both_beds!(
         numbers_are_per_user_and_lists_are_ordered,
         due_lists_what_fell_due_in_the_window_delivered_or_not,
         another_users_number_is_not_found_and_only_pending_ones_change,

@@ -7,9 +7,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{FollowupServices, ListFilter, line, storage_failed};
-use crate::args::{limit, optional_whole_number};
-use crate::error::{ToolError, ToolResult};
-use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
+use ringfence_core::args::{limit, optional_whole_number};
+use ringfence_core::error::{ToolError, ToolResult};
+use ringfence_core::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 /// Results when `limit` is not given, and at most.
 const DEFAULT_LIMIT: usize = 10;

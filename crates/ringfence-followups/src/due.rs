@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use super::{Followup, FollowupServices, Status, relative};
-use crate::error::BackendError;
-use crate::resources::{PromptContent, PromptInfo, ResourceInfo, ResourceProvider};
-use crate::text::indented;
-use crate::time::{format_in_zone, format_iso_ms};
+use ringfence_core::error::BackendError;
+use ringfence_core::resources::{PromptContent, PromptInfo, ResourceInfo, ResourceProvider};
+use ringfence_core::text::indented;
+use ringfence_core::time::{format_in_zone, format_iso_ms};
 
 pub const DUE_URI: &str = "ringfence://followups/due";
 pub const DUE_PROMPT: &str = "due_followups";
@@ -122,7 +122,7 @@ impl ResourceProvider for DueFollowups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::followups::tests::services_at;
+    use crate::tests::services_at;
 
     #[test]
     fn lists_what_came_due_and_says_so_when_nothing_did() {

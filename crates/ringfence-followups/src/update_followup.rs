@@ -9,9 +9,9 @@ use super::{
     ChangeOutcome, FollowupServices, confirmation, context, due_in, not_found, not_pending,
     optional_number, storage_failed,
 };
-use crate::args::whole_number;
-use crate::error::{ToolError, ToolResult};
-use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
+use ringfence_core::args::whole_number;
+use ringfence_core::error::{ToolError, ToolResult};
+use ringfence_core::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

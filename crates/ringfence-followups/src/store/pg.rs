@@ -2,19 +2,17 @@
 //!
 //! A claim selects due rows `FOR UPDATE SKIP LOCKED` and marks them in the same statement,
 //! so instances claiming at once each take different rows and never wait on each other;
-//! the lease and its checks are SQLite's (see [`crate::followups`]).
+//! the lease and its checks are SQLite's (see [`super`]).
 
-use ringfence_tools::error::BackendError;
-use ringfence_tools::followups::{
-    ChangeOutcome, Followup, FollowupBackend, ListFilter, Listed, Status,
-};
+use crate::{ChangeOutcome, Followup, FollowupBackend, ListFilter, Listed, Status};
+use ringfence_core::error::BackendError;
 
-use super::{GenericClient, Pg, Row};
-use crate::followups::{
+use super::{
     COLUMNS, Claim, Deliverable, ExportRecord, FollowupStore, ImportReport, check_record,
     idempotency_key,
 };
-use crate::{Schema, StoreError};
+use ringfence_store::pg::{GenericClient, Pg, Row};
+use ringfence_store::{Schema, StoreError};
 
 /// The follow-up tables, step for step as `followups.db`'s.
 pub const FOLLOWUP_PG_SCHEMA: Schema = Schema {
@@ -140,7 +138,7 @@ impl PgFollowups {
         now_ms: i64,
         abandoned_too: bool,
         apply: &str,
-        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+        params: &[&(dyn ringfence_store::pg::ToSql + Sync)],
     ) -> Result<ChangeOutcome, BackendError> {
         self.pg
             .transaction(async |tx| {
@@ -159,7 +157,7 @@ impl PgFollowups {
                 if f.status != Status::Pending && !abandoned {
                     return Ok(ChangeOutcome::NotPending(f));
                 }
-                let mut all: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+                let mut all: Vec<&(dyn ringfence_store::pg::ToSql + Sync)> =
                     vec![&user, &id, &now_ms];
                 all.extend_from_slice(params);
                 tx.execute(apply, &all).await?;

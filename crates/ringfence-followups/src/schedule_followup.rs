@@ -6,8 +6,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{FollowupServices, confirmation, context, due_in, number, storage_failed};
-use crate::error::ToolResult;
-use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
+use ringfence_core::error::ToolResult;
+use ringfence_core::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

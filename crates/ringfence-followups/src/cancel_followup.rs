@@ -8,9 +8,9 @@ use serde::Deserialize;
 use super::{
     ChangeOutcome, FollowupServices, MAX_REASON_CHARS, not_found, not_pending, storage_failed,
 };
-use crate::args::whole_number;
-use crate::error::{ToolError, ToolResult};
-use crate::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
+use ringfence_core::args::whole_number;
+use ringfence_core::error::{ToolError, ToolResult};
+use ringfence_core::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -48,7 +48,7 @@ impl BlockingTool for CancelFollowup {
             .map(str::trim)
             .filter(|r| !r.is_empty());
         if let Some(r) = reason {
-            crate::text::refuse_controls("reason", r)?;
+            ringfence_core::text::refuse_controls("reason", r)?;
         }
         if let Some(r) = reason
             && r.chars().count() > MAX_REASON_CHARS
@@ -75,9 +75,9 @@ impl BlockingTool for CancelFollowup {
             "Follow-up {} cancelled{}; it will not be delivered.\nContext: {}\n",
             f.id,
             reason
-                .map(|r| format!(" ({})", crate::text::indented(r, "  ")))
+                .map(|r| format!(" ({})", ringfence_core::text::indented(r, "  ")))
                 .unwrap_or_default(),
-            crate::text::indented(&f.context, "  ")
+            ringfence_core::text::indented(&f.context, "  ")
         );
         Ok(ToolOutput::text(out).with_structured(super::structured(&f, &d)))
     }
