@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Memory benchmarks (results in bench/results/memory.json; BENCHMARKS.md quotes them):
-#   1. the engine (cargo bench -p ringfence-store --bench memory, release): embedding
+#   1. the engine (cargo bench -p ringfence-memory --bench memory, release): embedding
 #      throughput, store and search latency and recall@5 at 10k and 100k memories for one user;
 #   2. through MCP over stdio, ringfence's memory tools beside the official MCP memory server
 #      (npm @modelcontextprotocol/server-memory) on the same data and queries: latency and
@@ -53,7 +53,7 @@ engine() { # $1: the result file; the environment may name MEMORY_DATABASE_URL
     ( cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target/bench" RINGFENCE_TEST_MODEL_DIR="$MODEL_DIR" \
         MEMORY_CORPUS="$CORPUS/memories-100k.jsonl" MEMORY_OUT="$1" \
         MEMORY_VECTORS="$CORPUS/memories-100k.vectors.jsonl" \
-        cargo bench -p ringfence-store --features postgres --bench memory >/dev/null )
+        cargo bench -p ringfence-memory --bench memory >/dev/null )
 }
 
 if [[ "${STORE:-sqlite}" == postgres ]]; then

@@ -6,13 +6,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use ringfence_tools::BoxFuture;
-use ringfence_tools::calendar::{
+use crate::tools::{
     CalendarBackend, CalendarError, CalendarEvent, CalendarResult, Deleted, EventPatch, NewEvent,
 };
-use ringfence_tools::time::TimeZone;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ringfence_core::BoxFuture;
+use ringfence_core::time::TimeZone;
 
 use crate::event::{Occurrence, Zones, expand, parts};
 use crate::ical::{self, Component};
@@ -149,7 +149,7 @@ impl ObjectCalendar {
         ObjectCalendar {
             stores,
             seen: Arc::default(),
-            now: ringfence_tools::time::now_ms,
+            now: ringfence_core::time::now_ms,
         }
     }
 }

@@ -7,9 +7,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::tools::{CalendarError, CalendarResult};
 use reqwest::{Method, StatusCode};
-use ringfence_tools::BoxFuture;
-use ringfence_tools::calendar::{CalendarError, CalendarResult};
+use ringfence_core::BoxFuture;
 
 use crate::backend::{CalendarInfo, ObjectStore, Stored};
 use crate::event::compact_utc;

@@ -12,7 +12,7 @@ use jiff::tz::{Offset, TimeZone};
 use jiff::{Span, Timestamp};
 
 use crate::ical::{Component, Property};
-use ringfence_tools::calendar::When;
+use crate::tools::When;
 
 /// How a DTSTART, DTEND, RECURRENCE-ID or EXDATE value is written.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,15 +11,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use reqwest::StatusCode;
-use ringfence_tools::BoxFuture;
-use ringfence_tools::calendar::{
+use crate::tools::{
     CalendarBackend, CalendarError, CalendarEvent, CalendarResult, Deleted, EventPatch, GivenTime,
     NewEvent, When,
 };
-use ringfence_tools::time::TimeZone;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use reqwest::StatusCode;
+use ringfence_core::BoxFuture;
+use ringfence_core::time::TimeZone;
 use serde_json::{Value, json};
 
 use crate::backend::{CalendarInfo, SeenEtags, event_id, not_found, parse_event_id, pick};
@@ -227,7 +227,7 @@ pub async fn connect(
     let doc = json!({
         "refresh_token": refresh,
         "scope": answer["scope"],
-        "connected_at": ringfence_tools::time::format_iso_ms(ringfence_tools::time::now_ms()),
+        "connected_at": ringfence_core::time::format_iso_ms(ringfence_core::time::now_ms()),
     });
     account.tokens.save(&doc.to_string())?;
     Ok(answer["scope"].as_str().unwrap_or(SCOPE).to_owned())
@@ -565,8 +565,8 @@ impl CalendarBackend for GoogleCalendar {
                 loop {
                     let mut url = call.url(&format!("calendars/{}/events", enc(&cal.id)))?;
                     url.query_pairs_mut()
-                        .append_pair("timeMin", &ringfence_tools::time::format_iso_ms(from_ms))
-                        .append_pair("timeMax", &ringfence_tools::time::format_iso_ms(to_ms))
+                        .append_pair("timeMin", &ringfence_core::time::format_iso_ms(from_ms))
+                        .append_pair("timeMax", &ringfence_core::time::format_iso_ms(to_ms))
                         .append_pair("singleEvents", "true")
                         .append_pair("orderBy", "startTime")
                         .append_pair("maxResults", "2500");

@@ -1,5 +1,8 @@
-//! Calendars behind ringfence's four calendar tools (seed 003).
+//! The calendar family of ringfence (seed 003): its four tools and the calendars behind
+//! them.
 //!
+//! - [`tools`]: the tools, over the `CalendarBackend` trait.
+//! - [`store`]: the local calendars' rows, in `calendar.db` or PostgreSQL.
 //! - [`ical`]: iCalendar text as a tree, read and written without loss.
 //! - [`event`]: times in their zones, recurrence expanded in a window (the `rrule` crate in
 //!   the event's zone, so wall-clock times hold across daylight-saving changes), overrides
@@ -19,6 +22,8 @@ pub mod google;
 pub mod ical;
 pub mod local;
 pub mod object;
+pub mod store;
+pub mod tools;
 pub mod transfer;
 
 pub use backend::{CalendarInfo, ObjectCalendar, ObjectStore, Stored, UserStores};

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use ringfence_store::calendar::{CalendarStore, WriteError};
-use ringfence_tools::BoxFuture;
-use ringfence_tools::calendar::{CalendarError, CalendarResult};
+use crate::store::{CalendarStore, WriteError};
+use crate::tools::{CalendarError, CalendarResult};
+use ringfence_core::BoxFuture;
 
 use crate::backend::{CalendarInfo, ObjectStore, Stored};
 
@@ -32,7 +32,7 @@ fn failed(e: impl std::fmt::Display) -> CalendarError {
     CalendarError::Failed(format!("the local calendar failed: {e}"))
 }
 
-fn stored(o: ringfence_store::calendar::Object) -> Stored {
+fn stored(o: crate::store::Object) -> Stored {
     Stored {
         href: o.href,
         etag: Some(o.version.to_string()),
@@ -66,11 +66,7 @@ impl ObjectStore for LocalStore {
     fn calendars(&self) -> BoxFuture<'static, CalendarResult<Vec<CalendarInfo>>> {
         let r = self
             .db
-            .calendars(
-                &self.user,
-                DEFAULT_CALENDAR,
-                ringfence_tools::time::now_ms(),
-            )
+            .calendars(&self.user, DEFAULT_CALENDAR, ringfence_core::time::now_ms())
             .map(|cs| {
                 cs.into_iter()
                     .map(|(id, name)| CalendarInfo { id, name })
@@ -122,7 +118,7 @@ impl ObjectStore for LocalStore {
                 uid,
                 &ics,
                 span,
-                ringfence_tools::time::now_ms(),
+                ringfence_core::time::now_ms(),
             )
             .map(stored)
             .map_err(write_error);
@@ -146,7 +142,7 @@ impl ObjectStore for LocalStore {
                     v,
                     &ics,
                     span,
-                    ringfence_tools::time::now_ms(),
+                    ringfence_core::time::now_ms(),
                 )
                 .map(stored)
                 .map_err(write_error)

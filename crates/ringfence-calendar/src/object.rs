@@ -7,7 +7,7 @@ use jiff::tz::TimeZone;
 
 use crate::event::{IcalTime, Length, Zones, compact_utc, expand, parts, start_and_length};
 use crate::ical::{Component, Property};
-use ringfence_tools::calendar::{CalendarError, EventPatch, GivenTime, NewEvent};
+use crate::tools::{CalendarError, EventPatch, GivenTime, NewEvent};
 
 pub const PRODID: &str = "-//ringfence//calendar//EN";
 
@@ -181,7 +181,7 @@ pub fn apply_patch(
         };
         let new_start = patch.start.map(|g| g.ms).unwrap_or(old_start);
         let new_end = patch.end.map(|g| g.ms).unwrap_or(new_start + old_len);
-        if new_end - new_start > ringfence_tools::calendar::MAX_EVENT_MS {
+        if new_end - new_start > crate::tools::MAX_EVENT_MS {
             return Err(CalendarError::Invalid(
                 "the event would last more than 366 days; check startDateTime and endDateTime"
                     .into(),
@@ -190,8 +190,8 @@ pub fn apply_patch(
         if new_end <= new_start {
             return Err(CalendarError::Invalid(format!(
                 "the event would end ({}) before it starts ({}); give both startDateTime and endDateTime",
-                ringfence_tools::time::format_iso_ms(new_end),
-                ringfence_tools::time::format_iso_ms(new_start)
+                ringfence_core::time::format_iso_ms(new_end),
+                ringfence_core::time::format_iso_ms(new_start)
             )));
         }
         // Keep the way the start is written (its zone) unless it was a date (an all-day

@@ -1,10 +1,7 @@
-//! What can go wrong in the store. The messages are the ones the tools and the binary show;
+//! What can go wrong in the store (a family's own failures ride in [`StoreError::Family`]). The messages are the ones the tools and the binary show;
 //! underlying errors stay reachable through [`std::error::Error::source`].
 
 use std::path::PathBuf;
-use std::sync::Arc;
-
-use ringfence_embed::EmbedError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -97,45 +94,19 @@ pub enum StoreError {
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
 
-    /// The edit journal no longer takes records.
-    #[error("the journal is closed")]
-    JournalClosed,
-    /// The edit journal's writer thread is gone.
-    #[error("the journal thread has stopped")]
-    JournalStopped,
-
-    /// No embedding provider is configured: memory search matches words only.
-    #[error(
-        "no embedding model is configured (memory.embeddings.provider = \"none\"); for search by meaning set it to \"local\" and run `ringfence model install`"
-    )]
-    NoEmbedder,
-    /// The embedding model could not be loaded (the failure is remembered for
-    /// `memory::RETRY_LOAD`, hence shared).
+    /// A failure of a family's own making, over the database (a model that cannot load,
+    /// a conflict between writers): the family's error type, kept as the source.
     #[error(transparent)]
-    ModelLoad(Arc<EmbedError>),
-    /// The embedder failed on some texts.
-    #[error(transparent)]
-    Embed(#[from] EmbedError),
-    /// The embedder answered without a vector.
-    #[error("the embedder returned no vector")]
-    NoVector,
-    /// Search by meaning failed for this question (it is answered by words).
-    #[error("the embedding model failed ({0})")]
-    ModelFailed(#[source] Box<StoreError>),
-    /// The looking up of the question's words panicked.
-    #[error("the word search panicked")]
-    WordSearchPanicked,
-    /// A store collided with a concurrent store of the same text that then vanished.
-    #[error("a concurrent store conflicted; retry")]
-    StoreConflict,
-    /// An update collided with a concurrent store of the same text.
-    #[error("another session stored the same text at this moment; search and retry")]
-    UpdateConflict,
+    Family(Box<dyn std::error::Error + Send + Sync>),
 
     /// An exported record that cannot be imported: the message says why.
     #[error("{0}")]
     InvalidRecord(String),
-    /// An exported record whose vector is not base64.
-    #[error("embedding.vector is not base64: {0}")]
-    RecordVector(#[source] base64::DecodeError),
+}
+
+impl StoreError {
+    /// A family's own failure, as a store error.
+    pub fn family(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+        StoreError::Family(Box::new(e))
+    }
 }

@@ -14,19 +14,14 @@
 // The framework, its modules and its items, as `ringfence_tools::…` paths still name them.
 pub use ringfence_core::*;
 
-pub mod calendar;
-
 pub mod delegate;
 pub mod files;
-
 pub mod images;
 pub mod journal;
-
-pub mod memory;
 pub mod shell;
 pub mod web;
 
 pub use journal::{
     FileKey, Journal, JournalEntry, JournalError, JournalRecord, Journaling, MemoryJournal,
+    QueuedJournal,
 };
-pub use memory::MemoryBackend;

@@ -6,18 +6,19 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::OnceLock;
 
+use ringfence_calendar::store::pg::PgCalendar;
+use ringfence_calendar::store::{CalendarDb, CalendarStore};
 use ringfence_followups::store::pg::PgFollowups;
 use ringfence_followups::store::{FollowupDb, FollowupStore};
-use ringfence_store::calendar::{CalendarDb, CalendarStore};
-use ringfence_store::memory::{EmbedderLoader, MemoryDb, RankConfig};
+use ringfence_memory::store::{EmbedderLoader, MemoryDb, RankConfig};
+use ringfence_store::StoreError;
 use ringfence_store::pg::Pg;
 use ringfence_store::pg::audit::PgAudit;
-use ringfence_store::pg::calendar::PgCalendar;
 use ringfence_store::pg::credentials::PgCredentials;
-use ringfence_store::pg::journal::PgJournalRows;
 use ringfence_store::pg::sessions::PgSessions;
-use ringfence_store::{Durability, QueuedJournal, Store, StoreError};
 use ringfence_tools::Journal;
+use ringfence_tools::QueuedJournal;
+use ringfence_tools::journal::pg::PgJournalRows;
 
 use crate::config::StoreSettings;
 
@@ -92,7 +93,7 @@ impl SharedStore {
             || {
                 ringfence_fs::create_private_dir_all(data_dir)
                     .map_err(|e| format!("cannot create the data directory: {e}"))?;
-                let store = Store::open_with(&data_dir.join("ringfence.db"), Durability::Process)
+                let store = ringfence_tools::journal::sqlite::open(&data_dir.join("ringfence.db"))
                     .map_err(|e| format!("cannot open the edit journal's database: {e}"))?;
                 Ok(Arc::new(QueuedJournal::sqlite(Arc::new(store))) as Arc<dyn Journal>)
             },

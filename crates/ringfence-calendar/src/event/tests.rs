@@ -3,7 +3,7 @@
 use super::*;
 use crate::ical::parse;
 use crate::object::{apply_patch, form_for, new_object, remove_occurrence};
-use ringfence_tools::calendar::{EventPatch, GivenTime, NewEvent};
+use crate::tools::{EventPatch, GivenTime, NewEvent};
 
 fn ny() -> Zones {
     Zones::new(
@@ -47,7 +47,7 @@ fn starts(os: &[Occurrence]) -> Vec<(String, String)> {
     os.iter()
         .map(|o| {
             (
-                ringfence_tools::time::format_iso_ms(o.start_ms),
+                ringfence_core::time::format_iso_ms(o.start_ms),
                 o.title.clone(),
             )
         })

@@ -27,14 +27,12 @@ use tokio_postgres::Client;
 use crate::{Schema, StoreError};
 
 pub mod audit;
-pub mod calendar;
 pub mod copy;
 pub mod credentials;
-pub mod journal;
-pub mod memory;
 pub mod scratch;
 pub mod sessions;
 
+pub use tokio_postgres;
 pub use tokio_postgres::Error as PgError;
 pub use tokio_postgres::types::ToSql;
 pub use tokio_postgres::{GenericClient, Row, Transaction};

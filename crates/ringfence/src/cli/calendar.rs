@@ -8,8 +8,8 @@ use clap::Subcommand;
 
 use ringfence_calendar::event::Zones;
 use ringfence_calendar::local::DEFAULT_CALENDAR;
+use ringfence_calendar::store::CalendarStore;
 use ringfence_calendar::transfer;
-use ringfence_store::calendar::CalendarStore;
 use ringfence_tools::LOCAL_USER;
 
 use super::{fail, read_input, say, write_output};

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use ringfence_store::memory::MemoryDb;
-use ringfence_tools::memory::Kind;
+use ringfence_memory::Kind;
+use ringfence_memory::store::MemoryDb;
 
 use super::{fail, print_out, say};
 use crate::config::Config;
@@ -153,10 +153,10 @@ fn import(db: &MemoryDb, file: &Path, user: Option<&str>) -> ExitCode {
         if line.trim().is_empty() {
             continue;
         }
-        let prepared = serde_json::from_str::<ringfence_store::memory::ExportRecord>(line)
+        let prepared = serde_json::from_str::<ringfence_memory::store::ExportRecord>(line)
             .map_err(|e| format!("not a memory record: {e}"))
             .and_then(|r| {
-                ringfence_store::memory::Prepared::from_record(r, user).map_err(|e| e.to_string())
+                ringfence_memory::store::Prepared::from_record(r, user).map_err(|e| e.to_string())
             });
         match prepared {
             Ok(p) => rows.push(p),

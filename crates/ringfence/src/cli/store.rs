@@ -103,14 +103,14 @@ pub(super) fn run(config: &Config, cmd: StoreCommand) -> ExitCode {
 /// The state both backends keep, family by family, with the SQLite files `config` names.
 fn state(config: &Config) -> Vec<copy::Family> {
     vec![
-        ringfence_store::journal_state(config.data_dir.join("ringfence.db")),
+        ringfence_tools::journal::sqlite::state(config.data_dir.join("ringfence.db")),
         ringfence_followups::store::state(
             crate::families::followups::settings(config).db_path.clone(),
         ),
-        ringfence_store::calendar::state(
+        ringfence_calendar::store::state(
             crate::families::calendar::settings(config).db_path.clone(),
         ),
-        ringfence_store::memory::state(crate::families::memory::settings(config).database.clone()),
+        ringfence_memory::store::state(crate::families::memory::settings(config).database.clone()),
     ]
 }
 
@@ -118,15 +118,15 @@ fn state(config: &Config) -> Vec<copy::Family> {
 mod tests {
     use std::sync::Arc;
 
+    use ringfence_calendar::store::{CalendarDb, CalendarStore};
     use ringfence_followups::FollowupBackend;
     use ringfence_followups::store::pg::PgFollowups;
     use ringfence_followups::store::{FollowupDb, FollowupStore};
-    use ringfence_store::calendar::{CalendarDb, CalendarStore};
-    use ringfence_store::memory::{MemoryDb, RankConfig};
+    use ringfence_memory::store::{MemoryDb, RankConfig};
+    use ringfence_memory::{Kind, MemoryBackend, NewItem, Query, SearchMode, StoreOutcome};
+    use ringfence_store::Store;
     use ringfence_store::pg::copy::{BATCH, Family, copy_family};
     use ringfence_store::pg::scratch::ScratchDb;
-    use ringfence_store::{Durability, Store};
-    use ringfence_tools::memory::{Kind, MemoryBackend, NewItem, Query, SearchMode, StoreOutcome};
     use ringfence_tools::{FileKey, Journal, JournalEntry};
     use rusqlite::types::Value;
 
@@ -162,7 +162,7 @@ mod tests {
     }
 
     fn memory_db(
-        open: impl FnOnce(Option<ringfence_store::memory::EmbedderLoader>) -> Arc<MemoryDb>,
+        open: impl FnOnce(Option<ringfence_memory::store::EmbedderLoader>) -> Arc<MemoryDb>,
     ) -> Arc<MemoryDb> {
         open(Some(Box::new(|| {
             Ok(Arc::new(Axis) as Arc<dyn ringfence_embed::Embedder>)
@@ -207,8 +207,8 @@ mod tests {
     }
 
     fn fill(dir: &std::path::Path) {
-        let journal = ringfence_store::QueuedJournal::sqlite(Arc::new(
-            Store::open_with(&dir.join("ringfence.db"), Durability::Process).unwrap(),
+        let journal = ringfence_tools::QueuedJournal::sqlite(Arc::new(
+            ringfence_tools::journal::sqlite::open(&dir.join("ringfence.db")).unwrap(),
         ));
         for i in 0..3 {
             journal

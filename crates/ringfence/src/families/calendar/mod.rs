@@ -11,14 +11,14 @@ use ringfence_calendar::google::{
     GoogleAccount, GoogleAccounts, GoogleCalendar, TokenFile, TokenStore,
 };
 use ringfence_calendar::local::LocalStore;
-use ringfence_calendar::{ObjectCalendar, ObjectStore, UserStores};
-use ringfence_store::calendar::CalendarStore;
-use ringfence_store::pg::credentials::PgCredentials;
-use ringfence_tools::BoxFuture;
-use ringfence_tools::calendar::{
+use ringfence_calendar::store::CalendarStore;
+use ringfence_calendar::tools::{
     self as family, CalendarBackend, CalendarError, CalendarEvent, CalendarResult, Deleted,
     EventPatch, NewEvent,
 };
+use ringfence_calendar::{ObjectCalendar, ObjectStore, UserStores};
+use ringfence_store::pg::credentials::PgCredentials;
+use ringfence_tools::BoxFuture;
 use ringfence_tools::time::TimeZone;
 use ringfence_tools::{Family, FamilyInfo};
 

@@ -88,7 +88,7 @@ pub struct MemorySettings {
     pub database: PathBuf,
     pub pinned_in_instructions: bool,
     pub provider: EmbeddingProvider,
-    pub rank: ringfence_store::memory::RankConfig,
+    pub rank: ringfence_memory::store::RankConfig,
 }
 
 /// Where `ringfence model install` puts the model and the server looks for it by default.
@@ -211,8 +211,8 @@ fn embedding_provider(
 }
 
 /// `[memory.search]` over the default ranking.
-fn rank(file: &MemoryConfig) -> Result<ringfence_store::memory::RankConfig, ConfigError> {
-    let mut rank = ringfence_store::memory::RankConfig::default();
+fn rank(file: &MemoryConfig) -> Result<ringfence_memory::store::RankConfig, ConfigError> {
+    let mut rank = ringfence_memory::store::RankConfig::default();
     if let Some(sc) = &file.search {
         let unit = |key: &str, v: Option<f32>, into: &mut f32| -> Result<(), ConfigError> {
             if let Some(v) = v {

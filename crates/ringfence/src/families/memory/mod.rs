@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use ringfence_store::memory::{EmbedderLoader, MemoryDb};
-use ringfence_tools::memory::{
+use ringfence_memory::store::{EmbedderLoader, MemoryDb};
+use ringfence_memory::{
     self as family, Item, Kind, MemoryBackend, MemoryError, MemoryServices, NewItem, Query,
     SearchOutcome, StoreOutcome, UpdateOutcome,
 };

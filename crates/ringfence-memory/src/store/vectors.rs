@@ -1,0 +1,414 @@
+//! Search by meaning: one in-memory index per (user, kind) of the rows' vectors quantised
+//! to signed bytes, scored with integer dot products (SIMD, split over cores for large
+//! indexes); at most [`MAX_INDEXES`] kept, the least recently used dropped. The index only
+//! nominates candidates: their exact cosine is recomputed from the f32 vectors stored in
+//! the database ([`MemoryDb::exact_similarities`]). Where several processes share the
+//! database (PostgreSQL), each index remembers the version of the rows it reflects and
+//! takes in what the others changed before it is used.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use crate::{Kind, MEMORY_TYPES, Query};
+use ringfence_embed::{Embedder, dot};
+
+use super::{EMBED_BATCH, MemoryDb};
+use ringfence_store::StoreError;
+
+/// Vector indexes kept in memory at once (one per user and kind).
+const MAX_INDEXES: usize = 256;
+
+/// Indexes at least this large are scanned by several threads.
+const PARALLEL_SCAN_ROWS: usize = 20_000;
+
+pub(super) type SharedIndex = Arc<RwLock<VecIndex>>;
+
+/// One user's vectors of one kind, for one model.
+///
+/// Vectors are kept as signed bytes with a scale per row (a quarter of the memory of f32,
+/// and a quarter of the bytes each search streams); [`top`](Self::top) ranks by these
+/// approximate similarities, and the search recomputes the exact cosine of the candidates
+/// from the stored f32 vectors.
+#[derive(Default)]
+pub(super) struct VecIndex {
+    dims: usize,
+    rows: Vec<i64>,
+    codes: Vec<i8>,
+    scales: Vec<f32>,
+    meta: Vec<RowMeta>,
+    position: HashMap<i64, usize>,
+    /// The store's version of these rows the index reflects (see `MemoryRows::version`).
+    version: i64,
+}
+
+/// What a search may filter an indexed row by.
+#[derive(Clone)]
+pub(crate) struct RowMeta {
+    memory_type: Option<u8>,
+    /// Memory categories are an open set (seed 003's "etc."), kept as written.
+    category: Option<Box<str>>,
+    tags: Box<[Box<str>]>,
+}
+
+impl RowMeta {
+    pub(crate) fn new(
+        memory_type: Option<&str>,
+        category: Option<&str>,
+        tags: &[String],
+    ) -> RowMeta {
+        RowMeta {
+            memory_type: memory_type
+                .and_then(|t| MEMORY_TYPES.iter().position(|v| *v == t))
+                .map(|p| p as u8),
+            category: category.map(Into::into),
+            tags: tags.iter().map(|t| t.as_str().into()).collect(),
+        }
+    }
+
+    fn matches(&self, filter: &Filter) -> bool {
+        (filter.memory_type.is_none() || self.memory_type == filter.memory_type)
+            && (filter.category.is_none() || self.category == filter.category)
+            && (filter.tags.is_empty() || self.tags.iter().any(|t| filter.tags.contains(&&**t)))
+    }
+}
+
+/// A query's type, category and tag filters, in the index's terms.
+pub(super) struct Filter<'a> {
+    memory_type: Option<u8>,
+    category: Option<Box<str>>,
+    tags: Vec<&'a str>,
+}
+
+impl<'a> Filter<'a> {
+    pub(super) fn of(q: &'a Query) -> Filter<'a> {
+        let meta = RowMeta::new(q.memory_type.as_deref(), q.category.as_deref(), &[]);
+        Filter {
+            memory_type: meta.memory_type,
+            category: meta.category,
+            tags: q.tags.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+impl VecIndex {
+    /// How many rows are indexed.
+    pub(super) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Adds `row` (or replaces its vector and metadata). A vector of another length than
+    /// the index's is left out.
+    pub(super) fn insert(&mut self, row: i64, vector: &[f32], meta: RowMeta) {
+        if self.dims == 0 && self.rows.is_empty() {
+            // An endpoint's vector length is known from its first answer only.
+            self.dims = vector.len();
+        }
+        if vector.len() != self.dims {
+            return;
+        }
+        let mut codes = Vec::with_capacity(self.dims);
+        let scale = ringfence_embed::quantize_i8(vector, &mut codes);
+        if let Some(&at) = self.position.get(&row) {
+            self.codes[at * self.dims..(at + 1) * self.dims].copy_from_slice(&codes);
+            self.scales[at] = scale;
+            self.meta[at] = meta;
+            return;
+        }
+        self.position.insert(row, self.rows.len());
+        self.rows.push(row);
+        self.codes.extend_from_slice(&codes);
+        self.scales.push(scale);
+        self.meta.push(meta);
+    }
+
+    pub(super) fn remove(&mut self, row: i64) {
+        let Some(at) = self.position.remove(&row) else {
+            return;
+        };
+        let last = self.rows.len() - 1;
+        if at != last {
+            let moved = self.rows[last];
+            self.rows.swap(at, last);
+            self.meta.swap(at, last);
+            self.scales.swap(at, last);
+            let d = self.dims;
+            let (head, tail) = self.codes.split_at_mut(last * d);
+            head[at * d..(at + 1) * d].copy_from_slice(&tail[..d]);
+            self.position.insert(moved, at);
+        }
+        self.rows.pop();
+        self.meta.pop();
+        self.scales.pop();
+        self.codes.truncate(last * self.dims);
+    }
+
+    /// The `k` rows passing `filter` with the highest approximate similarity, best first.
+    pub(super) fn top(&self, query: &[f32], k: usize, filter: Option<&Filter>) -> Vec<(i64, f32)> {
+        if query.len() != self.dims || self.rows.is_empty() || k == 0 {
+            return Vec::new();
+        }
+        let mut q = Vec::with_capacity(self.dims);
+        let q_scale = ringfence_embed::quantize_i8(query, &mut q);
+        let raw = self.raw_scores(&q);
+        let mut scored: Vec<(f32, usize)> = Vec::with_capacity(self.rows.len());
+        for (i, r) in raw.into_iter().enumerate() {
+            if filter.is_some_and(|f| !self.meta[i].matches(f)) {
+                continue;
+            }
+            scored.push((r as f32 * q_scale * self.scales[i], i));
+        }
+        if scored.len() > k {
+            scored.select_nth_unstable_by(k - 1, |a, b| b.0.total_cmp(&a.0));
+            scored.truncate(k);
+        }
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored.into_iter().map(|(s, i)| (self.rows[i], s)).collect()
+    }
+
+    /// Integer dot products of `q` with every row; large indexes are split across the
+    /// CPU's cores (the scan is bound by memory bandwidth, which two cores share better).
+    fn raw_scores(&self, q: &[i8]) -> Vec<i32> {
+        let d = self.dims;
+        let n = self.rows.len();
+        let threads = if n >= PARALLEL_SCAN_ROWS {
+            std::thread::available_parallelism()
+                .map(|t| t.get())
+                .unwrap_or(1)
+                .min(4)
+        } else {
+            1
+        };
+        if threads <= 1 {
+            let mut out = Vec::new();
+            ringfence_embed::dot_rows_i8(q, &self.codes, &mut out);
+            return out;
+        }
+        let per = n.div_ceil(threads);
+        let parts: Vec<Vec<i32>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = self
+                .codes
+                .chunks(per * d)
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        let mut out = Vec::new();
+                        ringfence_embed::dot_rows_i8(q, chunk, &mut out);
+                        out
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        parts.concat()
+    }
+}
+
+impl MemoryDb {
+    /// The vector index of `user`'s rows of `kind`, built on first use. Rows without a
+    /// vector from the current model (stored without a model, or under another one) are
+    /// embedded and saved first. Where several processes write the store, an index in
+    /// memory is first brought up to date with what they changed.
+    pub(super) fn index(
+        &self,
+        user: &str,
+        kind: Kind,
+        embedder: &Arc<dyn Embedder>,
+    ) -> Result<SharedIndex, StoreError> {
+        let key = (user.to_owned(), kind);
+        let cached = self
+            .indexes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&key)
+            .map(|(ix, used)| {
+                *used = std::time::Instant::now();
+                ix.clone()
+            });
+        if let Some(ix) = cached {
+            self.refresh(user, kind, embedder, &ix)?;
+            return Ok(ix);
+        }
+        // The version before the rows (and before filling in missing vectors): a change
+        // committed meanwhile — a row stored without a vector too — is taken in by the
+        // next refresh, never missed.
+        let version = self.rows.version(user, kind)?.unwrap_or(0);
+        self.embed_missing(user, kind, embedder)?;
+        let model = embedder.id();
+        let mut ix = VecIndex {
+            dims: embedder.dims(),
+            version,
+            ..VecIndex::default()
+        };
+        for row in self.rows.vectors(user, kind, model)? {
+            if let Some(v) = &row.vector {
+                if ix.dims == 0 {
+                    ix.dims = v.len();
+                }
+                ix.insert(row.id, v, row.meta);
+            }
+        }
+        let mut indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
+        if indexes.len() >= MAX_INDEXES
+            && !indexes.contains_key(&key)
+            && let Some(oldest) = indexes
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone())
+        {
+            indexes.remove(&oldest);
+        }
+        // Two first searches may build at once: the first index in wins, so a row another
+        // call added to it meanwhile is never lost by a replacement.
+        let (ix, _) = indexes
+            .entry(key)
+            .or_insert_with(|| (Arc::new(RwLock::new(ix)), std::time::Instant::now()));
+        Ok(ix.clone())
+    }
+
+    /// Applies to `index` what other processes changed in `user`'s rows of `kind` since it
+    /// was last brought up to date (nothing where the store is not shared). Changed rows
+    /// without a vector from this model are embedded here.
+    fn refresh(
+        &self,
+        user: &str,
+        kind: Kind,
+        embedder: &Arc<dyn Embedder>,
+        index: &SharedIndex,
+    ) -> Result<(), StoreError> {
+        let Some(now) = self.rows.version(user, kind)? else {
+            return Ok(());
+        };
+        let since = index.read().unwrap_or_else(|e| e.into_inner()).version;
+        if now == since {
+            return Ok(());
+        }
+        let changes = self.rows.changes(user, kind, embedder.id(), since)?;
+        let mut unembedded = Vec::new();
+        {
+            let mut ix = index.write().unwrap_or_else(|e| e.into_inner());
+            // Another refresh applied a later picture meanwhile (it holds all of this one).
+            if ix.version >= changes.version {
+                return Ok(());
+            }
+            for id in changes.deleted {
+                ix.remove(id);
+            }
+            for row in changes.rows {
+                match &row.vector {
+                    Some(v) => ix.insert(row.id, v, row.meta),
+                    None => {
+                        ix.remove(row.id);
+                        unembedded.push(row);
+                    }
+                }
+            }
+            ix.version = changes.version;
+        }
+        let texts: Vec<(i64, &str)> = unembedded.iter().map(|r| (r.id, r.text.as_str())).collect();
+        self.embed_and_save(user, kind, embedder, &texts, |i, v| {
+            let row = &unembedded[i];
+            index
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(row.id, v, row.meta.clone());
+        })
+    }
+
+    /// Embeds and saves `user`'s rows of `kind` that have no vector from `embedder`'s model.
+    fn embed_missing(
+        &self,
+        user: &str,
+        kind: Kind,
+        embedder: &Arc<dyn Embedder>,
+    ) -> Result<(), StoreError> {
+        let model = embedder.id();
+        let missing = self.rows.missing_vectors(user, kind, model)?;
+        if missing.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(
+            user,
+            kind = kind.as_str(),
+            rows = missing.len(),
+            model,
+            "embedding rows stored without a vector for this model"
+        );
+        let texts: Vec<(i64, &str)> = missing.iter().map(|(id, t)| (*id, t.as_str())).collect();
+        self.embed_and_save(user, kind, embedder, &texts, |_, _| {})
+    }
+
+    /// Embeds `rows` (row, text) in batches and saves their vectors (rows changed meanwhile
+    /// keep theirs); `saved` gets each row's position in `rows` and its vector.
+    fn embed_and_save(
+        &self,
+        user: &str,
+        kind: Kind,
+        embedder: &Arc<dyn Embedder>,
+        rows: &[(i64, &str)],
+        mut saved: impl FnMut(usize, &[f32]),
+    ) -> Result<(), StoreError> {
+        for (c, chunk) in rows.chunks(EMBED_BATCH).enumerate() {
+            let texts: Vec<&str> = chunk.iter().map(|(_, t)| *t).collect();
+            let vectors = embedder
+                .embed(&texts)
+                .map_err(super::MemoryFailure::Embed)?;
+            let pairs: Vec<(i64, &[f32])> = chunk
+                .iter()
+                .zip(&vectors)
+                .map(|((id, _), v)| (*id, v.as_slice()))
+                .collect();
+            self.rows.set_vectors(user, kind, embedder.id(), &pairs)?;
+            for (i, v) in vectors.iter().enumerate() {
+                saved(c * EMBED_BATCH + i, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes `row` out of `user`'s index of `kind`, if that index is in memory.
+    pub(super) fn unindex(&self, user: &str, kind: Kind, row: i64) {
+        if let Some((ix, _)) = self
+            .indexes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(user.to_owned(), kind))
+        {
+            ix.write().unwrap_or_else(|e| e.into_inner()).remove(row);
+        }
+    }
+
+    /// Drops the indexes of `keys` (rebuilt on their next use).
+    pub(super) fn drop_indexes(&self, keys: impl IntoIterator<Item = (String, Kind)>) {
+        let mut indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
+        for key in keys {
+            indexes.remove(&key);
+        }
+    }
+
+    /// Drops every index (another process changed the database).
+    pub(super) fn drop_all_indexes(&self) {
+        self.indexes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// Exact cosine similarities of `query` with the stored vectors (of `model`) of `user`'s
+    /// rows among `ids`; rows without such a vector are left out.
+    pub(super) fn exact_similarities(
+        &self,
+        user: &str,
+        model: &str,
+        ids: &[i64],
+        query: &[f32],
+    ) -> Result<HashMap<i64, f32>, StoreError> {
+        Ok(self
+            .rows
+            .vectors_by_id(user, model, ids)?
+            .into_iter()
+            .map(|(id, v)| (id, dot(query, &v)))
+            .collect())
+    }
+}
