@@ -562,7 +562,6 @@ impl MemoryBackend for MemoryDb {
 
 /// Truths' and memories' state, for `ringfence store migrate`: both schemas, the tables, and
 /// the SQLite file at `file`.
-
 pub fn state(file: std::path::PathBuf) -> ringfence_store::pg::copy::Family {
     use ringfence_store::pg::copy::{Family, Table};
     Family {
