@@ -1,7 +1,8 @@
 //! The calendar family of ringfence (seed 003): its four tools and the calendars behind
 //! them.
 //!
-//! - [`tools`]: the tools, over the `CalendarBackend` trait.
+//! - [`tools`]: the tools, over the `CalendarBackend` trait; [`CalendarPlug`] builds them from
+//!   the `[calendar]` settings ([`settings`]), sending each call to the caller's provider.
 //! - [`store`]: the local calendars' rows, in `calendar.db` or PostgreSQL.
 //! - [`ical`]: iCalendar text as a tree, read and written without loss.
 //! - [`event`]: times in their zones, recurrence expanded in a window (the `rrule` crate in
@@ -22,11 +23,14 @@ pub mod google;
 pub mod ical;
 pub mod local;
 pub mod object;
+mod plug;
+pub mod settings;
 pub mod store;
 pub mod tools;
 pub mod transfer;
 
 pub use backend::{CalendarInfo, ObjectCalendar, ObjectStore, Stored, UserStores};
+pub use plug::{Accounts, CalendarPlug, open};
 
 /// The HTTP client of the calendar servers: ringfence's outbound client (proxy variables,
 /// rustls), 10 s to connect, `timeout` for a whole request.

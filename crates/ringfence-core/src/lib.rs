@@ -16,10 +16,12 @@ pub mod error;
 pub mod family;
 pub mod limits;
 pub mod live;
+pub mod plug;
 pub mod resources;
 pub mod runner;
 pub mod session;
 pub mod spill;
+pub mod supervisor;
 pub mod text;
 pub mod time;
 pub mod tool;
@@ -28,6 +30,7 @@ pub mod toolbox;
 pub use error::{BackendError, ToolError, ToolErrorKind, ToolResult};
 pub use family::{Catalogue, Family, FamilyInfo, Preset, Selection, SelectionError};
 pub use limits::{Limits, LimitsError};
+pub use plug::{BuildError, FamilyEnv, FamilyPlug, Lazy, Offer, Plug, Shared};
 pub use resources::{PromptContent, PromptInfo, ResourceInfo, ResourceProvider, ResourceSet};
 pub use runner::{
     AuditEvent, AuditSink, CallMetrics, CallRequest, CallScope, StepAudit, ToolRunner, UnknownTool,
@@ -38,6 +41,7 @@ pub use session::{
     SamplingReply, SamplingRequest, SamplingRole, SamplingTool, Session, SharedReads,
 };
 pub use spill::SpillStore;
+pub use supervisor::{Stop, Supervisor};
 pub use tool::{
     Annotations, Async, AsyncTool, Blocking, BlockingTool, BoxFuture, Content, Progress,
     ProgressUpdate, Tool, ToolContext, ToolOutput,

@@ -72,6 +72,13 @@ pub fn format_in_zone(ms: i64, zone: &TimeZone) -> String {
         .to_string()
 }
 
+/// The machine's zone and its name (`UTC` when it cannot be told).
+pub fn system_zone() -> (String, TimeZone) {
+    let tz = TimeZone::try_system().unwrap_or(TimeZone::UTC);
+    let name = tz.iana_name().unwrap_or("UTC").to_owned();
+    (name, tz)
+}
+
 /// An IANA time zone by name (`Europe/Berlin`, `UTC`).
 pub fn zone(name: &str) -> Result<TimeZone, TimeError> {
     TimeZone::get(name.trim()).map_err(|_| TimeError::UnknownZone(name.to_owned()))

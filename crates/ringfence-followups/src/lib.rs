@@ -2,16 +2,20 @@
 //! ("I'll check in on that later") and that reach the user when they fall due.
 //!
 //! The tools validate, compute the due time and format; the rows live behind
-//! [`FollowupBackend`] (implemented by `ringfence-store` on SQLite) and the user's delivery
-//! settings (proactive messages on or off, time zone, quiet hours, channels) behind
-//! [`DeliveryPolicy`] (the binary's configuration). Delivering is the scheduler's work, in the
-//! binary; this crate knows nothing of it.
+//! [`FollowupBackend`] ([`store`]: `followups.db` or PostgreSQL's tables) and the user's
+//! delivery settings (proactive messages on or off, time zone, quiet hours, channels) behind
+//! [`DeliveryPolicy`] (from [`settings`], the `[followups]` table). The [`scheduler`] claims
+//! what falls due and delivers it (webhook, command, email, or the user's MCP sessions);
+//! [`FollowupsPlug`] builds the family for a binary.
 
 mod cancel_followup;
 mod due;
 
 mod list_followups;
+mod plug;
 mod schedule_followup;
+pub mod scheduler;
+pub mod settings;
 pub mod store;
 mod update_followup;
 
@@ -28,6 +32,7 @@ use ringfence_core::tool::{Blocking, Tool};
 
 pub use cancel_followup::CancelFollowup;
 pub use due::{DUE_PROMPT, DUE_URI, DueFollowups};
+pub use plug::{FollowupsPlug, check_in_writer, open};
 
 pub use list_followups::ListFollowups;
 pub use schedule_followup::ScheduleFollowup;

@@ -2,15 +2,17 @@
 //! contextual facts with types, tags and categories. Each is stored per user, searched by
 //! meaning, updated and deleted.
 //!
-//! The tools validate and format; the storage and ranking live behind [`MemoryBackend`]
-//! (implemented by `ringfence-store` on SQLite), so this crate knows nothing of databases
-//! or embedding models.
+//! The tools validate and format; the storage and ranking live behind [`MemoryBackend`],
+//! implemented by [`store`] (the search engine over `memory.db` or PostgreSQL's tables, with
+//! an embedder for meaning). [`MemoryPlug`] builds the family from its `[memory]` settings.
 
 mod delete_memory;
 mod delete_truth;
 mod pinned;
+mod plug;
 mod search_memory;
 mod search_truths;
+pub mod settings;
 pub mod store;
 mod store_memory;
 mod store_truth;
@@ -30,6 +32,7 @@ use ringfence_core::tool::{Blocking, Tool, ToolContext, ToolOutput};
 pub use delete_memory::DeleteMemory;
 pub use delete_truth::DeleteTruth;
 pub use pinned::{PINNED_PROMPT, PINNED_URI, PinnedTruths};
+pub use plug::{MemoryPlug, open};
 pub use search_memory::SearchMemory;
 pub use search_truths::SearchTruths;
 pub use store_memory::StoreMemory;

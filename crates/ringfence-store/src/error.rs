@@ -19,6 +19,13 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The directory of the database file could not be made.
+    #[error("cannot create {}: {source}", path.display())]
+    Directory {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The database was written by a newer ringfence: refused rather than misread.
     #[error(
         "the {database} database {} has schema version {found}, newer than this ringfence knows ({known}); upgrade ringfence",

@@ -45,9 +45,13 @@ macro_rules! on_both_beds {
 mod error;
 #[cfg(feature = "postgres")]
 pub mod pg;
+#[cfg(feature = "postgres")]
+mod shared;
 
 pub use error::StoreError;
 pub use rusqlite;
+#[cfg(feature = "postgres")]
+pub use shared::{OpenError, SharedStore, open_file};
 
 /// A database's schema: its migration steps, one per version. Never edit a released step:
 /// append a new one.

@@ -12,9 +12,10 @@ use ringfence_tools::{
 };
 
 use crate::config::Config;
-use crate::families::{self, FamilyEnv};
+use crate::families;
 use crate::sessions::Sessions;
-use crate::supervisor::Supervisor;
+use ringfence_core::plug::Shared;
+use ringfence_core::supervisor::Supervisor;
 
 /// The instructions when no family offers any.
 const DEFAULT_INSTRUCTIONS: &str = "ringfence gives you tools confined to what the user allowed.";
@@ -46,7 +47,7 @@ pub struct App {
     /// through them (follow-ups with the `mcp` channel, in `serve`).
     live: Option<Arc<LiveSessions>>,
     /// The state store `[store]` names (shared with the families).
-    store: Arc<crate::store::SharedStore>,
+    store: Arc<ringfence_store::SharedStore>,
 }
 
 /// Each tool of the catalogue not among `offered`, with how the operator turns it on: its
@@ -100,14 +101,9 @@ impl App {
             .map(|(family, _, why)| (family, why))
             .collect();
         let supervisor = Supervisor::new();
-        let shared = families::Shared::default();
-        let env = FamilyEnv {
-            config,
-            supervisor: &supervisor,
-            background,
-            shared: &shared,
-        };
-        let built = families::build(&env, &names)?;
+        let shared = Shared::default();
+        let built = families::build(config, &supervisor, background, &shared, &names)
+            .map_err(|e| e.to_string())?;
         let toolbox = Toolbox::select(&built, &names);
         let resources = ResourceSet::new(
             built
@@ -134,7 +130,7 @@ impl App {
             withheld,
             not_offered,
             live: shared.get::<LiveSessions>(),
-            store: shared.get_or_init(|| crate::store::SharedStore::new(config.store.clone())),
+            store: shared.get_or_init(|| config.store.shared_store()),
         })
     }
 
@@ -190,7 +186,7 @@ impl App {
     /// Starts the audit trail (`<data dir>/audit/audit.jsonl`). Without it the server still
     /// runs; the failure is logged.
     pub fn open_audit(&mut self) {
-        let shared = self.store.audit().unwrap_or_else(|e| {
+        let shared = crate::store::audit(&self.store).unwrap_or_else(|e| {
             tracing::error!(error = %e, "the audit trail is written to the data directory only");
             None
         });
@@ -217,7 +213,7 @@ impl App {
         &self.data_dir
     }
 
-    pub fn store(&self) -> &crate::store::SharedStore {
+    pub fn store(&self) -> &ringfence_store::SharedStore {
         &self.store
     }
 

@@ -9,7 +9,6 @@ mod env_vars;
 mod families;
 mod sessions;
 mod store;
-mod supervisor;
 
 fn main() -> std::process::ExitCode {
     // The sandbox helper of a shell command: before anything else (no thread, no runtime,

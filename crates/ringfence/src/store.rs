@@ -1,184 +1,41 @@
-//! The state store `[store]` chooses: a SQLite file per family under the data directory, or
-//! one PostgreSQL database that several instances share — connected once per process, on
-//! first use, and shared by every family that keeps state there.
+//! The server's own state in the store: with PostgreSQL, the audit table, the MCP sessions
+//! and their events, and the read-first records of HTTP sessions (with SQLite they live in
+//! the instance's memory and the data directory's files). Each family opens its own
+//! state through the same `ringfence_store::SharedStore`.
 
-use std::path::Path;
 use std::sync::Arc;
-use std::sync::OnceLock;
 
-use ringfence_calendar::store::pg::PgCalendar;
-use ringfence_calendar::store::{CalendarDb, CalendarStore};
-use ringfence_followups::store::pg::PgFollowups;
-use ringfence_followups::store::{FollowupDb, FollowupStore};
-use ringfence_memory::store::{EmbedderLoader, MemoryDb, RankConfig};
-use ringfence_store::StoreError;
-use ringfence_store::pg::Pg;
 use ringfence_store::pg::audit::PgAudit;
-use ringfence_store::pg::credentials::PgCredentials;
 use ringfence_store::pg::sessions::PgSessions;
-use ringfence_tools::Journal;
-use ringfence_tools::QueuedJournal;
-use ringfence_tools::journal::pg::PgJournalRows;
+use ringfence_store::{OpenError, SharedStore, StoreError};
 
-use crate::config::StoreSettings;
-
-/// The store of one process (one per build: `env.shared`).
-#[derive(Debug, Default)]
-pub struct SharedStore {
-    settings: StoreSettings,
-    pg: OnceLock<Result<Pg, String>>,
+/// The shared audit table, with PostgreSQL (`None` with SQLite, whose trail is the data
+/// directory's file alone).
+pub fn audit(store: &SharedStore) -> Result<Option<Arc<PgAudit>>, OpenError> {
+    store.open_shared("audit table", |pg| Ok(Arc::new(PgAudit::open(pg)?)))
 }
 
-impl SharedStore {
-    pub fn new(settings: StoreSettings) -> SharedStore {
-        SharedStore {
-            settings,
-            pg: OnceLock::new(),
-        }
-    }
+/// The shared MCP session tables, with PostgreSQL (`None` with SQLite: sessions live in the
+/// instance's memory).
+pub fn sessions(
+    store: &SharedStore,
+) -> Result<Option<Arc<dyn ringfence_mcp::SessionDirectory>>, OpenError> {
+    store.open_shared("session tables", |pg| {
+        let tables = PgSessions::open(pg)?;
+        let heard = tables.listen();
+        Ok(Arc::new(SessionTables(tables, Some(heard)))
+            as Arc<dyn ringfence_mcp::SessionDirectory>)
+    })
+}
 
-    /// The follow-ups: `followups.db` at `sqlite_path`, or PostgreSQL's tables.
-    pub fn followups(&self, sqlite_path: &Path) -> Result<Arc<dyn FollowupStore>, String> {
-        self.open(
-            || {
-                crate::families::open_private_db(sqlite_path, "follow-up", FollowupDb::open)
-                    .map(|db| db as Arc<dyn FollowupStore>)
-            },
-            |pg| Ok(Arc::new(PgFollowups::open(pg)?) as Arc<dyn FollowupStore>),
-        )
-    }
-
-    /// The local calendars: `calendar.db` at `sqlite_path`, or PostgreSQL's tables.
-    pub fn calendar(&self, sqlite_path: &Path) -> Result<Arc<dyn CalendarStore>, String> {
-        self.open(
-            || {
-                crate::families::open_private_db(sqlite_path, "calendar", CalendarDb::open)
-                    .map(|db| db as Arc<dyn CalendarStore>)
-            },
-            |pg| Ok(Arc::new(PgCalendar::open(pg)?) as Arc<dyn CalendarStore>),
-        )
-    }
-
-    /// Truths and memories: `memory.db` at `sqlite_path` (made 0600, a missing directory
-    /// 0700: facts about people), or PostgreSQL's tables.
-    pub fn memory(
-        &self,
-        sqlite_path: &Path,
-        loader: Option<EmbedderLoader>,
-        rank: RankConfig,
-    ) -> Result<Arc<MemoryDb>, String> {
-        let opened = match &self.settings {
-            StoreSettings::Sqlite => {
-                if let Some(dir) = sqlite_path.parent() {
-                    ringfence_fs::create_private_dir_all(dir)
-                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-                }
-                MemoryDb::open(sqlite_path, loader, rank).map_err(|e| e.to_string())
-            }
-            StoreSettings::Postgres(_) => self.open(
-                || unreachable!("PostgreSQL is configured"),
-                |pg| MemoryDb::open_postgres(pg, loader, rank),
-            ),
-        };
-        opened.map_err(|e| {
-            tracing::error!(error = %e, "cannot open the memory database; the memory tools are unavailable");
-            format!("the memory database could not be opened: {e}")
-        })
-    }
-
-    /// The edit journal: `ringfence.db` in `data_dir` (made 0700, the file 0600: it holds
-    /// earlier versions of people's files), or PostgreSQL's table.
-    pub fn journal(&self, data_dir: &Path) -> Result<Arc<dyn Journal>, String> {
-        self.open(
-            || {
-                ringfence_fs::create_private_dir_all(data_dir)
-                    .map_err(|e| format!("cannot create the data directory: {e}"))?;
-                let store = ringfence_tools::journal::sqlite::open(&data_dir.join("ringfence.db"))
-                    .map_err(|e| format!("cannot open the edit journal's database: {e}"))?;
-                Ok(Arc::new(QueuedJournal::sqlite(Arc::new(store))) as Arc<dyn Journal>)
-            },
-            |pg| {
-                let rows = PgJournalRows::open(pg)?;
-                Ok(Arc::new(QueuedJournal::new(Arc::new(rows))) as Arc<dyn Journal>)
-            },
-        )
-    }
-
-    /// The shared audit table, with PostgreSQL (`None` with SQLite, whose trail is the
-    /// data directory's file alone).
-    pub fn audit(&self) -> Result<Option<Arc<PgAudit>>, String> {
-        if self.settings == StoreSettings::Sqlite {
-            return Ok(None);
-        }
-        self.open(
-            || unreachable!("the SQLite store has no audit table"),
-            |pg| Ok(Arc::new(PgAudit::open(pg)?)),
-        )
-        .map(Some)
-    }
-
-    /// The shared MCP session tables, with PostgreSQL (`None` with SQLite: sessions live in
-    /// the instance's memory).
-    pub fn sessions(&self) -> Result<Option<Arc<dyn ringfence_mcp::SessionDirectory>>, String> {
-        if self.settings == StoreSettings::Sqlite {
-            return Ok(None);
-        }
-        self.open(
-            || unreachable!("the SQLite store keeps no sessions"),
-            |pg| {
-                let tables = PgSessions::open(pg)?;
-                let heard = tables.listen();
-                Ok(Arc::new(SessionTables(tables, Some(heard)))
-                    as Arc<dyn ringfence_mcp::SessionDirectory>)
-            },
-        )
-        .map(Some)
-    }
-
-    /// The shared read-first records of HTTP sessions, with PostgreSQL (`None` with SQLite).
-    pub fn reads(&self) -> Result<Option<Arc<dyn ringfence_tools::SharedReads>>, String> {
-        if self.settings == StoreSettings::Sqlite {
-            return Ok(None);
-        }
-        self.open(
-            || unreachable!("the SQLite store keeps no read records"),
-            |pg| {
-                Ok(Arc::new(SessionTables(PgSessions::open(pg)?, None))
-                    as Arc<dyn ringfence_tools::SharedReads>)
-            },
-        )
-        .map(Some)
-    }
-
-    /// The shared credentials table, with PostgreSQL (`None` with SQLite: logins are files
-    /// of the data directory).
-    pub fn credentials(&self) -> Result<Option<Arc<PgCredentials>>, String> {
-        if self.settings == StoreSettings::Sqlite {
-            return Ok(None);
-        }
-        self.open(
-            || unreachable!("the SQLite store keeps logins in files"),
-            |pg| Ok(Arc::new(PgCredentials::open(pg)?)),
-        )
-        .map(Some)
-    }
-
-    /// One family's store: its SQLite file, or its tables on the pool (connected on the
-    /// first call), naming what failed.
-    fn open<T: ?Sized>(
-        &self,
-        sqlite: impl FnOnce() -> Result<Arc<T>, String>,
-        postgres: impl FnOnce(Pg) -> Result<Arc<T>, StoreError>,
-    ) -> Result<Arc<T>, String> {
-        let StoreSettings::Postgres(s) = &self.settings else {
-            return sqlite();
-        };
-        let pg = self
-            .pg
-            .get_or_init(|| Pg::connect(&s.options(None)).map_err(|e| e.to_string()))
-            .clone()?;
-        postgres(pg).map_err(|e| e.to_string())
-    }
+/// The shared read-first records of HTTP sessions, with PostgreSQL (`None` with SQLite).
+pub fn reads(
+    store: &SharedStore,
+) -> Result<Option<Arc<dyn ringfence_tools::SharedReads>>, OpenError> {
+    store.open_shared("read records", |pg| {
+        Ok(Arc::new(SessionTables(PgSessions::open(pg)?, None))
+            as Arc<dyn ringfence_tools::SharedReads>)
+    })
 }
 
 /// A session nobody held for this long is forgotten (an instance marks the sessions it holds

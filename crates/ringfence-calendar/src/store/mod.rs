@@ -178,7 +178,7 @@ pub struct CalendarDb {
 impl CalendarDb {
     pub fn open(path: &Path) -> Result<CalendarDb, StoreError> {
         Ok(CalendarDb {
-            store: Store::open_schema(path, Durability::Full, &CALENDAR_SCHEMA)?,
+            store: ringfence_store::open_file(path, Durability::Full, &CALENDAR_SCHEMA)?,
         })
     }
 }

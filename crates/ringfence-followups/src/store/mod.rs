@@ -256,7 +256,7 @@ impl FollowupDb {
     /// Opens (creating) the database at `path`.
     pub fn open(path: &Path) -> Result<FollowupDb, StoreError> {
         Ok(FollowupDb {
-            store: Store::open_schema(path, Durability::Full, &FOLLOWUP_SCHEMA)?,
+            store: ringfence_store::open_file(path, Durability::Full, &FOLLOWUP_SCHEMA)?,
         })
     }
 

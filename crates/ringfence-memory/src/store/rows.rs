@@ -189,7 +189,7 @@ pub(crate) struct SqliteRows {
 impl SqliteRows {
     pub(crate) fn open(path: &Path) -> Result<SqliteRows, StoreError> {
         let rows = SqliteRows {
-            store: Store::open_schema(path, Durability::Full, &MEMORY_SCHEMA)?,
+            store: ringfence_store::open_file(path, Durability::Full, &MEMORY_SCHEMA)?,
             data_version: AtomicI64::new(0),
         };
         rows.changed_elsewhere()?;

@@ -58,6 +58,29 @@ pub fn state(file: PathBuf) -> copy::Family {
     }
 }
 
+/// The edit journal the store names: `ringfence.db` in `data_dir` (the directory made 0700,
+/// the file 0600: it holds earlier versions of people's files), or PostgreSQL's table.
+pub fn open_shared(
+    store: &ringfence_store::SharedStore,
+    data_dir: &Path,
+) -> Result<Arc<dyn Journal>, ringfence_store::OpenError> {
+    store.open(
+        "edit journal's database",
+        || {
+            let store = ringfence_store::open_file(
+                &data_dir.join("ringfence.db"),
+                Durability::Process,
+                &JOURNAL_SCHEMA,
+            )?;
+            Ok(Arc::new(QueuedJournal::sqlite(Arc::new(store))) as Arc<dyn Journal>)
+        },
+        |pg| {
+            let rows = super::pg::PgJournalRows::open(pg)?;
+            Ok(Arc::new(QueuedJournal::new(Arc::new(rows))) as Arc<dyn Journal>)
+        },
+    )
+}
+
 /// Bytes of previous versions kept in the journal across all files; the oldest go first.
 pub const JOURNAL_MAX_BYTES: i64 = 512 * 1024 * 1024;
 

@@ -19,10 +19,10 @@ pub(super) fn run(app: &crate::app::App, q: Query) -> ExitCode {
         text.push_str(line);
         text.push('\n');
     };
-    let read = match app.store().audit() {
+    let read = match crate::store::audit(app.store()) {
         Ok(Some(shared)) => shared.query(&q, &mut out).map_err(|e| e.to_string()),
         Ok(None) => crate::audit::query(app.data_dir(), &q, &mut out).map_err(|e| e.to_string()),
-        Err(e) => Err(e),
+        Err(e) => Err(e.to_string()),
     };
     match read {
         Ok(_) => {

@@ -53,11 +53,15 @@ pub(super) enum CalendarCommand {
     },
 }
 
+fn calendar_settings(config: &Config) -> &ringfence_calendar::settings::CalendarSettings {
+    config.families.get(ringfence_calendar::tools::FAMILY)
+}
+
 pub(super) fn run(config: &Config, cmd: CalendarCommand) -> ExitCode {
-    let settings = crate::families::calendar::settings(config);
-    let db = match crate::families::calendar::open_db(config) {
+    let settings = calendar_settings(config);
+    let db = match ringfence_calendar::open(&config.store.shared_store(), &settings.db_path) {
         Ok(db) => db,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     if let CalendarCommand::Connect {
         provider,
@@ -104,11 +108,11 @@ fn connect(config: &Config, provider: &str, user: &str, wait_secs: u64) -> ExitC
             "`{provider}` needs no connecting: only `google` does (CalDAV takes url, username and password_env in [calendar])"
         ));
     }
-    let settings = crate::families::calendar::settings(config);
-    let accounts = crate::families::calendar::Accounts::new(
+    let settings = calendar_settings(config);
+    let accounts = ringfence_calendar::Accounts::new(
         settings,
         &config.data_dir,
-        std::sync::Arc::new(crate::store::SharedStore::new(config.store.clone())),
+        std::sync::Arc::new(config.store.shared_store()),
     );
     let account = match accounts.account(user) {
         Ok(a) => a,

@@ -43,9 +43,12 @@ pub(super) enum FollowupsCommand {
 }
 
 pub(super) fn run(config: &Config, cmd: FollowupsCommand) -> ExitCode {
-    let db = match crate::families::followups::open_db(config) {
+    let settings = config
+        .families
+        .get::<ringfence_followups::settings::FollowupSettings>(ringfence_followups::FAMILY);
+    let db = match ringfence_followups::open(&config.store.shared_store(), &settings.db_path) {
         Ok(db) => db,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     match cmd {
         FollowupsCommand::List { user, status } => list(&*db, user.as_deref(), &status),

@@ -9,6 +9,8 @@ use clap::Subcommand;
 use ringfence_memory::Kind;
 use ringfence_memory::store::MemoryDb;
 
+use ringfence_memory::settings::MemorySettings;
+
 use super::{fail, print_out, say};
 use crate::config::Config;
 
@@ -47,9 +49,12 @@ pub(super) enum MemoryCommand {
 }
 
 pub(super) fn run(config: &Config, cmd: MemoryCommand) -> ExitCode {
-    let db = match crate::families::memory::open_now(config) {
+    let settings = config
+        .families
+        .get::<MemorySettings>(ringfence_memory::FAMILY);
+    let db = match ringfence_memory::open(&config.store.shared_store(), settings) {
         Ok(db) => db,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     match cmd {
         MemoryCommand::List { user, kind } => list(&db, user.as_deref(), kind.as_deref()),

@@ -7,7 +7,11 @@ use clap::Subcommand;
 
 use super::{fail, say};
 use crate::config::Config;
-use crate::families::memory::{EmbeddingProvider, default_model_dir, settings};
+use ringfence_memory::settings::{EmbeddingProvider, MemorySettings, default_model_dir};
+
+fn settings(config: &Config) -> &MemorySettings {
+    config.families.get(ringfence_memory::FAMILY)
+}
 
 #[derive(Debug, Subcommand)]
 pub(super) enum ModelCommand {

@@ -9,30 +9,31 @@ use std::time::Duration;
 
 use super::{fail, runtime};
 use crate::config::Config;
-use crate::families::followups::{self, scheduler::Scheduler};
-use crate::supervisor::Supervisor;
+use ringfence_core::supervisor::Supervisor;
+use ringfence_followups::scheduler::Scheduler;
+use ringfence_followups::settings::{ChannelKind, FollowupSettings};
 
 pub(super) fn run(config: &Config) -> ExitCode {
-    let settings = followups::settings(config).clone();
+    let settings = config
+        .families
+        .get::<FollowupSettings>(ringfence_followups::FAMILY)
+        .clone();
     if !settings.delivers_for_anyone() {
         return fail(
             "follow-up delivery is off for every user: set [followups] proactive = true (or followups.users.<name>.proactive = true), or RINGFENCE_FOLLOWUPS_PROACTIVE=true",
         );
     }
-    if settings
-        .channels
-        .iter()
-        .all(|c| c.kind == followups::ChannelKind::Mcp)
-    {
+    if settings.channels.iter().all(|c| c.kind == ChannelKind::Mcp) {
         tracing::warn!(
             "the only follow-up channel is mcp, which reaches clients connected to `serve`: this scheduler has none, and leaves those follow-ups to `serve` (add a webhook, command or email channel for it to deliver)"
         );
     }
-    let db = match followups::open_db(config) {
+    let db = match ringfence_followups::open(&config.store.shared_store(), &settings.db_path) {
         Ok(db) => db,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
-    let scheduler = match Scheduler::new(db, settings, followups::check_in_writer(config)) {
+    let writer = ringfence_followups::check_in_writer(config.llm.as_ref());
+    let scheduler = match Scheduler::new(db, settings, writer) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(&format!("cannot start the scheduler: {e}")),
     };

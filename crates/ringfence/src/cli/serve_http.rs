@@ -68,14 +68,10 @@ async fn serve(app: &Arc<App>, addr: SocketAddr, plan: &HttpPlan) -> Result<(), 
     let descriptors = descriptor_limit();
     let mut options = plan.options(Arc::new(auth), metrics.clone(), descriptors);
     // With PostgreSQL, any instance serves any request of a session.
-    options.shared_sessions = app
-        .store()
-        .sessions()
+    options.shared_sessions = crate::store::sessions(app.store())
         .map_err(|e| format!("the shared session store: {e}"))?;
-    if let Some(reads) = app
-        .store()
-        .reads()
-        .map_err(|e| format!("the shared session store: {e}"))?
+    if let Some(reads) =
+        crate::store::reads(app.store()).map_err(|e| format!("the shared session store: {e}"))?
     {
         app.sessions.share_reads(reads);
     }

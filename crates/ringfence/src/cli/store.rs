@@ -100,18 +100,10 @@ pub(super) fn run(config: &Config, cmd: StoreCommand) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The state both backends keep, family by family, with the SQLite files `config` names.
+/// The state both backends keep, as each family registers it, with the SQLite files
+/// `config` names.
 fn state(config: &Config) -> Vec<copy::Family> {
-    vec![
-        ringfence_tools::journal::sqlite::state(config.data_dir.join("ringfence.db")),
-        ringfence_followups::store::state(
-            crate::families::followups::settings(config).db_path.clone(),
-        ),
-        ringfence_calendar::store::state(
-            crate::families::calendar::settings(config).db_path.clone(),
-        ),
-        ringfence_memory::store::state(crate::families::memory::settings(config).database.clone()),
-    ]
+    crate::families::state(config)
 }
 
 #[cfg(test)]

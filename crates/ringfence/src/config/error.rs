@@ -41,6 +41,9 @@ pub enum ConfigError {
     /// A value is refused: `key` names where it came from, `reason` what is wrong.
     #[error("{key}: {reason}")]
     Invalid { key: String, reason: String },
+    /// A family's section was refused (the error names the key).
+    #[error(transparent)]
+    Settings(#[from] ringfence_core::plug::SettingsError),
     /// The limits' own check refused them (its message names the key).
     #[error(transparent)]
     Limits(#[from] ringfence_tools::LimitsError),

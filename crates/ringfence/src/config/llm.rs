@@ -3,39 +3,10 @@
 
 use std::time::Duration;
 
-use ringfence_llm::{Provider, ProviderConfig};
+use ringfence_llm::{LlmSettings, LlmSource, Provider, ProviderConfig};
 
 use super::ConfigError;
 use super::raw::LlmTable;
-
-/// Where the model is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LlmSource {
-    /// An HTTP API (OpenAI-compatible or Anthropic), reached by ringfence itself.
-    Api(ProviderConfig),
-    /// The connected MCP client's model, through `sampling/createMessage`. `model` is a
-    /// hint passed to the client, if configured.
-    Sampling { model: Option<String> },
-}
-
-/// The resolved `[llm]` settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LlmSettings {
-    pub source: LlmSource,
-    /// Per-request timeout (None: the client's default, 120 s).
-    pub timeout: Option<Duration>,
-}
-
-impl LlmSettings {
-    /// `provider = "..."` as written, for messages.
-    pub fn provider_name(&self) -> &'static str {
-        match &self.source {
-            LlmSource::Api(c) if c.provider == Provider::OpenAi => "openai",
-            LlmSource::Api(_) => "anthropic",
-            LlmSource::Sampling { .. } => "sampling",
-        }
-    }
-}
 
 /// Resolves `[llm]`; `None` when the file has no such table.
 pub fn resolve(table: Option<&LlmTable>) -> Result<Option<LlmSettings>, ConfigError> {

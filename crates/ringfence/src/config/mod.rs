@@ -11,7 +11,6 @@ mod limits;
 mod llm;
 mod raw;
 mod roots;
-mod sections;
 mod store;
 mod tools;
 
@@ -25,10 +24,10 @@ use crate::env_vars;
 
 pub use error::ConfigError;
 pub use http::HttpPlan;
-pub use llm::{LlmSettings, LlmSource};
 pub use raw::HttpConfig;
+pub use ringfence_core::plug::{Env, FamilySettings, ProcessEnv, SectionInput};
+pub use ringfence_llm::LlmSettings;
 pub use roots::check_client_roots_for_http;
-pub use sections::{FamilySettings, SectionInput};
 pub use store::StoreSettings;
 
 /// Values given on the command line (highest precedence).
@@ -84,25 +83,6 @@ impl Config {
             ..Overrides::default()
         };
         Config::load(&over, &BTreeMap::new(), data_dir).expect("default configuration")
-    }
-}
-
-/// Where environment values come from (a map in tests, the process environment otherwise).
-pub trait Env {
-    fn get(&self, key: &str) -> Option<String>;
-}
-
-pub struct ProcessEnv;
-
-impl Env for ProcessEnv {
-    fn get(&self, key: &str) -> Option<String> {
-        std::env::var(key).ok()
-    }
-}
-
-impl Env for BTreeMap<String, String> {
-    fn get(&self, key: &str) -> Option<String> {
-        BTreeMap::get(self, key).cloned()
     }
 }
 
@@ -196,7 +176,7 @@ impl Config {
 /// every family's plug resolve its section.
 fn family_sections(
     tables: &BTreeMap<String, serde::de::IgnoredAny>,
-    text: Option<&sections::FileText>,
+    text: Option<&ringfence_core::plug::FileText>,
     env: &dyn Env,
     data_dir: &Path,
 ) -> Result<FamilySettings, ConfigError> {

@@ -14,7 +14,7 @@ use serde::de::IgnoredAny;
 use ringfence_tools::Limits;
 
 use super::ConfigError;
-use super::sections::FileText;
+use ringfence_core::plug::FileText;
 
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]

@@ -41,6 +41,16 @@ impl PgSettings {
     }
 }
 
+impl StoreSettings {
+    /// The store of one process under these settings (nothing connected yet).
+    pub fn shared_store(&self) -> ringfence_store::SharedStore {
+        ringfence_store::SharedStore::new(match self {
+            StoreSettings::Sqlite => None,
+            StoreSettings::Postgres(s) => Some(s.options(None)),
+        })
+    }
+}
+
 impl std::fmt::Debug for PgSettings {
     // The URL may hold a password: never in logs.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

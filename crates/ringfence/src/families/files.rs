@@ -9,9 +9,7 @@ use ringfence_tools::{
     Journaling,
 };
 
-use super::{FamilyEnv, FamilyPlug};
-use crate::config::{ConfigError, SectionInput};
-use crate::store::SharedStore;
+use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, SectionInput, SettingsError};
 
 pub struct FilesPlug;
 
@@ -24,17 +22,21 @@ impl FamilyPlug for FilesPlug {
         &files::INFO
     }
 
-    fn settings(&self, _: &SectionInput<'_>) -> Result<(), ConfigError> {
+    fn settings(&self, _: &SectionInput<'_>) -> Result<(), SettingsError> {
         Ok(())
     }
 
-    fn build(&self, _: &(), env: &FamilyEnv<'_>) -> Result<Family, String> {
+    fn state(&self, _: &(), data_dir: &std::path::Path) -> Vec<ringfence_store::pg::copy::Family> {
+        vec![ringfence_tools::journal::sqlite::state(
+            data_dir.join("ringfence.db"),
+        )]
+    }
+
+    fn build(&self, _: &(), env: &FamilyEnv<'_>) -> Result<Family, BuildError> {
         let journal = Arc::new(LazyJournal {
             cell: std::sync::OnceLock::new(),
-            data_dir: env.config.data_dir.clone(),
-            store: env
-                .shared
-                .get_or_init(|| SharedStore::new(env.config.store.clone())),
+            data_dir: env.data_dir.to_owned(),
+            store: env.store.clone(),
         });
         if env.background {
             // Opening and migrating the database must not delay the MCP handshake; a call
@@ -59,17 +61,19 @@ impl FamilyPlug for FilesPlug {
 struct LazyJournal {
     cell: std::sync::OnceLock<Option<Arc<dyn Journal>>>,
     data_dir: std::path::PathBuf,
-    store: Arc<SharedStore>,
+    store: Arc<ringfence_store::SharedStore>,
 }
 
 impl LazyJournal {
     fn get(&self) -> Result<&Arc<dyn Journal>, JournalError> {
         self.cell
-            .get_or_init(|| match self.store.journal(&self.data_dir) {
-                Ok(j) => Some(j),
-                Err(e) => {
-                    tracing::error!(error = %e, "edits will not be journaled for undo");
-                    None
+            .get_or_init(|| {
+                match ringfence_tools::journal::sqlite::open_shared(&self.store, &self.data_dir) {
+                    Ok(j) => Some(j),
+                    Err(e) => {
+                        tracing::error!(error = %e, "edits will not be journaled for undo");
+                        None
+                    }
                 }
             })
             .as_ref()

@@ -4,7 +4,7 @@
 use ringfence_tools::delegate::DelegateLimits;
 use serde::Deserialize;
 
-use crate::config::{ConfigError, SectionInput};
+use ringfence_core::plug::{SectionInput, SettingsError};
 
 /// The family's table in the configuration file.
 pub const SECTION: &str = "delegate";
@@ -37,7 +37,7 @@ pub struct DelegateSettings {
 }
 
 impl DelegateSettings {
-    pub fn resolve(input: &SectionInput<'_>) -> Result<DelegateSettings, ConfigError> {
+    pub fn resolve(input: &SectionInput<'_>) -> Result<DelegateSettings, SettingsError> {
         let t: DelegateTable = input.table(SECTION)?;
         let key = |k: &str| format!("{SECTION}.{k}");
         let enabled = input
@@ -47,7 +47,7 @@ impl DelegateSettings {
         let in_range = |name: &str, v: Option<u64>, default: u64, max: u64| match v {
             None => Ok(default),
             Some(n) if (1..=max).contains(&n) => Ok(n),
-            Some(n) => Err(ConfigError::invalid(
+            Some(n) => Err(SettingsError::invalid(
                 key(name),
                 format!("{n} is out of range: 1 to {max}"),
             )),

@@ -5,15 +5,13 @@
 
 use std::sync::Arc;
 
-use ringfence_llm::{Anthropic, ChatModel, OpenAiCompatible, Provider, ProviderConfig};
+use ringfence_llm::{ChatModel, LlmSettings, LlmSource};
 use ringfence_tools::delegate::{
     self as family, DelegateServices, LazyModel, ModelSource, SamplingSource,
 };
 use ringfence_tools::{Family, FamilyInfo, ToolContext, ToolError, ToolErrorKind};
 
-use super::shell::ShellSettings;
-use super::{FamilyEnv, FamilyPlug};
-use crate::config::{Config, ConfigError, LlmSettings, LlmSource, SectionInput};
+use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Offer, SectionInput, SettingsError};
 
 mod config;
 
@@ -30,11 +28,11 @@ impl FamilyPlug for DelegatePlug {
         &family::INFO
     }
 
-    fn settings(&self, input: &SectionInput<'_>) -> Result<DelegateSettings, ConfigError> {
+    fn settings(&self, input: &SectionInput<'_>) -> Result<DelegateSettings, SettingsError> {
         DelegateSettings::resolve(input)
     }
 
-    fn withheld(&self, settings: &DelegateSettings, config: &Config) -> Option<String> {
+    fn withheld(&self, settings: &DelegateSettings, offer: &Offer<'_>) -> Option<String> {
         let mut missing = Vec::new();
         if !settings.enabled {
             missing.push(format!(
@@ -42,14 +40,14 @@ impl FamilyPlug for DelegatePlug {
                 config::RINGFENCE_DELEGATE_ENABLED
             ));
         }
-        if !shell_settings(config).enabled {
+        if (offer.withheld)(ringfence_tools::shell::TOOL).is_some() {
             missing.push(
                 "the shell: [shell] enabled = true (or RINGFENCE_SHELL_ENABLED=true)".to_owned(),
             );
         }
         // The sub-agent gets the selected tools only: without the shell it could not run
         // the commands a task needs, and the seed asks for both.
-        if let Ok(selected) = super::catalogue().select(&config.tools)
+        if let Some(selected) = offer.selected
             && selected.contains(&"delegate_task")
             && !selected.contains(&ringfence_tools::shell::TOOL)
         {
@@ -58,7 +56,7 @@ impl FamilyPlug for DelegatePlug {
                 ringfence_tools::shell::TOOL
             ));
         }
-        if config.llm.is_none() {
+        if offer.llm.is_none() {
             missing.push(
                 "a model: an [llm] table with provider = \"openai\", \"anthropic\" or \"sampling\" (and model for the first two)"
                     .to_owned(),
@@ -74,8 +72,12 @@ impl FamilyPlug for DelegatePlug {
 
     /// The sub-agent's tools are the server's own, reached through the runner of each call
     /// (only what the operator offers the assistant, and the same instances: one edit journal).
-    fn build(&self, settings: &DelegateSettings, env: &FamilyEnv<'_>) -> Result<Family, String> {
-        if let Some(llm) = &env.config.llm
+    fn build(
+        &self,
+        settings: &DelegateSettings,
+        env: &FamilyEnv<'_>,
+    ) -> Result<Family, BuildError> {
+        if let Some(llm) = env.llm
             && env.background
             && settings.enabled
         {
@@ -84,7 +86,7 @@ impl FamilyPlug for DelegatePlug {
                 "delegate_task: the sub-agent's model comes from [llm]"
             );
         }
-        let model: Arc<dyn ModelSource> = match env.config.llm.clone() {
+        let model: Arc<dyn ModelSource> = match env.llm.cloned() {
             None => Arc::new(NoModel),
             Some(LlmSettings {
                 source: LlmSource::Sampling { model },
@@ -94,7 +96,7 @@ impl FamilyPlug for DelegatePlug {
                 source: LlmSource::Api(cfg),
                 timeout,
             }) => Arc::new(LazyModel::new(move || {
-                api_model(&cfg, timeout).map_err(|e| e.to_string())
+                ringfence_llm::api_model(&cfg, timeout).map_err(|e| e.to_string())
             })),
         };
         Ok(family::family(DelegateServices {
@@ -102,28 +104,6 @@ impl FamilyPlug for DelegatePlug {
             limits: settings.limits,
         }))
     }
-}
-
-fn shell_settings(config: &Config) -> &ShellSettings {
-    config
-        .families
-        .get::<ShellSettings>(ringfence_tools::shell::FAMILY)
-}
-
-/// The model of an HTTP API, its key read from the process environment (also what writes
-/// follow-up check-ins).
-pub(crate) fn api_model(
-    cfg: &ProviderConfig,
-    timeout: Option<std::time::Duration>,
-) -> Result<Arc<dyn ChatModel>, ringfence_llm::LlmError> {
-    let lookup = |var: &str| std::env::var(var).ok();
-    Ok(match (cfg.provider, timeout) {
-        (Provider::OpenAi, Some(t)) => {
-            Arc::new(OpenAiCompatible::new(cfg, lookup)?.with_timeout(t))
-        }
-        (Provider::Anthropic, Some(t)) => Arc::new(Anthropic::new(cfg, lookup)?.with_timeout(t)),
-        (_, None) => ringfence_llm::build(cfg, lookup)?,
-    })
 }
 
 /// No `[llm]` table: the family is withheld, so this answers only if called anyway.
@@ -147,8 +127,10 @@ mod tests {
     fn withheld_until_delegation_the_shell_and_a_model_are_all_configured() {
         let why = |toml: &str, env: &[(&str, &str)]| {
             let c = load_file(toml, env).unwrap();
-            let s = c.families.get::<DelegateSettings>("delegate").clone();
-            DelegatePlug.withheld(&s, &c)
+            crate::families::withheld(&c)
+                .into_iter()
+                .find(|(family, _, _)| *family == "delegate")
+                .map(|(_, _, why)| why)
         };
         let all = why("log = \"info\"\n", &[]).unwrap();
         assert!(all.contains("[delegate] enabled = true"), "{all}");
@@ -206,21 +188,15 @@ mod tests {
     #[test]
     fn the_sub_agent_gets_the_file_tools_and_the_shell() {
         let dir = tempfile::tempdir().unwrap();
-        let config = Config::for_tests(dir.path());
-        let supervisor = crate::supervisor::Supervisor::new();
-        let shared = crate::families::Shared::default();
-        let env = FamilyEnv {
-            config: &config,
-            supervisor: &supervisor,
-            background: false,
-            shared: &shared,
+        let config = crate::config::Config::for_tests(dir.path());
+        let supervisor = ringfence_core::supervisor::Supervisor::new();
+        let shared = ringfence_core::plug::Shared::default();
+        let built =
+            crate::families::build(&config, &supervisor, false, &shared, &["delegate_task"])
+                .unwrap();
+        let [family] = &built[..] else {
+            panic!("{} families built", built.len())
         };
-        let family = FamilyPlug::build(
-            &DelegatePlug,
-            config.families.get::<DelegateSettings>("delegate"),
-            &env,
-        )
-        .unwrap();
         assert_eq!(family.tools().len(), 1);
         supervisor.shutdown(std::time::Duration::from_secs(1));
     }

@@ -14,7 +14,7 @@ use std::time::Duration;
 use ringfence_web::images::{DEFAULT_MODEL, ImagesConfig, OPENAI_API_KEY, OPENAI_BASE_URL};
 use serde::Deserialize;
 
-use crate::config::{ConfigError, SectionInput};
+use ringfence_core::plug::{SectionInput, SettingsError};
 
 /// The family's table in the configuration file.
 pub const SECTION: &str = "images";
@@ -72,7 +72,7 @@ pub struct ImagesSettings {
 
 impl ImagesSettings {
     /// `[images]` from the file, the key from the environment.
-    pub fn resolve(input: &SectionInput<'_>) -> Result<ImagesSettings, ConfigError> {
+    pub fn resolve(input: &SectionInput<'_>) -> Result<ImagesSettings, SettingsError> {
         let t: ImagesTable = input.table(SECTION)?;
         let key = |k: &str| format!("{SECTION}.{k}");
         let mut api = ImagesConfig::default();
@@ -81,7 +81,7 @@ impl ImagesSettings {
             if !(url.starts_with("http://") || url.starts_with("https://"))
                 || url.contains(char::is_whitespace)
             {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("base_url"),
                     format!("`{url}` must be one http:// or https:// URL (e.g. {OPENAI_BASE_URL})"),
                 ));
@@ -90,7 +90,7 @@ impl ImagesSettings {
         }
         match t.model.as_deref().map(str::trim) {
             Some("") => {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("model"),
                     format!("is empty; remove it for {DEFAULT_MODEL} or name a model"),
                 ));
@@ -107,7 +107,7 @@ impl ImagesSettings {
         };
         (api.api_key, api.api_key_source) = match (&t.api_key_env, &t.api_key) {
             (Some(_), Some(_)) => {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("api_key"),
                     format!(
                         "set {} or {}, not both (a variable is preferred)",
@@ -121,7 +121,7 @@ impl ImagesSettings {
                 match from_var(var) {
                     Some(k) => (Some(k), var.to_owned()),
                     None => {
-                        return Err(ConfigError::invalid(
+                        return Err(SettingsError::invalid(
                             key("api_key_env"),
                             format!("the variable `{var}` is not set"),
                         ));
@@ -129,7 +129,7 @@ impl ImagesSettings {
                 }
             }
             (None, Some(k)) if k.trim().is_empty() => {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("api_key"),
                     format!("is empty; remove it to read {OPENAI_API_KEY}"),
                 ));
@@ -139,7 +139,7 @@ impl ImagesSettings {
         };
         let timeout_secs = t.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
         if !(1..=MAX_TIMEOUT_SECS).contains(&timeout_secs) {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 key("timeout_secs"),
                 format!("{timeout_secs} must be between 1 and {MAX_TIMEOUT_SECS}"),
             ));
@@ -147,7 +147,7 @@ impl ImagesSettings {
         api.timeout = Duration::from_secs(timeout_secs);
         if let Some(r) = t.retries {
             if r > MAX_RETRIES {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("retries"),
                     format!("{r} must be between 0 and {MAX_RETRIES}"),
                 ));
@@ -156,7 +156,7 @@ impl ImagesSettings {
         }
         let daily_limit = t.daily_limit.unwrap_or(DEFAULT_DAILY_LIMIT);
         if daily_limit > MAX_DAILY_LIMIT {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 key("daily_limit"),
                 format!("{daily_limit} must be between 0 (tool off) and {MAX_DAILY_LIMIT}"),
             ));

@@ -10,8 +10,7 @@ use ringfence_tools::tool::BoxFuture;
 use ringfence_tools::web::{WebError, WebErrorKind};
 use ringfence_tools::{Family, FamilyInfo};
 
-use super::{FamilyEnv, FamilyPlug};
-use crate::config::{ConfigError, SectionInput};
+use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, SectionInput, SettingsError};
 
 mod config;
 
@@ -28,11 +27,11 @@ impl FamilyPlug for ImagesPlug {
         &family::INFO
     }
 
-    fn settings(&self, input: &SectionInput<'_>) -> Result<ImagesSettings, ConfigError> {
+    fn settings(&self, input: &SectionInput<'_>) -> Result<ImagesSettings, SettingsError> {
         ImagesSettings::resolve(input)
     }
 
-    fn build(&self, settings: &ImagesSettings, _env: &FamilyEnv<'_>) -> Result<Family, String> {
+    fn build(&self, settings: &ImagesSettings, _env: &FamilyEnv<'_>) -> Result<Family, BuildError> {
         // Nothing opens here: the client is made on the first call, the ledger read then.
         Ok(family::family(ImageServices {
             generator: Arc::new(LazyGenerator {

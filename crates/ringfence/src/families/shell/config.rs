@@ -4,7 +4,7 @@
 use ringfence_sandbox::{Limits, Network, Requirement};
 use serde::Deserialize;
 
-use crate::config::{ConfigError, SectionInput};
+use ringfence_core::plug::{SectionInput, SettingsError};
 
 /// The family's table in the configuration file.
 pub const SECTION: &str = "shell";
@@ -66,7 +66,7 @@ pub struct ShellSettings {
 }
 
 impl ShellSettings {
-    pub fn resolve(input: &SectionInput<'_>) -> Result<ShellSettings, ConfigError> {
+    pub fn resolve(input: &SectionInput<'_>) -> Result<ShellSettings, SettingsError> {
         let t: ShellTable = input.table(SECTION)?;
         let key = |k: &str| format!("{SECTION}.{k}");
         let enabled = input
@@ -76,7 +76,7 @@ impl ShellSettings {
             None | Some("none") => Network::None,
             Some("full") => Network::Full,
             Some(other) => {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("network"),
                     format!("`{other}` is not \"none\" or \"full\""),
                 ));
@@ -87,7 +87,7 @@ impl ShellSettings {
             Some("partial") => Requirement::Partial,
             Some("off") => Requirement::Off,
             Some(other) => {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("sandbox"),
                     format!("`{other}` is not \"on\", \"partial\" or \"off\""),
                 ));
@@ -99,13 +99,13 @@ impl ShellSettings {
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 && !name.starts_with(|c: char| c.is_ascii_digit());
             if !valid {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("env"),
                     format!("`{name}` is not a variable name"),
                 ));
             }
             if matches!(name.as_str(), "HOME" | "TMPDIR" | "TERM") {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("env"),
                     format!(
                         "`{name}` is set by ringfence for every command and cannot be passed on"
@@ -119,7 +119,7 @@ impl ShellSettings {
         let positive = |name: &str, v: Option<u64>, default: u64, max: u64| match v {
             None => Ok(default),
             Some(n) if (1..=max).contains(&n) => Ok(n),
-            Some(n) => Err(ConfigError::invalid(
+            Some(n) => Err(SettingsError::invalid(
                 key(name),
                 format!("{n} is out of range: 1 to {max}"),
             )),
@@ -136,7 +136,7 @@ impl ShellSettings {
         };
         let max_tmp = positive("max_tmp_mb", t.max_tmp_mb, 512, 1 << 30)? << 20;
         if max_tmp > memory {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 key("max_tmp_mb"),
                 format!(
                     "{} is more than max_memory_mb ({}): what $TMPDIR holds counts in the command's memory; lower max_tmp_mb or raise max_memory_mb",

@@ -5,32 +5,9 @@ use ringfence_sandbox::{Helper, Requirement};
 use ringfence_tools::shell::{self as family, ShellConfig};
 use ringfence_tools::{Family, FamilyInfo};
 
-use super::{FamilyEnv, FamilyPlug};
-use crate::config::{ConfigError, SectionInput};
+use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Offer, SectionInput, SettingsError};
 
 mod config;
-
-/// What commands must never read, each with what it is: the data directory (stores,
-/// credentials, saved outputs, users' default workspaces), the configuration file (tokens,
-/// secrets), and where roots made per user live (other users' workspaces).
-fn private_paths(config: &crate::config::Config) -> Vec<(std::path::PathBuf, String)> {
-    let mut private = vec![(
-        config.data_dir.clone(),
-        "ringfence's data directory".to_owned(),
-    )];
-    if let Some(file) = &config.config_file {
-        private.push((file.clone(), "ringfence's configuration file".to_owned()));
-    }
-    for spec in config.roots.iter().filter(|s| s.is_template()) {
-        let fixed: std::path::PathBuf = spec
-            .path
-            .components()
-            .take_while(|c| c.as_os_str() != ringfence_fs::USER_PLACEHOLDER)
-            .collect();
-        private.push((fixed, "the directory of the users' own roots".to_owned()));
-    }
-    private
-}
 
 pub use config::ShellSettings;
 
@@ -45,11 +22,11 @@ impl FamilyPlug for ShellPlug {
         &family::INFO
     }
 
-    fn settings(&self, input: &SectionInput<'_>) -> Result<ShellSettings, ConfigError> {
+    fn settings(&self, input: &SectionInput<'_>) -> Result<ShellSettings, SettingsError> {
         ShellSettings::resolve(input)
     }
 
-    fn withheld(&self, settings: &ShellSettings, _: &crate::config::Config) -> Option<String> {
+    fn withheld(&self, settings: &ShellSettings, _: &Offer<'_>) -> Option<String> {
         (!settings.enabled).then(|| {
             format!(
                 "shell commands are off: set [shell] enabled = true in the configuration file or {}=true to offer run_shell_command",
@@ -58,9 +35,13 @@ impl FamilyPlug for ShellPlug {
         })
     }
 
-    fn build(&self, settings: &ShellSettings, env: &FamilyEnv<'_>) -> Result<Family, String> {
-        let helper = Helper::current_exe()
-            .map_err(|e| format!("cannot find ringfence's own binary for the sandbox: {e}"))?;
+    fn build(&self, settings: &ShellSettings, env: &FamilyEnv<'_>) -> Result<Family, BuildError> {
+        let helper = Helper::current_exe().map_err(|e| {
+            BuildError::new(
+                family::FAMILY,
+                format!("cannot find ringfence's own binary for the sandbox: {e}"),
+            )
+        })?;
         if settings.sandbox == Requirement::Off && settings.enabled && env.background {
             tracing::warn!(
                 "[shell] sandbox = \"off\": commands run WITHOUT the kernel sandbox and can reach everything ringfence can"
@@ -75,8 +56,8 @@ impl FamilyPlug for ShellPlug {
         cfg.max_processes = settings.max_processes;
         cfg.concurrent_per_user = settings.concurrent_per_user;
         cfg.max_tmp = settings.max_tmp;
-        cfg.protected = vec![env.config.data_dir.clone()];
-        cfg.private = private_paths(env.config);
+        cfg.protected = vec![env.data_dir.to_owned()];
+        cfg.private = env.private.to_vec();
         if settings.enabled
             && settings.sandbox != Requirement::Off
             && env.background
@@ -93,9 +74,9 @@ impl FamilyPlug for ShellPlug {
             cfg.unwritable
                 .push((exe, "the ringfence executable".to_owned()));
         }
-        if let Some(file) = &env.config.config_file {
+        if let Some(file) = env.config_file {
             cfg.unwritable
-                .push((file.clone(), "ringfence's configuration file".to_owned()));
+                .push((file.to_owned(), "ringfence's configuration file".to_owned()));
         }
         // One count of running commands per server: the sub-agent's shell (built again by the
         // delegate plug) takes its slots from the same users' counts.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::config::{ConfigError, Env, SectionInput};
+use ringfence_core::plug::{Env, SectionInput, SettingsError};
 
 /// The family's table in the configuration file.
 pub const SECTION: &str = "web";
@@ -75,16 +75,16 @@ pub struct WebSettings {
 
 impl WebSettings {
     /// `[web]` from the file, then the variables.
-    pub fn resolve(input: &SectionInput<'_>) -> Result<WebSettings, ConfigError> {
+    pub fn resolve(input: &SectionInput<'_>) -> Result<WebSettings, SettingsError> {
         let file: WebConfig = input.table(SECTION)?;
         resolve(file, input.env)
     }
 }
 
-fn resolve(file: WebConfig, env: &dyn Env) -> Result<WebSettings, ConfigError> {
+fn resolve(file: WebConfig, env: &dyn Env) -> Result<WebSettings, SettingsError> {
     let mut allow_private = file.allow_private.unwrap_or_default();
     ringfence_net::AllowList::parse(&allow_private)
-        .map_err(|e| ConfigError::invalid("web.allow_private", e.to_string()))?;
+        .map_err(|e| SettingsError::invalid("web.allow_private", e.to_string()))?;
     if let Some(extra) = env.get(RINGFENCE_WEB_ALLOW_PRIVATE) {
         let extra: Vec<String> = extra
             .split(',')
@@ -93,15 +93,15 @@ fn resolve(file: WebConfig, env: &dyn Env) -> Result<WebSettings, ConfigError> {
             .map(str::to_owned)
             .collect();
         ringfence_net::AllowList::parse(&extra)
-            .map_err(|e| ConfigError::invalid(RINGFENCE_WEB_ALLOW_PRIVATE, e.to_string()))?;
+            .map_err(|e| SettingsError::invalid(RINGFENCE_WEB_ALLOW_PRIVATE, e.to_string()))?;
         allow_private.extend(extra);
     }
-    let domains = |key: &str, list: Option<Vec<String>>| -> Result<Vec<String>, ConfigError> {
+    let domains = |key: &str, list: Option<Vec<String>>| -> Result<Vec<String>, SettingsError> {
         list.unwrap_or_default()
             .into_iter()
             .map(|d| {
                 ringfence_tools::web::domain_name(&d).ok_or_else(|| {
-                    ConfigError::invalid(
+                    SettingsError::invalid(
                         format!("web.{key}"),
                         format!(
                             "`{}` is not a domain name; write names like example.com (no scheme or path)",
@@ -112,32 +112,33 @@ fn resolve(file: WebConfig, env: &dyn Env) -> Result<WebSettings, ConfigError> {
             })
             .collect()
     };
-    let megabytes = |key: &str, value: Option<f64>, default: f64| -> Result<usize, ConfigError> {
+    let megabytes = |key: &str, value: Option<f64>, default: f64| -> Result<usize, SettingsError> {
         let mb = value.unwrap_or(default);
         if !(mb > 0.0 && mb <= 1024.0) {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 format!("web.{key}"),
                 format!("must be more than 0 and at most 1024 (megabytes), got {mb}"),
             ));
         }
         Ok((mb * 1_000_000.0) as usize)
     };
-    let seconds = |key: &str, value: Option<u64>, default: u64| -> Result<Duration, ConfigError> {
-        match value.unwrap_or(default) {
-            0 => Err(ConfigError::invalid(
-                format!("web.{key}"),
-                "must be at least 1 second",
-            )),
-            s if s > 3600 => Err(ConfigError::invalid(
-                format!("web.{key}"),
-                "must be at most 3600 seconds",
-            )),
-            s => Ok(Duration::from_secs(s)),
-        }
-    };
+    let seconds =
+        |key: &str, value: Option<u64>, default: u64| -> Result<Duration, SettingsError> {
+            match value.unwrap_or(default) {
+                0 => Err(SettingsError::invalid(
+                    format!("web.{key}"),
+                    "must be at least 1 second",
+                )),
+                s if s > 3600 => Err(SettingsError::invalid(
+                    format!("web.{key}"),
+                    "must be at most 3600 seconds",
+                )),
+                s => Ok(Duration::from_secs(s)),
+            }
+        };
     let max_redirects = file.max_redirects.unwrap_or(10);
     if max_redirects > 20 {
-        return Err(ConfigError::invalid(
+        return Err(SettingsError::invalid(
             "web.max_redirects",
             format!("must be at most 20, got {max_redirects}"),
         ));
@@ -147,7 +148,7 @@ fn resolve(file: WebConfig, env: &dyn Env) -> Result<WebSettings, ConfigError> {
             .ok()
             .is_some_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some());
         if !ok {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 "web.proxy",
                 format!(
                     "`{proxy}` is not an http:// or https:// proxy URL (e.g. http://proxy.internal:3128)"
@@ -164,7 +165,7 @@ fn resolve(file: WebConfig, env: &dyn Env) -> Result<WebSettings, ConfigError> {
         total_bytes: megabytes("cache_mb", file.cache_mb, 128.0)?,
     };
     if cache.bytes_per_user > cache.total_bytes {
-        return Err(ConfigError::invalid(
+        return Err(SettingsError::invalid(
             "web.cache_user_mb",
             format!(
                 "one user's share ({} MB) is larger than the whole cache (web.cache_mb = {} MB); lower cache_user_mb or raise cache_mb",

@@ -6,8 +6,7 @@ use std::sync::{Arc, OnceLock};
 use ringfence_tools::web::{self as family, FetchRequest, Fetched, Fetcher, WebError, WebServices};
 use ringfence_tools::{BoxFuture, Family, FamilyInfo};
 
-use super::{FamilyEnv, FamilyPlug};
-use crate::config::{ConfigError, SectionInput};
+use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, SectionInput, SettingsError};
 
 mod config;
 mod search_config;
@@ -25,11 +24,11 @@ impl FamilyPlug for WebPlug {
         &family::INFO
     }
 
-    fn settings(&self, input: &SectionInput<'_>) -> Result<WebSettings, ConfigError> {
+    fn settings(&self, input: &SectionInput<'_>) -> Result<WebSettings, SettingsError> {
         WebSettings::resolve(input)
     }
 
-    fn build(&self, settings: &WebSettings, _env: &FamilyEnv<'_>) -> Result<Family, String> {
+    fn build(&self, settings: &WebSettings, _env: &FamilyEnv<'_>) -> Result<Family, BuildError> {
         Ok(family::family(WebServices {
             fetcher: Arc::new(LazyFetcher {
                 settings: settings.clone(),
@@ -37,7 +36,8 @@ impl FamilyPlug for WebPlug {
             }),
             searcher: match &settings.search {
                 Some(search) => Some(
-                    ringfence_web::search::searcher(search.clone()).map_err(|e| e.to_string())?,
+                    ringfence_web::search::searcher(search.clone())
+                        .map_err(|e| BuildError::new(family::FAMILY, e))?,
                 ),
                 None => None,
             },

@@ -13,7 +13,7 @@ use std::time::Duration;
 use ringfence_web::search::{Provider, RetryPolicy, SearchConfig};
 use serde::Deserialize;
 
-use crate::config::{ConfigError, Env};
+use ringfence_core::plug::{Env, SettingsError};
 
 /// The table's name in messages.
 const TABLE: &str = "web.search";
@@ -60,7 +60,7 @@ impl fmt::Debug for SearchTable {
 pub fn resolve(
     table: Option<&SearchTable>,
     env: &dyn Env,
-) -> Result<Option<SearchConfig>, ConfigError> {
+) -> Result<Option<SearchConfig>, SettingsError> {
     let Some(t) = table else {
         return Ok(None);
     };
@@ -74,7 +74,7 @@ pub fn resolve(
                 ("retries", t.retries.is_some()),
             ];
             if let Some((key, _)) = set.iter().find(|(_, s)| *s) {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     format!("{TABLE}.provider"),
                     format!("required when {TABLE}.{key} is set; use {}", providers()),
                 ));
@@ -82,7 +82,7 @@ pub fn resolve(
             return Ok(None);
         }
         Some(name) => Provider::from_name(name).ok_or_else(|| {
-            ConfigError::invalid(
+            SettingsError::invalid(
                 format!("{TABLE}.provider"),
                 format!("`{name}` is not a search provider; use {}", providers()),
             )
@@ -91,7 +91,7 @@ pub fn resolve(
     let base_url = match t.url.as_deref().map(str::trim) {
         Some(u) if u.starts_with("http://") || u.starts_with("https://") => {
             if u.contains(char::is_whitespace) {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     format!("{TABLE}.url"),
                     format!("`{u}` holds whitespace; give one URL"),
                 ));
@@ -99,13 +99,13 @@ pub fn resolve(
             Some(u.trim_end_matches('/').to_owned())
         }
         Some(u) => {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 format!("{TABLE}.url"),
                 format!("`{u}` must start with http:// or https://"),
             ));
         }
         None if provider.default_base_url().is_none() => {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 format!("{TABLE}.url"),
                 format!(
                     "required with provider = \"{provider}\": the instance's address, e.g. http://127.0.0.1:8888 (its settings.yml must list json under search.formats)"
@@ -117,14 +117,14 @@ pub fn resolve(
     let (api_key, api_key_source) = api_key(provider, t, env)?;
     let timeout_secs = t.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
     if !(1..=MAX_TIMEOUT_SECS).contains(&timeout_secs) {
-        return Err(ConfigError::invalid(
+        return Err(SettingsError::invalid(
             format!("{TABLE}.timeout_secs"),
             format!("{timeout_secs} must be between 1 and {MAX_TIMEOUT_SECS}"),
         ));
     }
     let retries = t.retries.unwrap_or(RetryPolicy::default().retries);
     if retries > MAX_RETRIES {
-        return Err(ConfigError::invalid(
+        return Err(SettingsError::invalid(
             format!("{TABLE}.retries"),
             format!("{retries} must be between 0 and {MAX_RETRIES}"),
         ));
@@ -147,7 +147,7 @@ fn api_key(
     provider: Provider,
     t: &SearchTable,
     env: &dyn Env,
-) -> Result<(Option<String>, String), ConfigError> {
+) -> Result<(Option<String>, String), SettingsError> {
     let from_var = |var: &str| {
         env.get(var)
             .map(|k| k.trim().to_owned())
@@ -162,7 +162,7 @@ fn api_key(
         .find(|(_, s)| *s)
         .map(|(k, _)| *k)
         {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 format!("{TABLE}.{key}"),
                 format!("{provider} takes no API key; remove it"),
             ));
@@ -170,7 +170,7 @@ fn api_key(
         return Ok((None, format!("{TABLE}.api_key_env")));
     }
     if t.api_key.is_some() && t.api_key_env.is_some() {
-        return Err(ConfigError::invalid(
+        return Err(SettingsError::invalid(
             format!("{TABLE}.api_key"),
             format!(
                 "set {TABLE}.api_key or {TABLE}.api_key_env, not both (a variable is preferred)"
@@ -179,14 +179,14 @@ fn api_key(
     }
     if let Some(var) = t.api_key_env.as_deref().map(str::trim) {
         if var.is_empty() {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 format!("{TABLE}.api_key_env"),
                 "is empty: name the variable that holds the key",
             ));
         }
         return match from_var(var) {
             Some(key) => Ok((Some(key), var.to_owned())),
-            None => Err(ConfigError::invalid(
+            None => Err(SettingsError::invalid(
                 format!("{TABLE}.api_key_env"),
                 format!("the variable {var} is not set"),
             )),
@@ -195,7 +195,7 @@ fn api_key(
     if let Some(key) = &t.api_key {
         let key = key.trim();
         if key.is_empty() {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 format!("{TABLE}.api_key"),
                 format!(
                     "is empty; remove it to read {}",
@@ -210,7 +210,7 @@ fn api_key(
             return Ok((Some(key), (*var).to_owned()));
         }
     }
-    Err(ConfigError::invalid(
+    Err(SettingsError::invalid(
         format!("{TABLE}.provider"),
         format!(
             "\"{provider}\" needs an API key: set {} in the environment (or name another variable with {TABLE}.api_key_env)",

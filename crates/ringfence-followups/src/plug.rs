@@ -1,97 +1,102 @@
-//! The follow-up family: the four tools over `followups.db`, and (in `serve`, and in
-//! `ringfence scheduler`) the scheduler that delivers what falls due.
+//! The follow-up family's plug: its `[followups]` settings, its state in the store, its four
+//! tools over the store, and (in `serve`) the scheduler that delivers what falls due.
 
-use std::sync::{Arc, OnceLock};
+use std::path::Path;
+use std::sync::Arc;
 
-use ringfence_followups::store::FollowupStore;
-use ringfence_followups::{
-    self as family, ChangeOutcome, DeliveryPolicy, Followup, FollowupBackend, FollowupServices,
-    ListFilter, Listed, SystemClock, UserDelivery,
+use ringfence_core::family::{Family, FamilyInfo};
+use ringfence_core::live::LiveSessions;
+use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError};
+use ringfence_llm::{ChatModel, LlmSettings};
+use ringfence_store::pg::copy;
+use ringfence_store::{OpenError, SharedStore};
+
+use crate::scheduler::Scheduler;
+use crate::settings::{self, ChannelKind, FollowupSettings};
+use crate::store::{FollowupDb, FollowupStore};
+use crate::{
+    ChangeOutcome, DeliveryPolicy, Followup, FollowupBackend, FollowupServices, ListFilter, Listed,
+    SystemClock, UserDelivery,
 };
-use ringfence_tools::error::BackendError;
-use ringfence_tools::live::LiveSessions;
-use ringfence_tools::{Family, FamilyInfo};
-
-use super::{FamilyEnv, FamilyPlug};
-use crate::config::{Config, ConfigError, SectionInput};
-use crate::store::SharedStore;
-
-pub(crate) mod config;
-pub mod scheduler;
-
-pub use config::{ChannelKind, FollowupSettings};
+use ringfence_core::error::BackendError;
 
 pub struct FollowupsPlug;
 
 impl FamilyPlug for FollowupsPlug {
     type Settings = FollowupSettings;
-    const SECTION: Option<&'static str> = Some(config::SECTION);
-    const ENV_VARS: &'static [&'static str] = config::ENV_VARS;
+    const SECTION: Option<&'static str> = Some(settings::SECTION);
+    const ENV_VARS: &'static [&'static str] = settings::ENV_VARS;
 
     fn info(&self) -> &'static FamilyInfo {
-        &family::INFO
+        &crate::INFO
     }
 
-    fn settings(&self, input: &SectionInput<'_>) -> Result<FollowupSettings, ConfigError> {
+    fn settings(&self, input: &SectionInput<'_>) -> Result<FollowupSettings, SettingsError> {
         FollowupSettings::resolve(input)
     }
 
-    fn build(&self, settings: &FollowupSettings, env: &FamilyEnv<'_>) -> Result<Family, String> {
-        let db = Arc::new(LazyFollowups {
-            cell: OnceLock::new(),
-            path: settings.db_path.clone(),
-            store: env
-                .shared
-                .get_or_init(|| SharedStore::new(env.config.store.clone())),
-        });
+    fn state(&self, settings: &FollowupSettings, _data_dir: &Path) -> Vec<copy::Family> {
+        vec![crate::store::state(settings.db_path.clone())]
+    }
+
+    fn build(
+        &self,
+        settings: &FollowupSettings,
+        env: &FamilyEnv<'_>,
+    ) -> Result<Family, BuildError> {
+        let (store, path) = (env.store.clone(), settings.db_path.clone());
+        let db: Arc<Lazy<dyn FollowupStore>> = Arc::new(Lazy::new(move || open(&store, &path)));
         // `serve` delivers what falls due while it runs, when anyone's follow-ups can be —
         // through the `mcp` channel to the sessions it serves (registered in the shared
         // `LiveSessions`, which the server finds there).
         if env.background && settings.delivers_for_anyone() {
             let (db, settings) = (db.clone(), settings.clone());
-            let writer = check_in_writer(env.config);
+            let writer = check_in_writer(env.llm);
             let live = settings
                 .channels
                 .iter()
-                .any(|c| c.kind == config::ChannelKind::Mcp)
+                .any(|c| c.kind == ChannelKind::Mcp)
                 .then(|| env.shared.get_or_init(LiveSessions::default));
             env.supervisor.spawn("followup-scheduler", move |stop| {
-                match db.get().map_err(|e| e.to_string()).and_then(|db| {
-                    scheduler::Scheduler::new(db.clone(), settings, writer)
+                let started = db.get().map_err(|e| e.to_string()).and_then(|db| {
+                    Scheduler::new(db.clone(), settings, writer)
                         .map(|s| Arc::new(s.with_live(live)))
-                }) {
+                        .map_err(|e| e.to_string())
+                });
+                match started {
                     Ok(s) => s.run_blocking(&|wait| stop.wait(wait)),
                     Err(e) => tracing::error!(error = %e, "the follow-up scheduler cannot start"),
                 }
             });
         }
-        Ok(family::family(FollowupServices {
-            backend: db,
+        Ok(crate::family(FollowupServices {
+            backend: Arc::new(LazyFollowups(db)),
             delivery: Arc::new(Policy(settings.clone())),
             clock: Arc::new(SystemClock),
         }))
     }
 }
 
+/// The follow-ups the store names: `followups.db` at `path` (made 0600, its directory 0700
+/// if missing), or PostgreSQL's tables.
+pub fn open(store: &SharedStore, path: &Path) -> Result<Arc<dyn FollowupStore>, OpenError> {
+    store.open(
+        "follow-up database",
+        || Ok(Arc::new(FollowupDb::open(path)?) as Arc<dyn FollowupStore>),
+        |pg| Ok(Arc::new(crate::store::pg::PgFollowups::open(pg)?) as Arc<dyn FollowupStore>),
+    )
+}
+
 /// The model that writes check-ins: `[llm]` when it is an HTTP API (with `sampling` there is
 /// no client to ask when a follow-up falls due), else none — the context is sent as is.
-pub fn check_in_writer(config: &Config) -> Option<Arc<dyn ringfence_llm::ChatModel>> {
-    let llm = config.llm.as_ref()?;
-    let crate::config::LlmSource::Api(cfg) = &llm.source else {
-        return None;
-    };
-    match super::delegate::api_model(cfg, llm.timeout) {
+pub fn check_in_writer(llm: Option<&LlmSettings>) -> Option<Arc<dyn ChatModel>> {
+    match llm?.api_model()? {
         Ok(m) => Some(m),
         Err(e) => {
             tracing::warn!(error = %e, "follow-ups are sent with their context as written: the [llm] model cannot be used");
             None
         }
     }
-}
-
-/// The resolved `[followups]` settings (for the scheduler and the `followups` commands).
-pub fn settings(config: &Config) -> &FollowupSettings {
-    config.families.get(family::INFO.name)
 }
 
 /// What the tools say of a user only the `mcp` channel serves.
@@ -113,7 +118,7 @@ impl DeliveryPolicy for Policy {
             proactive: s.proactive_for(user),
             enable_hint: format!(
                 "an operator sets [followups] proactive = true, or followups.users.{user}.proactive = true, or {}=true",
-                config::RINGFENCE_FOLLOWUPS_PROACTIVE
+                settings::RINGFENCE_FOLLOWUPS_PROACTIVE
             ),
             zone,
             zone_name,
@@ -122,35 +127,15 @@ impl DeliveryPolicy for Policy {
             undeliverable: serving.is_empty().then(|| {
                 format!("no [[followups.channels]] entry serves the user {user}: add one (webhook, command, email or mcp) without `users`, or name them in its `users`")
             }),
-            caveat: (!serving.is_empty()
-                && serving.iter().all(|c| c.kind == config::ChannelKind::Mcp))
-            .then(|| ONLY_MCP.to_owned()),
+            caveat: (!serving.is_empty() && serving.iter().all(|c| c.kind == ChannelKind::Mcp))
+                .then(|| ONLY_MCP.to_owned()),
         }
     }
 }
 
-/// The follow-ups `[store]` names (for the `followups` and `scheduler` commands):
-/// `followups.db` (made 0600, its directory 0700 if missing) or PostgreSQL's tables.
-pub fn open_db(config: &Config) -> Result<Arc<dyn FollowupStore>, String> {
-    SharedStore::new(config.store.clone()).followups(&settings(config).db_path)
-}
-
 /// The follow-ups, opened on first use.
 #[derive(Debug)]
-struct LazyFollowups {
-    cell: OnceLock<Result<Arc<dyn FollowupStore>, String>>,
-    path: std::path::PathBuf,
-    store: Arc<SharedStore>,
-}
-
-impl LazyFollowups {
-    fn get(&self) -> Result<&Arc<dyn FollowupStore>, BackendError> {
-        self.cell
-            .get_or_init(|| self.store.followups(&self.path))
-            .as_ref()
-            .map_err(|e| BackendError::new(std::io::Error::other(e.clone())))
-    }
-}
+struct LazyFollowups(Arc<Lazy<dyn FollowupStore>>);
 
 impl FollowupBackend for LazyFollowups {
     fn schedule(
@@ -160,11 +145,11 @@ impl FollowupBackend for LazyFollowups {
         due_ms: i64,
         now_ms: i64,
     ) -> Result<Followup, BackendError> {
-        self.get()?.schedule(user, context, due_ms, now_ms)
+        self.0.get()?.schedule(user, context, due_ms, now_ms)
     }
 
     fn list(&self, user: &str, filter: ListFilter, limit: usize) -> Result<Listed, BackendError> {
-        self.get()?.list(user, filter, limit)
+        self.0.get()?.list(user, filter, limit)
     }
 
     fn update(
@@ -175,7 +160,7 @@ impl FollowupBackend for LazyFollowups {
         due_ms: Option<i64>,
         now_ms: i64,
     ) -> Result<ChangeOutcome, BackendError> {
-        self.get()?.update(user, id, context, due_ms, now_ms)
+        self.0.get()?.update(user, id, context, due_ms, now_ms)
     }
 
     fn cancel(
@@ -185,7 +170,7 @@ impl FollowupBackend for LazyFollowups {
         reason: Option<&str>,
         now_ms: i64,
     ) -> Result<ChangeOutcome, BackendError> {
-        self.get()?.cancel(user, id, reason, now_ms)
+        self.0.get()?.cancel(user, id, reason, now_ms)
     }
 
     fn due(
@@ -195,6 +180,6 @@ impl FollowupBackend for LazyFollowups {
         now_ms: i64,
         limit: usize,
     ) -> Result<Vec<Followup>, BackendError> {
-        self.get()?.due(user, since_ms, now_ms, limit)
+        self.0.get()?.due(user, since_ms, now_ms, limit)
     }
 }

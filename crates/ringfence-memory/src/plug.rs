@@ -1,24 +1,21 @@
-//! The memory family: truths and memories per user in `memory.db` (or the shared
-//! PostgreSQL database `[store]` names), searched by meaning with
-//! the configured embeddings; the pinned truths as a resource, a prompt and (optionally)
-//! instructions.
+//! The memory family's plug: truths and memories per user in `memory.db` (or the shared
+//! PostgreSQL database `[store]` names), searched by meaning with the configured embeddings;
+//! the pinned truths as a resource, a prompt and (optionally) instructions.
 
+use std::path::Path;
 use std::sync::Arc;
 
-use ringfence_memory::store::{EmbedderLoader, MemoryDb};
-use ringfence_memory::{
+use ringfence_core::family::{Family, FamilyInfo};
+use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError};
+use ringfence_store::pg::copy;
+use ringfence_store::{OpenError, SharedStore};
+
+use crate::settings::{self as config, EmbeddingProvider, MemorySettings};
+use crate::store::{EmbedderLoader, MemoryDb};
+use crate::{
     self as family, Item, Kind, MemoryBackend, MemoryError, MemoryServices, NewItem, Query,
     SearchOutcome, StoreOutcome, UpdateOutcome,
 };
-use ringfence_tools::{Family, FamilyInfo};
-
-use super::{FamilyEnv, FamilyPlug};
-use crate::config::{Config, ConfigError, SectionInput};
-use crate::store::SharedStore;
-
-mod config;
-
-pub use config::{EmbeddingProvider, MemorySettings, default_model_dir};
 
 /// How often searches' access counts are written.
 const ACCESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
@@ -34,18 +31,17 @@ impl FamilyPlug for MemoryPlug {
         &family::INFO
     }
 
-    fn settings(&self, input: &SectionInput<'_>) -> Result<MemorySettings, ConfigError> {
+    fn settings(&self, input: &SectionInput<'_>) -> Result<MemorySettings, SettingsError> {
         MemorySettings::resolve(input)
     }
 
-    fn build(&self, settings: &MemorySettings, env: &FamilyEnv<'_>) -> Result<Family, String> {
-        let memory = Arc::new(LazyMemory {
-            cell: std::sync::OnceLock::new(),
-            settings: settings.clone(),
-            store: env
-                .shared
-                .get_or_init(|| SharedStore::new(env.config.store.clone())),
-        });
+    fn state(&self, settings: &MemorySettings, _data_dir: &Path) -> Vec<copy::Family> {
+        vec![crate::store::state(settings.database.clone())]
+    }
+
+    fn build(&self, settings: &MemorySettings, env: &FamilyEnv<'_>) -> Result<Family, BuildError> {
+        let (store, opened) = (env.store.clone(), settings.clone());
+        let memory = Arc::new(LazyMemory(Lazy::new(move || open(&store, &opened))));
         if env.background {
             // The model takes a moment to read; the handshake must not wait. Calls that need
             // memory before then wait for the database; searches wait for the model.
@@ -70,44 +66,20 @@ impl FamilyPlug for MemoryPlug {
     }
 }
 
-/// The resolved `[memory]` settings (for the `model` and `memory` commands).
-pub fn settings(config: &Config) -> &MemorySettings {
-    config.families.get(family::INFO.name)
-}
-
-/// The memory database `[store]` names, opened now (for the `memory` commands).
-pub fn open_now(config: &Config) -> Result<Arc<MemoryDb>, String> {
-    open_memory_db(&SharedStore::new(config.store.clone()), settings(config))
-}
-
 /// Truths and memories, opened on first use (or by a background job at start-up).
-struct LazyMemory {
-    cell: std::sync::OnceLock<Result<Arc<MemoryDb>, String>>,
-    settings: MemorySettings,
-    store: Arc<SharedStore>,
-}
-
-impl std::fmt::Debug for LazyMemory {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LazyMemory")
-            .field("database", &self.settings.database)
-            .finish()
-    }
-}
+#[derive(Debug)]
+struct LazyMemory(Lazy<MemoryDb>);
 
 impl LazyMemory {
     /// Writes pending access counts (before the process exits).
     fn flush(&self) {
-        if let Some(Ok(db)) = self.cell.get() {
+        if let Some(db) = self.0.opened() {
             db.flush();
         }
     }
 
     fn get(&self) -> Result<&Arc<MemoryDb>, MemoryError> {
-        self.cell
-            .get_or_init(|| open_memory_db(&self.store, &self.settings))
-            .as_ref()
-            .map_err(|e| MemoryError::new(e.clone()))
+        self.0.get()
     }
 }
 
@@ -135,13 +107,19 @@ impl MemoryBackend for LazyMemory {
     }
 }
 
-/// Opens the memory database `[store]` names with the configured embedder.
-fn open_memory_db(store: &SharedStore, settings: &MemorySettings) -> Result<Arc<MemoryDb>, String> {
-    store.memory(
-        &settings.database,
-        embedder_loader(&settings.provider),
-        settings.rank.clone(),
-    )
+/// The memory database `[store]` names with the configured embedder: `memory.db` (made
+/// 0600, a missing directory 0700: facts about people), or PostgreSQL's tables.
+pub fn open(store: &SharedStore, settings: &MemorySettings) -> Result<Arc<MemoryDb>, OpenError> {
+    let loader = || embedder_loader(&settings.provider);
+    let opened = store.open(
+        "memory database",
+        || MemoryDb::open(&settings.database, loader(), settings.rank.clone()),
+        |pg| MemoryDb::open_postgres(pg, loader(), settings.rank.clone()),
+    );
+    if let Err(e) = &opened {
+        tracing::error!(error = %e, "the memory tools are unavailable");
+    }
+    opened
 }
 
 /// How the configured embedding provider is loaded.

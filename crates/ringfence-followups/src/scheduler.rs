@@ -1,7 +1,7 @@
 //! The scheduler: claims follow-ups as they fall due and delivers them through the user's
 //! channels. It runs inside `ringfence serve` (a supervisor job) and as `ringfence
 //! scheduler`; any number of them may share one data directory, since each follow-up is
-//! claimed with a lease (see `ringfence_followups::store`).
+//! claimed with a lease (see `crate::store`).
 //!
 //! A claimed follow-up whose user is in quiet hours is held until they end (no attempt is
 //! counted). Otherwise it goes to every channel that serves the user at once; it is
@@ -18,14 +18,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ringfence_followups::store::{Claim, Deliverable, FollowupStore};
-use ringfence_followups::{Clock, DUE_URI, SystemClock};
+use crate::store::{Claim, Deliverable, FollowupStore};
+use crate::{Clock, DUE_URI, SystemClock};
+use ringfence_core::live::{LiveSessions, Notice};
+use ringfence_core::time::{format_in_zone, format_iso_ms};
 use ringfence_llm::{ChatModel, ChatRequest, Message};
-use ringfence_tools::live::{LiveSessions, Notice};
-use ringfence_tools::time::{format_in_zone, format_iso_ms};
 use serde_json::json;
 
-use super::config::{Channel, ChannelKind, FollowupSettings};
+use crate::settings::{Channel, ChannelKind, FollowupSettings};
 
 /// Deliveries in flight at once (and follow-ups claimed at once).
 const PARALLEL: usize = 16;
@@ -99,7 +99,7 @@ impl Scheduler {
         db: Arc<dyn FollowupStore>,
         settings: FollowupSettings,
         writer: Option<Arc<dyn ChatModel>>,
-    ) -> Result<Scheduler, String> {
+    ) -> Result<Scheduler, ringfence_net::ClientError> {
         // Writing comes before sending, within the claim: it must fit beside the slowest
         // channel, or a slow round could be claimed again and sent twice.
         let slowest = settings
@@ -124,8 +124,7 @@ impl Scheduler {
         let http = ringfence_net::client(&ringfence_net::Outbound {
             connect_timeout: Duration::from_secs(10),
             timeout: Duration::from_secs(300),
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
         let host = rustix::system::uname()
             .nodename()
             .to_string_lossy()
@@ -214,22 +213,19 @@ impl Scheduler {
     /// each batch claimed only when it can start at once, at the time it is claimed, so a
     /// lease never runs out while its follow-up waits its turn. Returns when nothing due is
     /// left to claim.
-    pub async fn round(self: &Arc<Self>) -> Result<Round, String> {
+    pub async fn round(self: &Arc<Self>) -> Result<Round, ringfence_store::StoreError> {
         let mut total = Round::default();
         let deliverable = self.deliverable();
         loop {
             let now_ms = self.clock.now_ms();
-            let claims = self
-                .db
-                .claim_due(
-                    &self.owner,
-                    now_ms,
-                    self.settings.lease.as_millis() as i64,
-                    PARALLEL,
-                    &deliverable,
-                    self.settings.max_attempts,
-                )
-                .map_err(|e| e.to_string())?;
+            let claims = self.db.claim_due(
+                &self.owner,
+                now_ms,
+                self.settings.lease.as_millis() as i64,
+                PARALLEL,
+                &deliverable,
+                self.settings.max_attempts,
+            )?;
             let n = claims.len();
             let mut running = tokio::task::JoinSet::new();
             for c in claims {
@@ -375,7 +371,7 @@ impl Scheduler {
 
     /// The check-in the user reads: written by the model from the context where one is
     /// configured, else (or if it fails or says nothing) the context itself.
-    async fn message(&self, c: &Claim, zone: &ringfence_tools::time::TimeZone) -> String {
+    async fn message(&self, c: &Claim, zone: &ringfence_core::time::TimeZone) -> String {
         let Some(model) = &self.writer else {
             return c.context.clone();
         };
@@ -434,7 +430,7 @@ async fn deliver(
             let live = to.live.as_ref().ok_or(NOBODY_LISTENING)?;
             let notice = Notice {
                 user: to.user.clone(),
-                from: ringfence_followups::FAMILY,
+                from: crate::FAMILY,
                 kind: "followup",
                 message: doc["message"].as_str().unwrap_or_default().to_owned(),
                 document: doc.clone(),
@@ -483,7 +479,7 @@ fn crlf_lines(text: &str) -> String {
 /// by a model) or a stored context holds ([`crlf_lines`]); the subject is the first line,
 /// control characters made spaces.
 async fn email(
-    mail: &super::config::EmailChannel,
+    mail: &crate::settings::EmailChannel,
     user_address: Option<&str>,
     doc: &serde_json::Value,
     key: &str,
@@ -566,7 +562,7 @@ async fn webhook(
     body: &[u8],
     key: &str,
 ) -> Result<(), String> {
-    let timestamp = ringfence_tools::time::now_ms() / 1000;
+    let timestamp = ringfence_core::time::now_ms() / 1000;
     let response = http
         .post(url)
         .timeout(timeout)
@@ -704,10 +700,9 @@ async fn command(argv: &[String], timeout: Duration, body: &[u8]) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::tests::load_file;
-    use ringfence_followups::FollowupBackend;
-    use ringfence_tools::BoxFuture;
-    use ringfence_tools::live::NoticeSink;
+    use crate::FollowupBackend;
+    use ringfence_core::BoxFuture;
+    use ringfence_core::live::NoticeSink;
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -732,15 +727,13 @@ mod tests {
         toml: &str,
         dir: &std::path::Path,
     ) -> (
-        Arc<ringfence_followups::store::FollowupDb>,
+        Arc<crate::store::FollowupDb>,
         Arc<TestClock>,
         Arc<Scheduler>,
     ) {
-        let config = load_file(toml, &[]).unwrap();
-        let settings = config.families.get::<FollowupSettings>("followups").clone();
-        let db = Arc::new(
-            ringfence_followups::store::FollowupDb::open(&dir.join("followups.db")).unwrap(),
-        );
+        let settings =
+            ringfence_core::plug::resolve_text(&crate::FollowupsPlug, toml, &[], dir).unwrap();
+        let db = Arc::new(crate::store::FollowupDb::open(&dir.join("followups.db")).unwrap());
         let clock = Arc::new(TestClock(AtomicI64::new(T0)));
         let s = Scheduler::new(db.clone(), settings, None)
             .unwrap()
@@ -842,7 +835,7 @@ mod tests {
         assert_eq!(*alice.0.lock().unwrap(), ["ask about the interview"]);
         assert!(bob.0.lock().unwrap().is_empty());
         drop(registration);
-        let done = db.list("alice", ringfence_followups::ListFilter::Completed, 5);
+        let done = db.list("alice", crate::ListFilter::Completed, 5);
         assert_eq!(
             done.unwrap().followups[0].delivered_via.as_deref(),
             Some("mcp")

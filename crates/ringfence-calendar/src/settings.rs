@@ -9,11 +9,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ringfence_tools::time::TimeZone;
+use ringfence_core::plug::{SectionInput, SettingsError, zone_setting};
+use ringfence_core::time::{TimeZone, system_zone};
 use serde::Deserialize;
-
-use crate::config::{ConfigError, SectionInput};
-use crate::families::followups::config::{parse_zone, system_zone};
 
 pub const SECTION: &str = "calendar";
 
@@ -60,7 +58,7 @@ pub enum Provider {
         client_id: Option<String>,
         /// The client secret, or why there is none (the variable named is not set).
         client_secret: Result<Option<String>, String>,
-        endpoints: ringfence_calendar::google::Endpoints,
+        endpoints: crate::google::Endpoints,
     },
 }
 
@@ -105,13 +103,13 @@ pub struct CalendarSettings {
 }
 
 impl CalendarSettings {
-    pub fn resolve(input: &SectionInput<'_>) -> Result<CalendarSettings, ConfigError> {
+    pub fn resolve(input: &SectionInput<'_>) -> Result<CalendarSettings, SettingsError> {
         let mut base: AccountTable = input.table(SECTION)?;
         let timeout = match base.timeout_secs {
             None => Duration::from_secs(30),
             Some(n @ 1..=300) => Duration::from_secs(n),
             Some(n) => {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     format!("{SECTION}.timeout_secs"),
                     format!("{n} is out of range: 1 to 300"),
                 ));
@@ -126,7 +124,7 @@ impl CalendarSettings {
                 ("users", u.users.is_some()),
             ] {
                 if set {
-                    return Err(ConfigError::invalid(
+                    return Err(SettingsError::invalid(
                         format!("{prefix}.{key}"),
                         format!("belongs to [{SECTION}] itself, not to one user"),
                     ));
@@ -175,7 +173,7 @@ impl CalendarSettings {
         }
         match self.default.provider {
             Provider::Local => &self.default,
-            _ if user == ringfence_tools::LOCAL_USER => &self.default,
+            _ if user == ringfence_core::LOCAL_USER => &self.default,
             _ => &self.unconfigured,
         }
     }
@@ -186,17 +184,20 @@ fn account(
     prefix: &str,
     t: &AccountTable,
     default: Option<&Account>,
-) -> Result<Account, ConfigError> {
+) -> Result<Account, SettingsError> {
     let key = |k: &str| format!("{prefix}.{k}");
     let (zone_name, zone) = match (t.timezone.as_deref(), default) {
-        (Some(name), _) => (name.trim().to_owned(), parse_zone(&key("timezone"), name)?),
+        (Some(name), _) => (
+            name.trim().to_owned(),
+            zone_setting(&key("timezone"), name)?,
+        ),
         (None, Some(d)) => (d.zone_name.clone(), d.zone.clone()),
         (None, None) => system_zone(),
     };
     let provider = match t.provider.as_deref().map(str::trim).unwrap_or("local") {
         "local" => Provider::Local,
         "google" => {
-            let mut endpoints = ringfence_calendar::google::Endpoints::default();
+            let mut endpoints = crate::google::Endpoints::default();
             for (k, v, slot) in [
                 ("google_auth_url", &t.google_auth_url, &mut endpoints.auth),
                 (
@@ -208,9 +209,9 @@ fn account(
             ] {
                 if let Some(v) = v {
                     let mut u = url::Url::parse(v.trim())
-                        .map_err(|e| ConfigError::invalid(key(k), format!("not a URL: {e}")))?;
+                        .map_err(|e| SettingsError::invalid(key(k), format!("not a URL: {e}")))?;
                     if !matches!(u.scheme(), "http" | "https") {
-                        return Err(ConfigError::invalid(key(k), "not http or https"));
+                        return Err(SettingsError::invalid(key(k), "not http or https"));
                     }
                     if k == "google_api_url" && !u.path().ends_with('/') {
                         u.set_path(&format!("{}/", u.path()));
@@ -233,16 +234,17 @@ fn account(
             let url = match t.url.as_deref() {
                 None => None,
                 Some(u) => {
-                    let parsed = url::Url::parse(u.trim())
-                        .map_err(|e| ConfigError::invalid(key("url"), format!("not a URL: {e}")))?;
+                    let parsed = url::Url::parse(u.trim()).map_err(|e| {
+                        SettingsError::invalid(key("url"), format!("not a URL: {e}"))
+                    })?;
                     if !matches!(parsed.scheme(), "http" | "https") {
-                        return Err(ConfigError::invalid(
+                        return Err(SettingsError::invalid(
                             key("url"),
                             format!("`{}:` is not http or https", parsed.scheme()),
                         ));
                     }
                     if !parsed.username().is_empty() || parsed.password().is_some() {
-                        return Err(ConfigError::invalid(
+                        return Err(SettingsError::invalid(
                             key("url"),
                             "put the login in username and password (or password_env), not in the URL",
                         ));
@@ -258,7 +260,7 @@ fn account(
             }
         }
         other => {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 key("provider"),
                 format!("`{other}` is not a calendar provider; use local, caldav or google"),
             ));
@@ -278,10 +280,10 @@ fn secret_or_why(
     key: &str,
     inline: &Option<String>,
     var: &Option<String>,
-) -> Result<Result<Option<String>, String>, ConfigError> {
+) -> Result<Result<Option<String>, String>, SettingsError> {
     Ok(match (inline, var) {
         (Some(_), Some(_)) => {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 key,
                 format!("give the secret or the variable holding it ({key}_env), not both"),
             ));
@@ -298,11 +300,10 @@ fn secret_or_why(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::tests::load_file;
 
     fn settings(toml: &str, env: &[(&str, &str)]) -> Result<CalendarSettings, String> {
-        load_file(toml, env)
-            .map(|c| c.families.get::<CalendarSettings>(SECTION).clone())
+        let dir = tempfile::tempdir().unwrap();
+        ringfence_core::plug::resolve_text(&crate::CalendarPlug, toml, env, dir.path())
             .map_err(|e| e.to_string())
     }
 

@@ -1,34 +1,30 @@
-//! The calendar family: the four tools over each user's provider — the local calendar
+//! The calendar family's plug: the four tools over each user's provider — the local calendar
 //! (`calendar.db`, opened on first use), a CalDAV server (one client per user, made on first
 //! use), or Google Calendar (connected with `ringfence calendar connect google`). A router
 //! sends each call to the backend of the caller's provider.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
-use ringfence_calendar::caldav::{CalDavAccount, CalDavStore};
-use ringfence_calendar::google::{
-    GoogleAccount, GoogleAccounts, GoogleCalendar, TokenFile, TokenStore,
-};
-use ringfence_calendar::local::LocalStore;
-use ringfence_calendar::store::CalendarStore;
-use ringfence_calendar::tools::{
+use ringfence_core::BoxFuture;
+use ringfence_core::family::{Family, FamilyInfo};
+use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError};
+use ringfence_core::time::TimeZone;
+use ringfence_store::pg::copy;
+use ringfence_store::pg::credentials::PgCredentials;
+use ringfence_store::{OpenError, SharedStore};
+
+use crate::caldav::{CalDavAccount, CalDavStore};
+use crate::google::{GoogleAccount, GoogleAccounts, GoogleCalendar, TokenFile, TokenStore};
+use crate::local::LocalStore;
+use crate::settings::{self as config, CalendarSettings, Provider};
+use crate::store::{CalendarDb, CalendarStore};
+use crate::tools::{
     self as family, CalendarBackend, CalendarError, CalendarEvent, CalendarResult, Deleted,
     EventPatch, NewEvent,
 };
-use ringfence_calendar::{ObjectCalendar, ObjectStore, UserStores};
-use ringfence_store::pg::credentials::PgCredentials;
-use ringfence_tools::BoxFuture;
-use ringfence_tools::time::TimeZone;
-use ringfence_tools::{Family, FamilyInfo};
-
-use super::{FamilyEnv, FamilyPlug};
-use crate::config::{Config, ConfigError, SectionInput};
-use crate::store::SharedStore;
-
-mod config;
-
-pub use config::{CalendarSettings, Provider};
+use crate::{ObjectCalendar, ObjectStore, UserStores};
 
 pub struct CalendarPlug;
 
@@ -40,26 +36,29 @@ impl FamilyPlug for CalendarPlug {
         &family::INFO
     }
 
-    fn settings(&self, input: &SectionInput<'_>) -> Result<CalendarSettings, ConfigError> {
+    fn settings(&self, input: &SectionInput<'_>) -> Result<CalendarSettings, SettingsError> {
         CalendarSettings::resolve(input)
     }
 
-    fn build(&self, settings: &CalendarSettings, env: &FamilyEnv<'_>) -> Result<Family, String> {
+    fn state(&self, settings: &CalendarSettings, _data_dir: &Path) -> Vec<copy::Family> {
+        vec![crate::store::state(settings.db_path.clone())]
+    }
+
+    fn build(
+        &self,
+        settings: &CalendarSettings,
+        env: &FamilyEnv<'_>,
+    ) -> Result<Family, BuildError> {
+        let (store, path) = (env.store.clone(), settings.db_path.clone());
         let stores = Arc::new(Stores {
             settings: settings.clone(),
-            db: OnceLock::new(),
-            store: env
-                .shared
-                .get_or_init(|| SharedStore::new(env.config.store.clone())),
+            db: Lazy::new(move || open(&store, &path)),
             caldav: Mutex::default(),
         });
-        let accounts = Arc::new(Accounts::new(
-            settings,
-            &env.config.data_dir,
-            stores.store.clone(),
-        ));
-        let google = GoogleCalendar::new(accounts, settings.timeout)
-            .map_err(|e| format!("the Google Calendar client: {e:?}"))?;
+        let accounts = Arc::new(Accounts::new(settings, env.data_dir, env.store.clone()));
+        let google = GoogleCalendar::new(accounts, settings.timeout).map_err(|e| {
+            BuildError::new(family::FAMILY, format!("the Google Calendar client: {e:?}"))
+        })?;
         Ok(family::family(Arc::new(Router {
             settings: settings.clone(),
             objects: ObjectCalendar::new(stores),
@@ -68,23 +67,21 @@ impl FamilyPlug for CalendarPlug {
     }
 }
 
-/// The resolved `[calendar]` (for the `calendar` commands).
-pub fn settings(config: &Config) -> &CalendarSettings {
-    config.families.get(family::INFO.name)
-}
-
-/// The local calendars `[store]` names (for the `calendar` commands): `calendar.db` (0600,
-/// its directory 0700 if missing) or PostgreSQL's tables.
-pub fn open_db(config: &Config) -> Result<Arc<dyn CalendarStore>, String> {
-    SharedStore::new(config.store.clone()).calendar(&settings(config).db_path)
+/// The local calendars `[store]` names: `calendar.db` at `path` (0600, its directory 0700 if
+/// missing) or PostgreSQL's tables.
+pub fn open(store: &SharedStore, path: &Path) -> Result<Arc<dyn CalendarStore>, OpenError> {
+    store.open(
+        "calendar database",
+        || Ok(Arc::new(CalendarDb::open(path)?) as Arc<dyn CalendarStore>),
+        |pg| Ok(Arc::new(crate::store::pg::PgCalendar::open(pg)?) as Arc<dyn CalendarStore>),
+    )
 }
 
 /// Each user's store, by their account.
 #[derive(Debug)]
 struct Stores {
     settings: CalendarSettings,
-    db: OnceLock<Result<Arc<dyn CalendarStore>, String>>,
-    store: Arc<SharedStore>,
+    db: Lazy<dyn CalendarStore>,
     /// One CalDAV client per user (it keeps the calendars it found for a minute).
     caldav: Mutex<HashMap<String, CalDavStore>>,
 }
@@ -95,9 +92,8 @@ impl UserStores for Stores {
             Provider::Local => {
                 let db = self
                     .db
-                    .get_or_init(|| self.store.calendar(&self.settings.db_path))
-                    .as_ref()
-                    .map_err(|e| CalendarError::Failed(e.clone()))?;
+                    .open()
+                    .map_err(|e| CalendarError::Failed(e.to_string()))?;
                 Ok(Arc::new(LocalStore::new(db.clone(), user)))
             }
             Provider::Google { .. } => Err(CalendarError::Failed(
@@ -162,11 +158,7 @@ pub struct Accounts {
 }
 
 impl Accounts {
-    pub fn new(
-        settings: &CalendarSettings,
-        data_dir: &std::path::Path,
-        store: Arc<SharedStore>,
-    ) -> Accounts {
+    pub fn new(settings: &CalendarSettings, data_dir: &Path, store: Arc<SharedStore>) -> Accounts {
         Accounts {
             settings: settings.clone(),
             data_dir: data_dir.to_owned(),
@@ -191,7 +183,7 @@ impl TokenStore for SharedToken {
 
     fn save(&self, doc: &str) -> Result<(), String> {
         self.credentials
-            .save(&self.user, "google", doc, ringfence_tools::time::now_ms())
+            .save(&self.user, "google", doc, ringfence_core::time::now_ms())
             .map_err(|e| e.to_string())
     }
 
@@ -221,7 +213,10 @@ impl GoogleAccounts for Accounts {
         let client_secret = client_secret.clone().map_err(|why| {
             CalendarError::NotConnected(format!("Google Calendar is not connected: {why}; {how}"))
         })?;
-        let tokens: Arc<dyn TokenStore> = match self.store.credentials() {
+        let credentials = self.store.open_shared("credentials table", |pg| {
+            Ok(Arc::new(PgCredentials::open(pg)?))
+        });
+        let tokens: Arc<dyn TokenStore> = match credentials {
             Ok(Some(credentials)) => Arc::new(SharedToken {
                 credentials,
                 user: user.to_owned(),
@@ -231,7 +226,7 @@ impl GoogleAccounts for Accounts {
                     .join("calendar")
                     .join(format!("google-{}.json", ringfence_fs::user_dir_name(user))),
             )),
-            Err(e) => return Err(CalendarError::Failed(e)),
+            Err(e) => return Err(CalendarError::Failed(e.to_string())),
         };
         Ok(GoogleAccount {
             client_id,

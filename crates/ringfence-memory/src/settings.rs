@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::config::{ConfigError, Env, SectionInput};
+use ringfence_core::plug::{Env, SectionInput, SettingsError};
 
 /// The family's table in the configuration file.
 pub const SECTION: &str = "memory";
@@ -88,7 +88,7 @@ pub struct MemorySettings {
     pub database: PathBuf,
     pub pinned_in_instructions: bool,
     pub provider: EmbeddingProvider,
-    pub rank: ringfence_memory::store::RankConfig,
+    pub rank: crate::store::RankConfig,
 }
 
 /// Where `ringfence model install` puts the model and the server looks for it by default.
@@ -98,12 +98,12 @@ pub fn default_model_dir(data_dir: &Path) -> PathBuf {
 
 impl MemorySettings {
     /// `[memory]` from the file, then the variables.
-    pub fn resolve(input: &SectionInput<'_>) -> Result<MemorySettings, ConfigError> {
+    pub fn resolve(input: &SectionInput<'_>) -> Result<MemorySettings, SettingsError> {
         let file: MemoryConfig = input.table(SECTION)?;
         let (env, data_dir) = (input.env, input.data_dir);
         let database = match &file.database {
             Some(p) if !p.is_absolute() => {
-                return Err(ConfigError::not_absolute("memory.database", p));
+                return Err(SettingsError::not_absolute("memory.database", p));
             }
             Some(p) => p.clone(),
             None => data_dir.join("memory.db"),
@@ -125,7 +125,7 @@ fn embedding_provider(
     file: &MemoryConfig,
     env: &dyn Env,
     data_dir: &Path,
-) -> Result<EmbeddingProvider, ConfigError> {
+) -> Result<EmbeddingProvider, SettingsError> {
     let e = file.embeddings.clone().unwrap_or_default();
     let provider_name = env
         .get(RINGFENCE_EMBEDDINGS)
@@ -138,11 +138,14 @@ fn embedding_provider(
     {
         Some(d) if Path::new(&d).is_absolute() => PathBuf::from(d),
         Some(d) => {
-            return Err(ConfigError::not_absolute(RINGFENCE_MODEL_DIR, d));
+            return Err(SettingsError::not_absolute(RINGFENCE_MODEL_DIR, d));
         }
         None => match &e.model_dir {
             Some(d) if !d.is_absolute() => {
-                return Err(ConfigError::not_absolute("memory.embeddings.model_dir", d));
+                return Err(SettingsError::not_absolute(
+                    "memory.embeddings.model_dir",
+                    d,
+                ));
             }
             Some(d) => d.clone(),
             None => default_model_dir(data_dir),
@@ -157,13 +160,13 @@ fn embedding_provider(
                 .clone()
                 .filter(|u| !u.trim().is_empty())
                 .ok_or_else(|| {
-                    ConfigError::invalid(
+                    SettingsError::invalid(
                         "memory.embeddings.url",
                         "required with provider = \"openai\" (e.g. http://127.0.0.1:11434/v1)",
                     )
                 })?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     "memory.embeddings.url",
                     format!("`{url}` must start with http:// or https://"),
                 ));
@@ -173,7 +176,7 @@ fn embedding_provider(
                 .clone()
                 .filter(|m| !m.trim().is_empty())
                 .ok_or_else(|| {
-                    ConfigError::invalid(
+                    SettingsError::invalid(
                         "memory.embeddings.model",
                         "required with provider = \"openai\" (e.g. nomic-embed-text)",
                     )
@@ -181,13 +184,13 @@ fn embedding_provider(
             if let Some(var) = &e.api_key_env
                 && env.get(var).filter(|k| !k.is_empty()).is_none()
             {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     "memory.embeddings.api_key_env",
                     format!("the variable {var} is not set"),
                 ));
             }
             if e.dimensions == Some(0) {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     "memory.embeddings.dimensions",
                     "must be at least 1",
                 ));
@@ -201,7 +204,7 @@ fn embedding_provider(
             }
         }
         other => {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 "memory.embeddings.provider",
                 format!("`{other}` is not valid; use `local`, `openai` or `none`"),
             ));
@@ -211,13 +214,13 @@ fn embedding_provider(
 }
 
 /// `[memory.search]` over the default ranking.
-fn rank(file: &MemoryConfig) -> Result<ringfence_memory::store::RankConfig, ConfigError> {
-    let mut rank = ringfence_memory::store::RankConfig::default();
+fn rank(file: &MemoryConfig) -> Result<crate::store::RankConfig, SettingsError> {
+    let mut rank = crate::store::RankConfig::default();
     if let Some(sc) = &file.search {
-        let unit = |key: &str, v: Option<f32>, into: &mut f32| -> Result<(), ConfigError> {
+        let unit = |key: &str, v: Option<f32>, into: &mut f32| -> Result<(), SettingsError> {
             if let Some(v) = v {
                 if !(0.0..=1.0).contains(&v) {
-                    return Err(ConfigError::invalid(
+                    return Err(SettingsError::invalid(
                         format!("memory.search.{key}"),
                         format!("{v} must be between 0 and 1"),
                     ));
@@ -246,7 +249,7 @@ fn rank(file: &MemoryConfig) -> Result<ringfence_memory::store::RankConfig, Conf
         )?;
         if let Some(h) = sc.recency_half_life_days {
             if h.is_nan() || h <= 0.0 {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     "memory.search.recency_half_life_days",
                     format!("{h} must be more than 0"),
                 ));
@@ -260,31 +263,34 @@ fn rank(file: &MemoryConfig) -> Result<ringfence_memory::store::RankConfig, Conf
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::tests::load_file;
-    use crate::families::memory::settings;
+
+    fn load(toml: &str, env: &[(&str, &str)], dir: &Path) -> Result<MemorySettings, SettingsError> {
+        ringfence_core::plug::resolve_text(&crate::MemoryPlug, toml, env, dir)
+    }
 
     #[test]
     fn the_table_then_the_variables() {
         let toml = "[memory]\ndatabase = \"/srv/m.db\"\npinned_in_instructions = true\n\
                     [memory.embeddings]\nprovider = \"none\"\n\
                     [memory.search]\nmin_relevance = 0.5\n";
-        let config = load_file(toml, &[]).unwrap();
-        let m = settings(&config);
+        let dir = tempfile::tempdir().unwrap();
+        let m = load(toml, &[], dir.path()).unwrap();
         assert_eq!(m.database, PathBuf::from("/srv/m.db"));
         assert!(m.pinned_in_instructions);
         assert_eq!(m.provider, EmbeddingProvider::None);
         assert_eq!(m.rank.min_relevance, 0.5);
         // RINGFENCE_EMBEDDINGS and RINGFENCE_MODEL_DIR beat the file.
-        let config = load_file(
+        let m = load(
             toml,
             &[
                 (RINGFENCE_EMBEDDINGS, "local"),
                 (RINGFENCE_MODEL_DIR, "/models/minilm"),
             ],
+            dir.path(),
         )
         .unwrap();
         assert_eq!(
-            settings(&config).provider,
+            m.provider,
             EmbeddingProvider::Local {
                 model_dir: "/models/minilm".into()
             }
@@ -293,14 +299,14 @@ mod tests {
 
     #[test]
     fn without_a_table_the_defaults_under_the_data_directory() {
-        let config = load_file("log = \"info\"\n", &[]).unwrap();
-        let m = settings(&config);
-        assert_eq!(m.database, config.data_dir.join("memory.db"));
+        let dir = tempfile::tempdir().unwrap();
+        let m = load("log = \"info\"\n", &[], dir.path()).unwrap();
+        assert_eq!(m.database, dir.path().join("memory.db"));
         assert!(!m.pinned_in_instructions);
         assert_eq!(
             m.provider,
             EmbeddingProvider::Local {
-                model_dir: default_model_dir(&config.data_dir)
+                model_dir: default_model_dir(dir.path())
             }
         );
     }
@@ -330,16 +336,9 @@ mod tests {
                 RINGFENCE_MODEL_DIR,
             ),
         ] {
-            let err = load_file(toml, &env).unwrap_err().to_string();
+            let dir = tempfile::tempdir().unwrap();
+            let err = load(toml, &env, dir.path()).unwrap_err().to_string();
             assert!(err.contains(key), "{toml}: {err}");
         }
-    }
-
-    #[test]
-    fn the_family_variables_are_known_to_the_typo_check() {
-        assert!(crate::families::known_env_var(RINGFENCE_EMBEDDINGS));
-        assert!(crate::families::known_env_var(RINGFENCE_MODEL_DIR));
-        assert!(crate::families::known_env_var("RINGFENCE_ROOTS"));
-        assert!(!crate::families::known_env_var("RINGFENCE_EMBEDING"));
     }
 }

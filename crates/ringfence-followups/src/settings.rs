@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ringfence_followups::QuietHours;
-use ringfence_tools::time::{self, TimeZone};
+use ringfence_core::plug::{SectionInput, SettingsError, zone_setting};
+use ringfence_core::time::{self, TimeZone};
 use serde::Deserialize;
 
-use crate::config::{ConfigError, SectionInput};
+use crate::QuietHours;
 
 /// The family's table in the configuration file.
 pub const SECTION: &str = "followups";
@@ -205,22 +205,25 @@ pub struct FollowupSettings {
 }
 
 impl FollowupSettings {
-    pub fn resolve(input: &SectionInput<'_>) -> Result<FollowupSettings, ConfigError> {
+    pub fn resolve(input: &SectionInput<'_>) -> Result<FollowupSettings, SettingsError> {
         let t: FollowupsTable = input.table(SECTION)?;
         let key = |k: &str| format!("{SECTION}.{k}");
         let proactive = input
             .flag(RINGFENCE_FOLLOWUPS_PROACTIVE)?
             .unwrap_or(t.proactive.unwrap_or(false));
         let (zone_name, zone) = match t.timezone.as_deref() {
-            Some(name) => (name.trim().to_owned(), parse_zone(&key("timezone"), name)?),
-            None => system_zone(),
+            Some(name) => (
+                name.trim().to_owned(),
+                zone_setting(&key("timezone"), name)?,
+            ),
+            None => time::system_zone(),
         };
         let quiet_hours = parse_quiet(&key("quiet_hours"), t.quiet_hours.as_deref())?;
         let max_attempts = match t.max_attempts {
             None => 5,
             Some(n @ 1..=100) => i64::from(n),
             Some(n) => {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("max_attempts"),
                     format!("{n} is out of range: 1 to 100"),
                 ));
@@ -230,7 +233,7 @@ impl FollowupSettings {
             None => Duration::from_secs(120),
             Some(n @ 5..=3600) => Duration::from_secs(n),
             Some(n) => {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("lease_secs"),
                     format!("{n} is out of range: 5 to 3600"),
                 ));
@@ -240,7 +243,7 @@ impl FollowupSettings {
         for (name, u) in t.users.unwrap_or_default() {
             let k = |f: &str| format!("{SECTION}.users.{name}.{f}");
             let zone = match u.timezone.as_deref() {
-                Some(z) => Some((z.trim().to_owned(), parse_zone(&k("timezone"), z)?)),
+                Some(z) => Some((z.trim().to_owned(), zone_setting(&k("timezone"), z)?)),
                 None => None,
             };
             let quiet = match u.quiet_hours.as_deref() {
@@ -250,7 +253,7 @@ impl FollowupSettings {
             if let Some(e) = &u.email
                 && !looks_like_address(e)
             {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     k("email"),
                     format!("`{e}` is not an e-mail address"),
                 ));
@@ -273,7 +276,7 @@ impl FollowupSettings {
         if let Some(slowest) = channels.iter().map(Channel::timeout).max()
             && slowest >= lease
         {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 key("lease_secs"),
                 format!(
                     "{} s is not longer than a channel's timeout_secs ({} s): a slow delivery could be claimed again and sent twice; raise lease_secs or lower the timeout",
@@ -316,22 +319,11 @@ impl FollowupSettings {
     }
 }
 
-pub(crate) fn parse_zone(key: &str, name: &str) -> Result<TimeZone, ConfigError> {
-    time::zone(name).map_err(|e| ConfigError::invalid(key, e.to_string()))
-}
-
-/// The machine's zone and its name (`UTC` when it cannot be told).
-pub(crate) fn system_zone() -> (String, TimeZone) {
-    let tz = TimeZone::try_system().unwrap_or(TimeZone::UTC);
-    let name = tz.iana_name().unwrap_or("UTC").to_owned();
-    (name, tz)
-}
-
-fn parse_quiet(key: &str, value: Option<&str>) -> Result<Option<QuietHours>, ConfigError> {
+fn parse_quiet(key: &str, value: Option<&str>) -> Result<Option<QuietHours>, SettingsError> {
     match value.map(str::trim) {
         None | Some("") => Ok(None),
         Some(v) => QuietHours::parse(v).map(Some).ok_or_else(|| {
-            ConfigError::invalid(
+            SettingsError::invalid(
                 key,
                 format!(
                     "`{v}` is not HH:MM-HH:MM (e.g. \"22:00-07:00\"), or the two times are equal"
@@ -353,9 +345,9 @@ fn secret(
     key: &str,
     inline: Option<String>,
     var: Option<String>,
-) -> Result<Option<String>, ConfigError> {
+) -> Result<Option<String>, SettingsError> {
     match (inline, var) {
-        (Some(_), Some(_)) => Err(ConfigError::invalid(
+        (Some(_), Some(_)) => Err(SettingsError::invalid(
             key,
             "give the secret or the variable holding it (…_env), not both",
         )),
@@ -366,7 +358,7 @@ fn secret(
             .filter(|s| !s.is_empty())
             .map(Some)
             .ok_or_else(|| {
-                ConfigError::invalid(key, format!("the variable {v} is not set or is empty"))
+                SettingsError::invalid(key, format!("the variable {v} is not set or is empty"))
             }),
         (None, None) => Ok(None),
     }
@@ -377,7 +369,7 @@ fn resolve_channel(
     i: usize,
     c: ChannelTable,
     users: &BTreeMap<String, UserSettings>,
-) -> Result<Channel, ConfigError> {
+) -> Result<Channel, SettingsError> {
     let key = |f: &str| format!("{SECTION}.channels[{i}].{f}");
     let kind_name = c.kind.trim().to_lowercase();
     // Keys that belong to another kind are refused, so a typo does not go unnoticed.
@@ -412,14 +404,14 @@ fn resolve_channel(
         ],
         "mcp" => &[],
         other => {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 key("kind"),
                 format!("`{other}` is not a channel kind; use webhook, command, email or mcp"),
             ));
         }
     };
     if let Some((k, _)) = given.iter().find(|(k, set)| *set && !allowed.contains(k)) {
-        return Err(ConfigError::invalid(
+        return Err(SettingsError::invalid(
             key(k),
             format!("is not a setting of a {kind_name} channel"),
         ));
@@ -428,7 +420,7 @@ fn resolve_channel(
         None => Duration::from_secs(30),
         Some(n @ 1..=300) => Duration::from_secs(n),
         Some(n) => {
-            return Err(ConfigError::invalid(
+            return Err(SettingsError::invalid(
                 key("timeout_secs"),
                 format!("{n} is out of range: 1 to 300"),
             ));
@@ -438,17 +430,17 @@ fn resolve_channel(
         "webhook" => {
             let url = c
                 .url
-                .ok_or_else(|| ConfigError::invalid(key("url"), "a webhook channel needs url"))?;
+                .ok_or_else(|| SettingsError::invalid(key("url"), "a webhook channel needs url"))?;
             let parsed = url::Url::parse(url.trim())
-                .map_err(|e| ConfigError::invalid(key("url"), format!("not a URL: {e}")))?;
+                .map_err(|e| SettingsError::invalid(key("url"), format!("not a URL: {e}")))?;
             if !matches!(parsed.scheme(), "http" | "https") {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("url"),
                     format!("`{}:` is not http or https", parsed.scheme()),
                 ));
             }
             let secret = secret(input, &key("secret"), c.secret, c.secret_env)?.ok_or_else(|| {
-                ConfigError::invalid(
+                SettingsError::invalid(
                     key("secret"),
                     "a webhook channel needs secret (or secret_env): the HMAC-SHA256 key receivers check the signature with",
                 )
@@ -462,7 +454,7 @@ fn resolve_channel(
         "command" => {
             let argv = c.command.unwrap_or_default();
             if argv.is_empty() || argv[0].trim().is_empty() {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("command"),
                     "a command channel needs command = [\"program\", \"arg\", …]",
                 ));
@@ -471,13 +463,13 @@ fn resolve_channel(
         }
         "email" => {
             let host = c.smtp_host.ok_or_else(|| {
-                ConfigError::invalid(key("smtp_host"), "an email channel needs smtp_host")
+                SettingsError::invalid(key("smtp_host"), "an email channel needs smtp_host")
             })?;
-            let from = c
-                .from
-                .ok_or_else(|| ConfigError::invalid(key("from"), "an email channel needs from"))?;
+            let from = c.from.ok_or_else(|| {
+                SettingsError::invalid(key("from"), "an email channel needs from")
+            })?;
             if !looks_like_address(&from) {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("from"),
                     format!("`{from}` is not an e-mail address"),
                 ));
@@ -485,7 +477,7 @@ fn resolve_channel(
             if let Some(to) = &c.to
                 && !looks_like_address(to)
             {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("to"),
                     format!("`{to}` is not an e-mail address"),
                 ));
@@ -493,7 +485,7 @@ fn resolve_channel(
             let starttls = c.starttls.unwrap_or(true);
             let loopback = matches!(host.trim(), "localhost" | "127.0.0.1" | "::1");
             if !starttls && !loopback {
-                return Err(ConfigError::invalid(
+                return Err(SettingsError::invalid(
                     key("starttls"),
                     "mail would cross the network unencrypted: starttls = false is only allowed for a server on loopback",
                 ));
@@ -503,7 +495,7 @@ fn resolve_channel(
                 (Some(u), Some(p)) => Some((u, p)),
                 (None, None) => None,
                 _ => {
-                    return Err(ConfigError::invalid(
+                    return Err(SettingsError::invalid(
                         key("username"),
                         "give both username and password (or password_env), or neither",
                     ));
@@ -518,7 +510,7 @@ fn resolve_channel(
                     .into_iter()
                     .find(|u| users.get(*u).and_then(|s| s.email.as_ref()).is_none())
                 {
-                    return Err(ConfigError::invalid(
+                    return Err(SettingsError::invalid(
                         key("to"),
                         format!("user {u} has no address: set to, or followups.users.{u}.email"),
                     ));
@@ -545,11 +537,10 @@ fn resolve_channel(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::tests::load_file;
 
     fn settings(toml: &str, env: &[(&str, &str)]) -> Result<FollowupSettings, String> {
-        load_file(toml, env)
-            .map(|c| c.families.get::<FollowupSettings>(SECTION).clone())
+        let dir = tempfile::tempdir().unwrap();
+        ringfence_core::plug::resolve_text(&crate::FollowupsPlug, toml, env, dir.path())
             .map_err(|e| e.to_string())
     }
 

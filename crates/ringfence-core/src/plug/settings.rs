@@ -1,9 +1,9 @@
 //! Family sections: the tables of the configuration file that belong to a family (`[memory]`,
-//! and each new family's own). The raw layer does not know their shape; each family's plug
-//! reads its table through a [`SectionInput`] and resolves it (file, then its `RINGFENCE_*`
-//! variables) into its own settings type, kept in [`FamilySettings`]. Every family's section is
-//! resolved when the configuration loads, offered or not, so a mistake in any of them stops
-//! the start (fail closed).
+//! and each new family's own). The binary's configuration does not know their shape; each
+//! family's plug reads its table through a [`SectionInput`] and resolves it (file, then its
+//! `RINGFENCE_*` variables) into its own settings type, kept in [`FamilySettings`]. Every
+//! family's section is resolved when the configuration loads, offered or not, so a mistake in
+//! any of them stops the start (fail closed); a [`SettingsError`] names the key at fault.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -14,7 +14,66 @@ use std::sync::Arc;
 
 use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
-use super::{ConfigError, Env};
+use crate::time::{self, TimeZone};
+
+/// Why a family's settings were refused. Each names the file, key or variable at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// The file's table holds a key or a value its schema does not take.
+    #[error("config file {}: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    /// A path that must be absolute is not.
+    #[error("{key}: `{}` must be an absolute path", path.display())]
+    NotAbsolute { key: String, path: PathBuf },
+    /// A value is refused: `key` names where it came from, `reason` what is wrong.
+    #[error("{key}: {reason}")]
+    Invalid { key: String, reason: String },
+}
+
+impl SettingsError {
+    pub fn invalid(key: impl Into<String>, reason: impl Into<String>) -> SettingsError {
+        SettingsError::Invalid {
+            key: key.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub fn not_absolute(key: impl Into<String>, path: impl Into<PathBuf>) -> SettingsError {
+        SettingsError::NotAbsolute {
+            key: key.into(),
+            path: path.into(),
+        }
+    }
+}
+
+/// An IANA time zone named by the setting `key`.
+pub fn zone_setting(key: &str, name: &str) -> Result<TimeZone, SettingsError> {
+    time::zone(name).map_err(|e| SettingsError::invalid(key, e.to_string()))
+}
+
+/// Where environment values come from (a map in tests, the process environment otherwise).
+pub trait Env {
+    fn get(&self, key: &str) -> Option<String>;
+}
+
+/// The process environment.
+#[derive(Debug)]
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn get(&self, key: &str) -> Option<String> {
+        std::env::var(key).ok()
+    }
+}
+
+impl Env for BTreeMap<String, String> {
+    fn get(&self, key: &str) -> Option<String> {
+        BTreeMap::get(self, key).cloned()
+    }
+}
 
 /// The configuration file as read: its text, for the family sections to parse.
 #[derive(Debug)]
@@ -26,7 +85,7 @@ pub struct FileText {
 /// What a family's plug resolves its settings from.
 pub struct SectionInput<'a> {
     /// The file, if one was read.
-    pub(super) file: Option<&'a FileText>,
+    pub file: Option<&'a FileText>,
     /// The environment (`RINGFENCE_*` variables).
     pub env: &'a dyn Env,
     /// The resolved data directory (for defaults such as database files).
@@ -36,14 +95,14 @@ pub struct SectionInput<'a> {
 impl SectionInput<'_> {
     /// A true/false variable (`true`, `1`, `yes` / `false`, `0`, `no`); `None` when unset or
     /// empty, an error naming the variable otherwise.
-    pub fn flag(&self, var: &str) -> Result<Option<bool>, ConfigError> {
+    pub fn flag(&self, var: &str) -> Result<Option<bool>, SettingsError> {
         let Some(v) = self.env.get(var).filter(|v| !v.trim().is_empty()) else {
             return Ok(None);
         };
         match v.trim() {
             "true" | "1" | "yes" => Ok(Some(true)),
             "false" | "0" | "no" => Ok(Some(false)),
-            other => Err(ConfigError::invalid(
+            other => Err(SettingsError::invalid(
                 var,
                 format!("`{other}` is not true or false"),
             )),
@@ -52,7 +111,7 @@ impl SectionInput<'_> {
 
     /// The first of `vars` that is set, as [`SectionInput::flag`] reads it: ringfence's own
     /// variable first, then a seed's alias for it.
-    pub fn first_flag(&self, vars: &[&str]) -> Result<Option<bool>, ConfigError> {
+    pub fn first_flag(&self, vars: &[&str]) -> Result<Option<bool>, SettingsError> {
         for var in vars {
             if let Some(v) = self.flag(var)? {
                 return Ok(Some(v));
@@ -63,7 +122,7 @@ impl SectionInput<'_> {
 
     /// The table `[name]` of the file, or `T::default()` when the file has none. Parsed from
     /// the file's text, so an error names its line and column like every other key's.
-    pub fn table<T: DeserializeOwned + Default>(&self, name: &str) -> Result<T, ConfigError> {
+    pub fn table<T: DeserializeOwned + Default>(&self, name: &str) -> Result<T, SettingsError> {
         let Some(file) = self.file else {
             return Ok(T::default());
         };
@@ -77,7 +136,7 @@ impl SectionInput<'_> {
         };
         parse(&file.text)
             .map(Option::unwrap_or_default)
-            .map_err(|source| ConfigError::Parse {
+            .map_err(|source| SettingsError::Parse {
                 path: file.path.clone(),
                 source,
             })
@@ -123,7 +182,7 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for OneTable<'_, T> {
 pub struct FamilySettings(BTreeMap<&'static str, Arc<dyn Any + Send + Sync>>);
 
 impl FamilySettings {
-    pub(super) fn insert(&mut self, family: &'static str, settings: Arc<dyn Any + Send + Sync>) {
+    pub fn insert(&mut self, family: &'static str, settings: Arc<dyn Any + Send + Sync>) {
         self.0.insert(family, settings);
     }
 

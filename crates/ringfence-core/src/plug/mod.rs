@@ -1,0 +1,289 @@
+//! The plug contract: how a family is configured and built, whatever binary assembles it.
+//!
+//! A family crate offers one [`FamilyPlug`]: its catalogue entry, its table of the
+//! configuration file and its `RINGFENCE_*` variables (resolved into its own settings type
+//! when the configuration loads, offered or not, so a mistake stops the start), why its tools
+//! may be withheld, what state it keeps (for `store migrate`), and how it is built from a
+//! [`FamilyEnv`]: the data directory, the shared store, the model of `[llm]`, the supervisor of
+//! background work, and one value per type shared by the whole build. The binary lists its
+//! plugs, one line per family.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use ringfence_llm::LlmSettings;
+use ringfence_store::SharedStore;
+use ringfence_store::pg::copy;
+
+use crate::family::{Family, FamilyInfo};
+use crate::supervisor::Supervisor;
+
+pub mod settings;
+
+pub use settings::{
+    Env, FamilySettings, FileText, ProcessEnv, SectionInput, SettingsError, zone_setting,
+};
+
+/// What a plug may use to build its family.
+pub struct FamilyEnv<'a> {
+    /// Every family's resolved settings (a plug reads its own through [`Plug::build`]).
+    pub settings: &'a FamilySettings,
+    /// The data directory (databases, saved outputs, logins).
+    pub data_dir: &'a Path,
+    /// The configuration file read, if any.
+    pub config_file: Option<&'a Path>,
+    /// What no tool may expose, each with what it is: the data directory, the configuration
+    /// file, where the users' own roots live.
+    pub private: &'a [(PathBuf, String)],
+    /// The state store of the process (SQLite files, or the PostgreSQL pool).
+    pub store: &'a Arc<SharedStore>,
+    /// The `[llm]` model, if configured.
+    pub llm: Option<&'a LlmSettings>,
+    pub supervisor: &'a Arc<Supervisor>,
+    /// Start background work now (opening databases ahead of the first call, loading the
+    /// model, periodic writes). Only `serve` sets it; elsewhere services open on first use.
+    pub background: bool,
+    /// Services that must be one per server even when several plugs use them (the
+    /// sessions follow-ups are delivered to, the count of a user's running commands).
+    pub shared: &'a Shared,
+}
+
+/// What decides whether a family's tools are offered besides its own settings.
+pub struct Offer<'a> {
+    /// The `[llm]` model, if configured.
+    pub llm: Option<&'a LlmSettings>,
+    /// The tools the configuration selects (`None` when the selection is refused).
+    pub selected: Option<&'a [&'static str]>,
+    /// Why another family's tool is withheld by its own settings, if it is.
+    pub withheld: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// Why a family could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("the {family} tools cannot be built: {reason}")]
+pub struct BuildError {
+    pub family: &'static str,
+    pub reason: String,
+}
+
+impl BuildError {
+    pub fn new(family: &'static str, reason: impl std::fmt::Display) -> BuildError {
+        BuildError {
+            family,
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// One value per type for a whole build: the first plug to ask makes it, later ones get
+/// the same (`env.shared.get_or_init(Running::default)`).
+#[derive(Default)]
+pub struct Shared {
+    values: Mutex<HashMap<std::any::TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.values.lock().unwrap_or_else(|e| e.into_inner()).len();
+        f.debug_struct("Shared").field("values", &n).finish()
+    }
+}
+
+impl Shared {
+    pub fn get_or_init<T: Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Arc<T> {
+        let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
+        let value = values
+            .entry(std::any::TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(make()))
+            .clone();
+        value.downcast::<T>().expect("stored under its own type")
+    }
+
+    /// The value of type `T`, if a plug made one.
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        let values = self.values.lock().unwrap_or_else(|e| e.into_inner());
+        let value = values.get(&std::any::TypeId::of::<T>())?.clone();
+        Some(value.downcast::<T>().expect("stored under its own type"))
+    }
+}
+
+/// How a binary configures and builds one family.
+pub trait FamilyPlug: Sync {
+    /// The family's resolved settings (`()` when it has none).
+    type Settings: Any + Send + Sync;
+    /// The family's table in the configuration file (`[memory]`), when it has one: the file
+    /// may then hold that key, and only the plug reads it.
+    const SECTION: Option<&'static str> = None;
+    /// The `RINGFENCE_*` variables the family reads (known to the typo check at start).
+    const ENV_VARS: &'static [&'static str] = &[];
+
+    /// The family's catalogue entry (its name and tool names).
+    fn info(&self) -> &'static FamilyInfo;
+    /// Resolves the settings: the table (`input.table(SECTION)`), then the variables. Errors
+    /// name the key or variable at fault.
+    fn settings(&self, input: &SectionInput<'_>) -> Result<Self::Settings, SettingsError>;
+    /// Why the family's tools are not offered under these settings (a family that is off
+    /// until an operator turns it on), with how to turn them on; `None` offers them as the
+    /// tool selection says. Withheld tools are left out of every listing and call, and
+    /// `ringfence tools` prints the reason.
+    fn withheld(&self, _settings: &Self::Settings, _offer: &Offer<'_>) -> Option<String> {
+        None
+    }
+    /// The state the family keeps in the store, for `ringfence store migrate`: its schemas,
+    /// tables and SQLite file under these settings.
+    fn state(&self, _settings: &Self::Settings, _data_dir: &Path) -> Vec<copy::Family> {
+        Vec::new()
+    }
+    /// Builds the family. Called only when at least one of its tools is offered.
+    fn build(&self, settings: &Self::Settings, env: &FamilyEnv<'_>) -> Result<Family, BuildError>;
+}
+
+/// Resolves `plug`'s settings from the text of a configuration file and `vars`, with the data
+/// directory at `data_dir`, as a binary does when its configuration loads (for a family's
+/// tests).
+pub fn resolve_text<P: FamilyPlug>(
+    plug: &P,
+    toml: &str,
+    vars: &[(&str, &str)],
+    data_dir: &Path,
+) -> Result<P::Settings, SettingsError> {
+    let file = FileText {
+        path: data_dir.join("config.toml"),
+        text: toml.to_owned(),
+    };
+    let env: std::collections::BTreeMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    plug.settings(&SectionInput {
+        file: Some(&file),
+        env: &env,
+        data_dir,
+    })
+}
+
+/// A [`FamilyPlug`] with its settings type erased, for a binary's list of families.
+pub trait Plug: Sync {
+    fn info(&self) -> &'static FamilyInfo;
+    fn section(&self) -> Option<&'static str>;
+    fn env_vars(&self) -> &'static [&'static str];
+    fn resolve(
+        &self,
+        input: &SectionInput<'_>,
+    ) -> Result<Arc<dyn Any + Send + Sync>, SettingsError>;
+    fn withheld(&self, settings: &FamilySettings, offer: &Offer<'_>) -> Option<String>;
+    fn state(&self, settings: &FamilySettings, data_dir: &Path) -> Vec<copy::Family>;
+    fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, BuildError>;
+}
+
+impl<P: FamilyPlug> Plug for P {
+    fn info(&self) -> &'static FamilyInfo {
+        FamilyPlug::info(self)
+    }
+    fn section(&self) -> Option<&'static str> {
+        P::SECTION
+    }
+    fn env_vars(&self) -> &'static [&'static str] {
+        P::ENV_VARS
+    }
+    fn resolve(
+        &self,
+        input: &SectionInput<'_>,
+    ) -> Result<Arc<dyn Any + Send + Sync>, SettingsError> {
+        Ok(Arc::new(self.settings(input)?))
+    }
+    fn withheld(&self, settings: &FamilySettings, offer: &Offer<'_>) -> Option<String> {
+        let name = FamilyPlug::info(self).name;
+        FamilyPlug::withheld(self, settings.get::<P::Settings>(name), offer)
+    }
+    fn state(&self, settings: &FamilySettings, data_dir: &Path) -> Vec<copy::Family> {
+        let name = FamilyPlug::info(self).name;
+        FamilyPlug::state(self, settings.get::<P::Settings>(name), data_dir)
+    }
+    fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, BuildError> {
+        let name = FamilyPlug::info(self).name;
+        FamilyPlug::build(self, env.settings.get::<P::Settings>(name), env)
+    }
+}
+
+/// Why a service could not be opened (kept, and shared by every call that asks again).
+pub type OpenFailure = Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+type Opener<T> = Box<dyn FnOnce() -> Result<Arc<T>, OpenFailure> + Send>;
+
+/// A service opened on first use: the first call opens it (once, whoever asks first), and a
+/// failure is kept and reported to every later call.
+pub struct Lazy<T: ?Sized> {
+    cell: std::sync::OnceLock<Result<Arc<T>, OpenFailure>>,
+    open: Mutex<Option<Opener<T>>>,
+}
+
+impl<T: ?Sized> std::fmt::Debug for Lazy<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lazy")
+            .field("opened", &self.cell.get().map(|r| r.is_ok()))
+            .finish()
+    }
+}
+
+/// The failure of an opener that panicked (its panic is reported by the thread that ran it).
+#[derive(Debug, thiserror::Error)]
+#[error("the service could not be opened: its opener panicked")]
+struct OpenerPanicked;
+
+impl<T: ?Sized> Lazy<T> {
+    /// A service `open` makes on first use.
+    pub fn new<E>(open: impl FnOnce() -> Result<Arc<T>, E> + Send + 'static) -> Lazy<T>
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        Lazy {
+            cell: std::sync::OnceLock::new(),
+            open: Mutex::new(Some(Box::new(move || {
+                open().map_err(|e| Arc::new(e) as OpenFailure)
+            }))),
+        }
+    }
+
+    /// The service, opening it now if no call has yet; the failure if it could not be.
+    pub fn open(&self) -> Result<&Arc<T>, &OpenFailure> {
+        self.cell
+            .get_or_init(|| {
+                let open = self.open.lock().unwrap_or_else(|e| e.into_inner()).take();
+                match open {
+                    Some(open) => open(),
+                    None => Err(Arc::new(OpenerPanicked)),
+                }
+            })
+            .as_ref()
+    }
+
+    /// [`Lazy::open`] as a tool's backend reports it.
+    pub fn get(&self) -> Result<&Arc<T>, crate::error::BackendError> {
+        self.open()
+            .map_err(|e| crate::error::BackendError::new(SharedFailure(e.clone())))
+    }
+
+    /// The service if it is open already (never opens it).
+    pub fn opened(&self) -> Option<&Arc<T>> {
+        self.cell.get().and_then(|r| r.as_ref().ok())
+    }
+}
+
+/// A kept failure, reported again.
+#[derive(Debug)]
+struct SharedFailure(OpenFailure);
+
+impl std::fmt::Display for SharedFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SharedFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
