@@ -150,3 +150,19 @@ impl BackendError {
         BackendError(cause.into())
     }
 }
+
+/// A remote service's failure, as the tool reports it.
+impl From<ringfence_net::WebError> for ToolError {
+    fn from(e: ringfence_net::WebError) -> ToolError {
+        use ringfence_net::WebErrorKind;
+        let kind = match e.kind {
+            WebErrorKind::Invalid => ToolErrorKind::InvalidArgument,
+            WebErrorKind::Refused => ToolErrorKind::Refused,
+            WebErrorKind::Unsupported => ToolErrorKind::WrongType,
+            WebErrorKind::Timeout => ToolErrorKind::Timeout,
+            WebErrorKind::Upstream => ToolErrorKind::Unavailable,
+            WebErrorKind::NotConfigured => ToolErrorKind::Disabled,
+        };
+        ToolError::new(kind, e.message)
+    }
+}

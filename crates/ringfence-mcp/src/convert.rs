@@ -7,7 +7,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 
-use ringfence_tools::{Content, Progress, ProgressUpdate, Tool};
+use ringfence_core::{Content, Progress, ProgressUpdate, Tool};
 
 /// The MCP form of one tool definition.
 pub fn mcp_tool(tool: &dyn Tool) -> McpTool {
@@ -68,7 +68,7 @@ pub(crate) fn progress_for(ctx: &RequestContext<RoleServer>) -> Progress {
 /// Runs short blocking work (a database read) from async code: in place on a
 /// multi-threaded runtime (other tasks move to other workers), directly elsewhere.
 pub(crate) fn quick_blocking<T>(f: impl FnOnce() -> T) -> T {
-    if ringfence_tools::tool::on_multi_thread_runtime() {
+    if ringfence_core::tool::on_multi_thread_runtime() {
         tokio::task::block_in_place(f)
     } else {
         f()
@@ -79,7 +79,7 @@ pub(crate) fn quick_blocking<T>(f: impl FnOnce() -> T) -> T {
 mod tests {
     #[test]
     fn media_is_standard_padded_base64() {
-        let block = super::content_block(ringfence_tools::Content::Image {
+        let block = super::content_block(ringfence_core::Content::Image {
             mime: "image/png".into(),
             data: b"fooba".to_vec(),
         });

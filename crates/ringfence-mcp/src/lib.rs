@@ -1,4 +1,4 @@
-//! The MCP adapter: serves a [`ToolRunner`](ringfence_tools::ToolRunner) and the families'
+//! The MCP adapter: serves a [`ToolRunner`](ringfence_core::ToolRunner) and the families'
 //! resources and prompts over the Model Context Protocol with rmcp.
 //!
 //! This crate knows tools only through the runner and the `Tool` trait — names, schemas,

@@ -24,7 +24,7 @@ struct ToolStats {
 /// Latency bucket bounds, seconds.
 const BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0, 10.0];
 
-impl ringfence_tools::CallMetrics for Metrics {
+impl ringfence_core::CallMetrics for Metrics {
     fn record_call(&self, tool: &str, ok: bool, seconds: f64) {
         let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
         let st = calls.entry(tool.to_owned()).or_default();
@@ -146,7 +146,7 @@ impl Drop for SessionGuard {
 
 #[cfg(test)]
 mod tests {
-    use ringfence_tools::CallMetrics as _;
+    use ringfence_core::CallMetrics as _;
 
     #[test]
     fn metrics_render_counts_and_histograms() {

@@ -22,8 +22,8 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, SubscriptionSink};
 
-use ringfence_tools::BoxFuture;
-use ringfence_tools::live::{Notice, NoticeSink};
+use ringfence_core::BoxFuture;
+use ringfence_core::live::{Notice, NoticeSink};
 
 /// The level notices are sent at.
 const NOTICE_LEVEL: LoggingLevel = LoggingLevel::Notice;

@@ -343,11 +343,9 @@ impl JwtValidator {
             }
         }
         match claims.get(&self.config.user_claim) {
-            Some(Value::String(u)) if u == ringfence_tools::LOCAL_USER => {
-                Err(AuthFailure::invalid(
-                    "the token names the user `local`, which is reserved for the stdio user",
-                ))
-            }
+            Some(Value::String(u)) if u == ringfence_core::LOCAL_USER => Err(AuthFailure::invalid(
+                "the token names the user `local`, which is reserved for the stdio user",
+            )),
             Some(Value::String(u)) if !u.trim().is_empty() => Ok(u.clone()),
             // One number, one name: integers in decimal (as `as_u64`/`as_i64` read them,
             // whatever spelling the token used); a fraction or an exponent could name the

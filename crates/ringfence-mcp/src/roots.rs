@@ -23,7 +23,7 @@ use rmcp::model::ListRootsRequest;
 use rmcp::model::{CallToolRequestParams, InputRequest, InputRequiredResult, ProtocolVersion};
 use rmcp::service::{Peer, RequestContext};
 
-use ringfence_tools::{Session, ToolError, ToolErrorKind};
+use ringfence_core::{Session, ToolError, ToolErrorKind};
 
 use crate::server::McpServer;
 

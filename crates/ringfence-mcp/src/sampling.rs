@@ -15,7 +15,7 @@ use rmcp::model::{
 use rmcp::service::Peer;
 use serde_json::Value;
 
-use ringfence_tools::{
+use ringfence_core::{
     BackendError, BoxFuture, ClientSampler, SamplingContent, SamplingReply, SamplingRequest,
     SamplingRole,
 };

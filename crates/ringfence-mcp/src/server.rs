@@ -13,8 +13,8 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use ringfence_tools::live::{LiveSessions, Registration};
-use ringfence_tools::{CallRequest, CallScope, ResourceSet, ToolError, ToolRunner};
+use ringfence_core::live::{LiveSessions, Registration};
+use ringfence_core::{CallRequest, CallScope, ResourceSet, ToolError, ToolRunner};
 
 use crate::convert::{content_block, mcp_tool, progress_for, quick_blocking};
 use crate::metrics::{Metrics, SessionGuard};
@@ -202,8 +202,8 @@ impl McpServer {
         make: &Arc<dyn UserSessions>,
         user: &str,
     ) -> Result<Result<CallScope, ToolError>, rmcp::model::InputRequiredResult> {
-        let refused = |e: ringfence_tools::BackendError| {
-            ToolError::new(ringfence_tools::ToolErrorKind::Refused, e.to_string())
+        let refused = |e: ringfence_core::BackendError| {
+            ToolError::new(ringfence_core::ToolErrorKind::Refused, e.to_string())
         };
         Ok(match roots_answer(ctx, request, make.uses_client_roots()) {
             RootsAnswer::Ask(ask) => return Err(ask),
@@ -530,7 +530,7 @@ impl ServerHandler for McpServer {
                 let peer = ctx.peer.clone();
                 let server = self.clone();
                 Box::pin(async move { server.wait_for_roots(&peer, &session).await })
-                    as ringfence_tools::BoxFuture<'static, _>
+                    as ringfence_core::BoxFuture<'static, _>
             });
             (scope, ready)
         };

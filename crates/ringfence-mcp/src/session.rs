@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use ringfence_tools::{BackendError, CallScope, ToolError, ToolErrorKind};
+use ringfence_core::{BackendError, CallScope, ToolError, ToolErrorKind};
 
 /// The user an HTTP request was authenticated as (put in the request's extensions by the
 /// authentication middleware).
@@ -91,5 +91,5 @@ pub(crate) fn request_user(extensions: &rmcp::model::Extensions) -> String {
         .get::<axum::http::request::Parts>()
         .and_then(|p| p.extensions.get::<AuthUser>())
         .map(|u| u.0.clone())
-        .unwrap_or_else(|| ringfence_tools::LOCAL_USER.to_owned())
+        .unwrap_or_else(|| ringfence_core::LOCAL_USER.to_owned())
 }

@@ -11,9 +11,14 @@
 //! connects to what was checked (docs/design/web.md).
 
 pub mod api;
+#[cfg(feature = "fake-api")]
+pub mod fake_api;
 pub mod guard;
+mod remote;
+pub mod service;
 
 pub use api::{Api, ApiFailure, ApiKey, Reply, RetryPolicy, api_message, human_secs};
+pub use remote::{WebError, WebErrorKind};
 
 pub use guard::{
     AllowList, AllowListError, Blocked, Guard, GuardError, GuardedResolver, Resolve,

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ringfence_net::{ClientError, Guard, GuardError, Outbound};
-use ringfence_tools::BoxFuture;
-use ringfence_tools::web::{
+use crate::tools::{
     FetchRequest, Fetched, Fetcher, Format, WebError, WebErrorKind, host_in_domain,
 };
+use ringfence_core::BoxFuture;
+use ringfence_net::{ClientError, Guard, GuardError, Outbound};
 use url::Url;
 
 use crate::render;

@@ -2,7 +2,7 @@
 //! page as served), a PDF's text with page markers, JSON pretty-printed, text as is, an
 //! image as image content; anything else is refused, naming its type.
 
-use ringfence_tools::web::{Fetched, FetchedBody, Format, WebError, WebErrorKind};
+use crate::tools::{Fetched, FetchedBody, Format, WebError, WebErrorKind};
 use url::Url;
 
 use crate::{charset, extract};

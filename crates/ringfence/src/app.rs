@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ringfence_mcp::{McpServer, ServerIdentity, UserSessions};
-use ringfence_tools::live::LiveSessions;
-use ringfence_tools::{
+use ringfence_core::live::LiveSessions;
+use ringfence_core::{
     AuditSink, BackendError, CallMetrics, CallScope, Limits, ResourceSet, ToolRunner, Toolbox,
 };
+use ringfence_mcp::{McpServer, ServerIdentity, UserSessions};
 
 use crate::config::Config;
 use crate::families;
@@ -64,7 +64,7 @@ fn not_offered(
         .map(|(family, tool)| {
             let why = match withheld.iter().find(|(_, tools, _)| tools.contains(&tool)) {
                 Some((_, _, why)) => why.clone(),
-                None if iris_files_off && family.name == ringfence_tools::files::FAMILY => {
+                None if iris_files_off && family.name == ringfence_files::FAMILY => {
                     "IRIS_FILESYSTEM_ENABLED=false is set in the server's environment, which turns every file tool off over any tool selection: unset it (or set it to true) to have them back".to_owned()
                 }
                 None => format!(

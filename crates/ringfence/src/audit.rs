@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
+use ringfence_core::{AuditEvent, AuditSink};
 use ringfence_store::pg::audit::{AuditFilter, AuditLine, PgAudit};
-use ringfence_tools::{AuditEvent, AuditSink};
 
 /// Lines queued at most; beyond that lines are counted as dropped (and the count logged)
 /// rather than blocking a call.

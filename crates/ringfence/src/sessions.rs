@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use ringfence_core::{CallScope, Session, SpillStore};
 use ringfence_fs::{Access, ClientRoots, Denylist, Root, RootOrigin, RootSpec, Workspace};
-use ringfence_tools::{CallScope, Session, SpillStore};
 
 use crate::config::Config;
 
@@ -180,7 +180,7 @@ pub struct Sessions {
     /// Each user's roots, spill store and stateless sessions, made on first use and kept.
     users: Mutex<Users>,
     /// Where read records are shared with other instances (HTTP on PostgreSQL).
-    shared_reads: std::sync::OnceLock<Arc<dyn ringfence_tools::SharedReads>>,
+    shared_reads: std::sync::OnceLock<Arc<dyn ringfence_core::SharedReads>>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -281,7 +281,7 @@ impl Sessions {
             .iter()
             .map(|slot| match slot {
                 RootSlot::Shared(root) => Ok(root.clone()),
-                RootSlot::DefaultWorkspace(root) if user == ringfence_tools::LOCAL_USER => {
+                RootSlot::DefaultWorkspace(root) if user == ringfence_core::LOCAL_USER => {
                     Ok(root.clone())
                 }
                 RootSlot::DefaultWorkspace(_) => {
@@ -402,8 +402,8 @@ impl Sessions {
     }
 
     /// Sessions made from now on keep their read records in `store` too (see
-    /// [`ringfence_tools::SharedReads`]).
-    pub fn share_reads(&self, store: Arc<dyn ringfence_tools::SharedReads>) {
+    /// [`ringfence_core::SharedReads`]).
+    pub fn share_reads(&self, store: Arc<dyn ringfence_core::SharedReads>) {
         let _ = self.shared_reads.set(store);
     }
 
@@ -414,7 +414,7 @@ impl Sessions {
 
     /// A fresh scope for the local user (stdio, `ringfence call`).
     pub fn local(&self) -> Result<CallScope, String> {
-        self.scope_for(ringfence_tools::LOCAL_USER)
+        self.scope_for(ringfence_core::LOCAL_USER)
     }
 
     /// Deletes saved outputs older than the retention period (every user's).

@@ -31,10 +31,10 @@ pub fn sessions(
 /// The shared read-first records of HTTP sessions, with PostgreSQL (`None` with SQLite).
 pub fn reads(
     store: &SharedStore,
-) -> Result<Option<Arc<dyn ringfence_tools::SharedReads>>, OpenError> {
+) -> Result<Option<Arc<dyn ringfence_core::SharedReads>>, OpenError> {
     store.open_shared("read records", |pg| {
         Ok(Arc::new(SessionTables(PgSessions::open(pg)?, None))
-            as Arc<dyn ringfence_tools::SharedReads>)
+            as Arc<dyn ringfence_core::SharedReads>)
     })
 }
 
@@ -98,16 +98,16 @@ impl ringfence_mcp::SessionDirectory for SessionTables {
     }
 }
 
-fn backend(e: StoreError) -> ringfence_tools::BackendError {
-    ringfence_tools::BackendError::new(e)
+fn backend(e: StoreError) -> ringfence_core::BackendError {
+    ringfence_core::BackendError::new(e)
 }
 
-impl ringfence_tools::SharedReads for SessionTables {
+impl ringfence_core::SharedReads for SessionTables {
     fn get(
         &self,
         session: &str,
         path: &str,
-    ) -> Result<Option<ringfence_tools::ReadRecord>, ringfence_tools::BackendError> {
+    ) -> Result<Option<ringfence_core::ReadRecord>, ringfence_core::BackendError> {
         let Some(read) = self.0.read_record(session, path).map_err(backend)? else {
             return Ok(None);
         };
@@ -115,7 +115,7 @@ impl ringfence_tools::SharedReads for SessionTables {
         let Ok(hash) = <[u8; 32]>::try_from(read.hash.as_slice()) else {
             return Ok(None);
         };
-        Ok(Some(ringfence_tools::ReadRecord {
+        Ok(Some(ringfence_core::ReadRecord {
             hash,
             size: read.size.max(0) as u64,
             mtime: read.mtime_ns.map(|ns| {
@@ -128,8 +128,8 @@ impl ringfence_tools::SharedReads for SessionTables {
         &self,
         session: &str,
         path: &str,
-        record: &ringfence_tools::ReadRecord,
-    ) -> Result<(), ringfence_tools::BackendError> {
+        record: &ringfence_core::ReadRecord,
+    ) -> Result<(), ringfence_core::BackendError> {
         let read = ringfence_store::pg::sessions::StoredRead {
             hash: record.hash.to_vec(),
             size: record.size as i64,
@@ -143,11 +143,11 @@ impl ringfence_tools::SharedReads for SessionTables {
             .map_err(backend)
     }
 
-    fn forget(&self, session: &str, path: &str) -> Result<(), ringfence_tools::BackendError> {
+    fn forget(&self, session: &str, path: &str) -> Result<(), ringfence_core::BackendError> {
         self.0.forget_read_record(session, path).map_err(backend)
     }
 }
 
 fn now_ms() -> i64 {
-    ringfence_tools::time::now_ms()
+    ringfence_core::time::now_ms()
 }

@@ -86,7 +86,7 @@ impl TokenAuth {
                 .ok_or(TokenConfigError::NotBlake3 { index })?;
             let hash = blake3::Hash::from_hex(hex)
                 .map_err(|source| TokenConfigError::BadHex { index, source })?;
-            if user == ringfence_tools::LOCAL_USER {
+            if user == ringfence_core::LOCAL_USER {
                 return Err(TokenConfigError::ReservedUser { index });
             }
             if tokens.iter().any(|(h, _)| *h == hash) {
@@ -223,7 +223,7 @@ impl Authenticator {
         req: &mut axum::extract::Request,
     ) -> Result<String, Response> {
         let Some(auth) = &self.auth else {
-            return Ok(ringfence_tools::LOCAL_USER.to_owned());
+            return Ok(ringfence_core::LOCAL_USER.to_owned());
         };
         let presented = bearer(req);
         let result = match &presented {

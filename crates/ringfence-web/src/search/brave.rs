@@ -4,7 +4,7 @@
 //! dated the page) and `age` (the same for people: "3 days ago", "August 1, 2023"). Domain
 //! lists go into the query as `site:` operators, which Brave supports; at most 20 results.
 
-use ringfence_tools::web::{SearchHit, SearchQuery, WebError};
+use crate::tools::{SearchHit, SearchQuery, WebError};
 use serde::Deserialize;
 
 use super::{Inner, RawHit, tidy, wanted, with_site_operators};

@@ -17,11 +17,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ringfence_tools::tool::BoxFuture;
-use ringfence_tools::web::{SearchHit, SearchQuery, Searcher, WebError};
+use crate::tools::{SearchHit, SearchQuery, Searcher, WebError};
+use ringfence_core::BoxFuture;
 
-pub use crate::api::RetryPolicy;
-use crate::api::{Api, SetupError};
+pub use ringfence_net::RetryPolicy;
+use ringfence_net::service::{Service as Api, SetupError};
 
 /// The longest snippet kept, in characters.
 const SNIPPET_CHARS: usize = 500;
@@ -202,7 +202,7 @@ impl Inner {
     fn endpoint(&self, path: &str) -> Result<url::Url, WebError> {
         self.base.join(path).map_err(|e| {
             WebError::new(
-                ringfence_tools::web::WebErrorKind::NotConfigured,
+                crate::tools::WebErrorKind::NotConfigured,
                 format!("{}: cannot make the request URL: {e}", self.api.name),
             )
         })

@@ -6,7 +6,7 @@
 //! returned, and the tool keeps the first `max_results`. One allowed domain is passed as a
 //! `site:` operator, which the general engines it queries understand.
 
-use ringfence_tools::web::{SearchHit, SearchQuery, WebError, WebErrorKind};
+use crate::tools::{SearchHit, SearchQuery, WebError, WebErrorKind};
 use serde::Deserialize;
 
 use super::{Inner, RawHit, tidy};

@@ -3,7 +3,7 @@
 //! `date` where Google shows one. Domain lists go into the query as `site:` operators,
 //! which Google supports.
 
-use ringfence_tools::web::{SearchHit, SearchQuery, WebError};
+use crate::tools::{SearchHit, SearchQuery, WebError};
 use serde::Deserialize;
 use serde_json::json;
 

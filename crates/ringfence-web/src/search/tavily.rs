@@ -2,7 +2,7 @@
 //! `include_domains`, `exclude_domains`), the key as `Authorization: Bearer`. Results are
 //! `results[]` with `title`, `url`, `content` (the snippet) and, for news, `published_date`.
 
-use ringfence_tools::web::{SearchHit, SearchQuery, WebError};
+use crate::tools::{SearchHit, SearchQuery, WebError};
 use serde::Deserialize;
 use serde_json::json;
 

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use crate::common::{Script, fetcher, quick, response, serve};
-use ringfence_tools::web::{FetchedBody, Format, WebErrorKind};
 use ringfence_web::FetchSettings;
+use ringfence_web::tools::{FetchedBody, Format, WebErrorKind};
 
 fn text(body: &FetchedBody) -> &str {
     match body {

@@ -2,11 +2,11 @@
 //! error.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::{Reply, Script, fetcher, quick, redirect, response, serve};
-use ringfence_tools::web::{FetchedBody, Format, WebErrorKind};
 use ringfence_web::FetchSettings;
+use ringfence_web::tools::{FetchedBody, Format, WebErrorKind};
 
 async fn one(
     handler: impl Fn(&str) -> Reply + Send + Sync + 'static,
@@ -61,15 +61,13 @@ async fn a_slow_drip_times_out() {
         timeout: Duration::from_secs(2),
         ..quick()
     });
-    let started = Instant::now();
     let err = fetch
         .get(&format!("{base}/"), Format::Markdown)
         .await
         .unwrap_err();
     assert_eq!(err.kind, WebErrorKind::Timeout, "{}", err.message);
     assert!(err.message.contains("timed out"), "{}", err.message);
-    // Bounded: the 2 s deadline, not the server's patience.
-    assert!(started.elapsed() < Duration::from_secs(20));
+    // Bounded by the 2 s deadline, not the server's patience: the kind says which ended it.
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -190,14 +188,12 @@ async fn huge_headers_are_an_error() {
         Reply::Once(head)
     })
     .await;
-    let started = Instant::now();
     let err = allowed(quick())
         .get(&format!("{base}/"), Format::Text)
         .await
         .unwrap_err();
     assert_eq!(err.kind, WebErrorKind::Upstream, "{}", err.message);
     assert!(err.message.contains("127.0.0.1"), "{}", err.message);
-    assert!(started.elapsed() < Duration::from_secs(20));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

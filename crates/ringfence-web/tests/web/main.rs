@@ -2,11 +2,9 @@
 //! fetcher with a scripted resolver (see `common`).
 
 mod common;
-mod fake_api;
 
 mod documents;
 mod extract_hostile;
 mod hostile;
-mod images;
 mod search;
 mod ssrf;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::common::{Script, fetcher, html, quick, redirect, serve_on_all};
-use ringfence_tools::web::{Format, WebErrorKind};
+use ringfence_web::tools::{Format, WebErrorKind};
 
 /// Names the test resolver knows (as a hostile DNS server would answer them).
 fn script() -> Script {

@@ -10,7 +10,7 @@ use ringfence_calendar::event::Zones;
 use ringfence_calendar::local::DEFAULT_CALENDAR;
 use ringfence_calendar::store::CalendarStore;
 use ringfence_calendar::transfer;
-use ringfence_tools::LOCAL_USER;
+use ringfence_core::LOCAL_USER;
 
 use super::{fail, read_input, say, write_output};
 use crate::config::Config;
@@ -171,7 +171,7 @@ fn import(
         Ok(o) => o,
         Err(e) => return fail(&format!("{}: {e}", file.display())),
     };
-    let now = ringfence_tools::time::now_ms();
+    let now = ringfence_core::time::now_ms();
     let cal = match calendar {
         Some(c) => {
             if let Err(e) = db.ensure_calendar(user, c, c, now) {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-use ringfence_tools::{CallRequest, Progress};
+use ringfence_core::{CallRequest, Progress};
 
 use super::{fail, print_out, raise_fd_limit, runtime};
 use crate::app::App;

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+use ringfence_core::time::format_iso_ms;
 use ringfence_followups::store::{ExportRecord, FollowupStore};
-use ringfence_tools::time::format_iso_ms;
 
 use super::{fail, print_out, read_input, say};
 use crate::config::Config;

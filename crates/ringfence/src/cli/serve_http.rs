@@ -89,7 +89,7 @@ async fn serve(app: &Arc<App>, addr: SocketAddr, plan: &HttpPlan) -> Result<(), 
     let factory_app = app.clone();
     let runner = app.runner(
         plan.call_timeout,
-        Some(metrics.clone() as Arc<dyn ringfence_tools::CallMetrics>),
+        Some(metrics.clone() as Arc<dyn ringfence_core::CallMetrics>),
     );
     let factory = move || Ok(factory_app.user_server(&runner).with_metrics(&metrics));
     let local = listener.local_addr().map_err(|e| e.to_string())?;

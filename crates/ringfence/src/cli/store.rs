@@ -111,6 +111,7 @@ mod tests {
     use std::sync::Arc;
 
     use ringfence_calendar::store::{CalendarDb, CalendarStore};
+    use ringfence_files::journal::{FileKey, Journal, JournalEntry};
     use ringfence_followups::FollowupBackend;
     use ringfence_followups::store::pg::PgFollowups;
     use ringfence_followups::store::{FollowupDb, FollowupStore};
@@ -119,7 +120,6 @@ mod tests {
     use ringfence_store::Store;
     use ringfence_store::pg::copy::{BATCH, Family, copy_family};
     use ringfence_store::pg::scratch::ScratchDb;
-    use ringfence_tools::{FileKey, Journal, JournalEntry};
     use rusqlite::types::Value;
 
     use super::*;
@@ -199,8 +199,8 @@ mod tests {
     }
 
     fn fill(dir: &std::path::Path) {
-        let journal = ringfence_tools::QueuedJournal::sqlite(Arc::new(
-            ringfence_tools::journal::sqlite::open(&dir.join("ringfence.db")).unwrap(),
+        let journal = ringfence_files::journal::QueuedJournal::sqlite(Arc::new(
+            ringfence_files::journal::sqlite::open(&dir.join("ringfence.db")).unwrap(),
         ));
         for i in 0..3 {
             journal

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use clap::ValueEnum;
 
-use ringfence_tools::DefinitionFormat;
+use ringfence_core::DefinitionFormat;
 
 use super::print_out;
 use crate::app::App;

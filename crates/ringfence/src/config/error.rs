@@ -46,9 +46,9 @@ pub enum ConfigError {
     Settings(#[from] ringfence_core::plug::SettingsError),
     /// The limits' own check refused them (its message names the key).
     #[error(transparent)]
-    Limits(#[from] ringfence_tools::LimitsError),
+    Limits(#[from] ringfence_core::LimitsError),
     #[error("tools.preset: {0}")]
-    Preset(#[source] ringfence_tools::SelectionError),
+    Preset(#[source] ringfence_core::SelectionError),
     /// `[http] tokens`.
     #[error(transparent)]
     Tokens(#[from] ringfence_mcp::TokenConfigError),

@@ -1,7 +1,7 @@
 //! `[limits]`, with seed 002's `LLM_CHAT_FS_*` variables on top (for deployments moving
 //! over from it), checked once.
 
-use ringfence_tools::Limits;
+use ringfence_core::Limits;
 
 use super::{ConfigError, Env};
 use crate::env_vars;

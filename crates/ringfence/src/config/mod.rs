@@ -17,8 +17,8 @@ mod tools;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use ringfence_core::{Limits, Selection};
 use ringfence_fs::{ClientRoots, RootSpec};
-use ringfence_tools::{Limits, Selection};
 
 use crate::env_vars;
 

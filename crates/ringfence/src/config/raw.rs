@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use ringfence_tools::Limits;
+use ringfence_core::Limits;
 
 use super::ConfigError;
 use ringfence_core::plug::FileText;

@@ -2,7 +2,7 @@
 //! that sets either decides; one layer setting both is an error), then additions, then
 //! removals — the [`Selection`] the catalogue resolves.
 
-use ringfence_tools::{Preset, Selection};
+use ringfence_core::{Preset, Selection};
 
 use super::raw::ToolsConfig;
 use super::{ConfigError, Env, Overrides, list};

@@ -10,26 +10,20 @@ use std::sync::Arc;
 
 use ringfence_core::plug::{BuildError, FamilyEnv, Offer, Plug, Shared};
 use ringfence_core::supervisor::Supervisor;
-use ringfence_tools::{Catalogue, Family};
+use ringfence_core::{Catalogue, Family};
 
 use crate::config::Config;
 
-pub mod delegate;
-pub mod files;
-pub mod images;
-pub mod shell;
-pub mod web;
-
 /// Every family, in listing order.
 pub const FAMILIES: &[&dyn Plug] = &[
-    &files::FilesPlug,
+    &ringfence_files::FilesPlug,
     &ringfence_memory::MemoryPlug,
     &ringfence_followups::FollowupsPlug,
     &ringfence_calendar::CalendarPlug,
-    &web::WebPlug,
-    &images::ImagesPlug,
-    &shell::ShellPlug,
-    &delegate::DelegatePlug,
+    &ringfence_web::WebPlug,
+    &ringfence_images::ImagesPlug,
+    &ringfence_shell::ShellPlug,
+    &ringfence_delegate::DelegatePlug,
 ];
 
 /// Whether `name` is a `RINGFENCE_*` variable the core or a family reads.
@@ -167,5 +161,41 @@ mod tests {
         ));
         assert!(known_env_var("RINGFENCE_ROOTS"));
         assert!(!known_env_var("RINGFENCE_EMBEDING"));
+    }
+
+    #[test]
+    fn withheld_until_delegation_the_shell_and_a_model_are_all_configured() {
+        let why = |toml: &str, env: &[(&str, &str)]| {
+            let c = crate::config::tests::load_file(toml, env).unwrap();
+            withheld(&c)
+                .into_iter()
+                .find(|(family, _, _)| *family == "delegate")
+                .map(|(_, _, why)| why)
+        };
+        let all = why("log = \"info\"\n", &[]).unwrap();
+        assert!(all.contains("[delegate] enabled = true"), "{all}");
+        assert!(all.contains("[shell] enabled = true"), "{all}");
+        assert!(all.contains("[llm]"), "{all}");
+        let no_llm = why("[delegate]\nenabled = true\n[shell]\nenabled = true\n", &[]).unwrap();
+        assert!(!no_llm.contains("[delegate] enabled"), "{no_llm}");
+        assert!(!no_llm.contains("[shell]"), "{no_llm}");
+        assert!(no_llm.contains("[llm]"), "{no_llm}");
+        let no_shell = why(
+            "[delegate]\nenabled = true\n[llm]\nprovider = \"sampling\"\n",
+            &[],
+        )
+        .unwrap();
+        assert!(no_shell.contains("RINGFENCE_SHELL_ENABLED"), "{no_shell}");
+        assert!(!no_shell.contains("[llm]"), "{no_shell}");
+        assert_eq!(
+            why(
+                "[llm]\nprovider = \"openai\"\nmodel = \"m\"\n",
+                &[
+                    ("RINGFENCE_DELEGATE_ENABLED", "true"),
+                    ("RINGFENCE_SHELL_ENABLED", "1")
+                ]
+            ),
+            None
+        );
     }
 }

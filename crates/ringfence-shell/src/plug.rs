@@ -1,0 +1,83 @@
+//! The shell family's plug: `run_shell_command` in the kernel sandbox, withheld unless an operator
+//! turned it on (`[shell] enabled = true` or `RINGFENCE_SHELL_ENABLED=true`).
+
+use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Offer, SectionInput, SettingsError};
+use ringfence_core::{Family, FamilyInfo};
+use ringfence_sandbox::{Helper, Requirement};
+
+use crate::settings::{self as config, ShellSettings};
+use crate::{self as family, ShellConfig};
+
+pub struct ShellPlug;
+
+impl FamilyPlug for ShellPlug {
+    type Settings = ShellSettings;
+    const SECTION: Option<&'static str> = Some(config::SECTION);
+    const ENV_VARS: &'static [&'static str] = config::ENV_VARS;
+
+    fn info(&self) -> &'static FamilyInfo {
+        &family::INFO
+    }
+
+    fn settings(&self, input: &SectionInput<'_>) -> Result<ShellSettings, SettingsError> {
+        ShellSettings::resolve(input)
+    }
+
+    fn withheld(&self, settings: &ShellSettings, _: &Offer<'_>) -> Option<String> {
+        (!settings.enabled).then(|| {
+            format!(
+                "shell commands are off: set [shell] enabled = true in the configuration file or {}=true to offer run_shell_command",
+                config::RINGFENCE_SHELL_ENABLED
+            )
+        })
+    }
+
+    fn build(&self, settings: &ShellSettings, env: &FamilyEnv<'_>) -> Result<Family, BuildError> {
+        let helper = Helper::current_exe().map_err(|e| {
+            BuildError::new(
+                family::FAMILY,
+                format!("cannot find ringfence's own binary for the sandbox: {e}"),
+            )
+        })?;
+        if settings.sandbox == Requirement::Off && settings.enabled && env.background {
+            tracing::warn!(
+                "[shell] sandbox = \"off\": commands run WITHOUT the kernel sandbox and can reach everything ringfence can"
+            );
+        }
+        let mut cfg = ShellConfig::new(helper);
+        cfg.network = settings.network;
+        cfg.sandbox = settings.sandbox;
+        cfg.env = settings.env.clone();
+        cfg.refused = settings.blocked.clone();
+        cfg.limits = settings.limits;
+        cfg.max_processes = settings.max_processes;
+        cfg.concurrent_per_user = settings.concurrent_per_user;
+        cfg.max_tmp = settings.max_tmp;
+        cfg.protected = vec![env.data_dir.to_owned()];
+        cfg.private = env.private.to_vec();
+        if settings.enabled
+            && settings.sandbox != Requirement::Off
+            && env.background
+            && let Some(message) =
+                family::private_paths_granted(&cfg.private, &ringfence_sandbox::system_read_paths())
+        {
+            tracing::error!("run_shell_command will refuse every command: {message}");
+        }
+        cfg.unwritable.push((
+            cfg.helper.program.clone(),
+            "the sandbox helper executable".to_owned(),
+        ));
+        if let Ok(exe) = std::env::current_exe() {
+            cfg.unwritable
+                .push((exe, "the ringfence executable".to_owned()));
+        }
+        if let Some(file) = env.config_file {
+            cfg.unwritable
+                .push((file.to_owned(), "ringfence's configuration file".to_owned()));
+        }
+        // One count of running commands per server: the sub-agent's shell (built again by the
+        // delegate plug) takes its slots from the same users' counts.
+        let running = env.shared.get_or_init(family::Running::default);
+        Ok(family::family_with(cfg, running))
+    }
+}

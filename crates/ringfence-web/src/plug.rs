@@ -1,0 +1,97 @@
+//! The web family's plug: `web_fetch` through the SSRF-guarded fetcher, and `web_search`
+//! through the configured provider.
+
+use std::sync::{Arc, OnceLock};
+
+use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, SectionInput, SettingsError};
+use ringfence_core::{BoxFuture, Family, FamilyInfo};
+
+use crate::settings::{self as config, WebSettings};
+use crate::tools::{self as family, FetchRequest, Fetched, Fetcher, WebError, WebServices};
+
+pub struct WebPlug;
+
+impl FamilyPlug for WebPlug {
+    type Settings = WebSettings;
+    const SECTION: Option<&'static str> = Some(config::SECTION);
+    const ENV_VARS: &'static [&'static str] = config::ENV_VARS;
+
+    fn info(&self) -> &'static FamilyInfo {
+        &family::INFO
+    }
+
+    fn settings(&self, input: &SectionInput<'_>) -> Result<WebSettings, SettingsError> {
+        WebSettings::resolve(input)
+    }
+
+    fn build(&self, settings: &WebSettings, _env: &FamilyEnv<'_>) -> Result<Family, BuildError> {
+        Ok(family::family(WebServices {
+            fetcher: Arc::new(LazyFetcher {
+                settings: settings.clone(),
+                cell: OnceLock::new(),
+            }),
+            searcher: match &settings.search {
+                Some(search) => Some(
+                    crate::search::searcher(search.clone())
+                        .map_err(|e| BuildError::new(family::FAMILY, e))?,
+                ),
+                None => None,
+            },
+            cache: settings.cache,
+        }))
+    }
+}
+
+/// The fetcher, made on the first fetch (its HTTP client loads the TLS roots).
+struct LazyFetcher {
+    settings: WebSettings,
+    cell: OnceLock<Result<Arc<dyn Fetcher>, WebError>>,
+}
+
+impl LazyFetcher {
+    fn get(&self) -> Result<&Arc<dyn Fetcher>, WebError> {
+        self.cell
+            .get_or_init(|| make_fetcher(&self.settings))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+impl Fetcher for LazyFetcher {
+    fn fetch(&self, request: FetchRequest) -> BoxFuture<'static, Result<Fetched, WebError>> {
+        match self.get() {
+            Ok(f) => f.fetch(request),
+            Err(e) => {
+                let e = e.clone();
+                Box::pin(async move { Err(e) })
+            }
+        }
+    }
+}
+
+fn make_fetcher(s: &WebSettings) -> Result<Arc<dyn Fetcher>, WebError> {
+    use crate::tools::WebErrorKind;
+    let unavailable = |e: String| {
+        tracing::error!(error = %e, "cannot make the web fetcher; web_fetch is unavailable");
+        WebError::new(
+            WebErrorKind::Upstream,
+            format!("web_fetch is unavailable: {e}"),
+        )
+    };
+    let allow = ringfence_net::AllowList::parse(&s.allow_private)
+        .map_err(|e| unavailable(e.to_string()))?;
+    let settings = crate::FetchSettings {
+        allowed_domains: s.allowed_domains.clone(),
+        blocked_domains: s.blocked_domains.clone(),
+        robots: s.robots,
+        max_bytes: s.max_download_bytes,
+        max_image_bytes: s.max_image_bytes,
+        max_redirects: s.max_redirects,
+        connect_timeout: s.connect_timeout,
+        timeout: s.timeout,
+        proxy: s.proxy.clone(),
+    };
+    let fetcher = crate::WebFetcher::new(settings, ringfence_net::Guard::new(allow))
+        .map_err(|e| unavailable(e.to_string()))?;
+    Ok(Arc::new(fetcher))
+}
