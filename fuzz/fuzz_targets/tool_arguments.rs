@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 
 use libfuzzer_sys::fuzz_target;
 use ringfence_fs::{Access, Denylist, Root, RootOrigin, RootSpec, Workspace};
-use ringfence_tools::memory::{
+use ringfence_core::{
+    CallRequest, CallScope, Limits, Progress, Session, SpillStore, ToolRunner, Toolbox,
+};
+use ringfence_files::journal::Journaling;
+use ringfence_memory::{
     Item, Kind, MemoryBackend, MemoryError, MemoryServices, NewItem, Query, SearchOutcome,
     StoreOutcome, UpdateOutcome,
-};
-use ringfence_tools::{
-    CallRequest, CallScope, Journaling, Limits, Progress, Session, SpillStore, ToolRunner,
-    Toolbox,
 };
 use serde_json::Value;
 
@@ -80,10 +80,10 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
         .unwrap()
         .with_internal_root(spill_root.clone());
     let families = [
-        ringfence_tools::files::family(ringfence_tools::files::FileServices {
+        ringfence_files::family(ringfence_files::FileServices {
             journal: Journaling::off(),
         }),
-        ringfence_tools::memory::family(MemoryServices {
+        ringfence_memory::family(MemoryServices {
             backend: Arc::new(NoMemory),
             pinned_in_instructions: false,
         }),
