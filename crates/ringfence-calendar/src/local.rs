@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::store::{CalendarStore, WriteError};
+use crate::store::{CalendarStore, Revision, WriteError};
 use crate::tools::{CalendarError, CalendarResult};
 use ringfence_core::BoxFuture;
 
@@ -140,9 +140,11 @@ impl ObjectStore for LocalStore {
                     &cal.id,
                     href,
                     v,
-                    &ics,
-                    span,
-                    ringfence_core::time::now_ms(),
+                    Revision {
+                        ics: &ics,
+                        span,
+                        now_ms: ringfence_core::time::now_ms(),
+                    },
                 )
                 .map(stored)
                 .map_err(write_error)

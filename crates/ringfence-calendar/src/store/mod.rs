@@ -82,6 +82,14 @@ impl From<rusqlite::Error> for WriteError {
 }
 
 /// The local calendars' storage, one implementation per backend (SQLite's [`CalendarDb`],
+/// What an object becomes: its iCalendar text, the span its occurrences cover, and when.
+#[derive(Debug, Clone, Copy)]
+pub struct Revision<'a> {
+    pub ics: &'a str,
+    pub span: (i64, i64),
+    pub now_ms: i64,
+}
+
 /// and PostgreSQL's with the feature `postgres`).
 pub trait CalendarStore: Send + Sync + std::fmt::Debug {
     /// The user's calendars (id, name), made with `default` first when they have none.
@@ -135,16 +143,13 @@ pub trait CalendarStore: Send + Sync + std::fmt::Debug {
     ) -> Result<(usize, usize), StoreError>;
 
     /// Replaces an object if it is still at version `expected`.
-    #[allow(clippy::too_many_arguments)] // where, which version, what: all needed
     fn replace(
         &self,
         user: &str,
         calendar: &str,
         href: &str,
         expected: i64,
-        ics: &str,
-        span: (i64, i64),
-        now_ms: i64,
+        revision: Revision<'_>,
     ) -> Result<Object, WriteError>;
 
     /// Removes an object if it is still at version `expected`.
@@ -300,10 +305,9 @@ impl CalendarStore for CalendarDb {
         calendar: &str,
         href: &str,
         expected: i64,
-        ics: &str,
-        span: (i64, i64),
-        now_ms: i64,
+        revision: Revision<'_>,
     ) -> Result<Object, WriteError> {
+        let Revision { ics, span, now_ms } = revision;
         let mut conn = self.store.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let current: Option<i64> = tx
@@ -431,6 +435,10 @@ mod tests {
         }
     }
 
+    fn rev(ics: &str, span: (i64, i64), now_ms: i64) -> Revision<'_> {
+        Revision { ics, span, now_ms }
+    }
+
     fn versions_guard_writes_and_users_stay_apart(db: &dyn CalendarStore) {
         let cals = db.calendars("alice", ("personal", "Personal"), 1).unwrap();
         assert_eq!(cals, [("personal".to_owned(), "Personal".to_owned())]);
@@ -455,12 +463,24 @@ mod tests {
         assert!(db.in_window("bob", "personal", 0, 1000).unwrap().is_empty());
         assert!(db.get("bob", "personal", "e1").unwrap().is_none());
         let b = db
-            .replace("alice", "personal", "e1", a.version, "A2", (100, 200), 2)
+            .replace(
+                "alice",
+                "personal",
+                "e1",
+                a.version,
+                rev("A2", (100, 200), 2),
+            )
             .unwrap();
         assert_eq!(b.version, 2000);
         // A writer still holding the first version is refused; nothing is overwritten.
         assert_eq!(
-            db.replace("alice", "personal", "e1", a.version, "stale", (0, 1), 3),
+            db.replace(
+                "alice",
+                "personal",
+                "e1",
+                a.version,
+                rev("stale", (0, 1), 3)
+            ),
             Err(WriteError::Changed)
         );
         assert_eq!(
@@ -477,7 +497,7 @@ mod tests {
         );
         db.remove("alice", "personal", "e1", b.version).unwrap();
         assert_eq!(
-            db.replace("alice", "personal", "e1", b.version, "x", (0, 1), 4),
+            db.replace("alice", "personal", "e1", b.version, rev("x", (0, 1), 4)),
             Err(WriteError::Missing)
         );
         // Made again, it never carries a version it had before.

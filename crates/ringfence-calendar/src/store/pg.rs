@@ -2,7 +2,7 @@
 //! instance. A replace holds the object's row (`FOR UPDATE`) while it checks the version,
 //! so two instances editing one event at once cannot both win.
 
-use super::{CalendarStore, Object, WriteError, next_version};
+use super::{CalendarStore, Object, Revision, WriteError, next_version};
 use ringfence_store::pg::{Pg, Row};
 use ringfence_store::{Schema, StoreError};
 
@@ -197,10 +197,9 @@ impl CalendarStore for PgCalendar {
         calendar: &str,
         href: &str,
         expected: i64,
-        ics: &str,
-        span: (i64, i64),
-        now_ms: i64,
+        revision: Revision<'_>,
     ) -> Result<Object, WriteError> {
+        let Revision { ics, span, now_ms } = revision;
         let version = next_version(now_ms, Some(expected));
         let outcome = self.pg.transaction(async |tx| {
             let current: Option<i64> = tx
