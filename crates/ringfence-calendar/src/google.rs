@@ -56,12 +56,58 @@ pub struct GoogleAccount {
     pub tokens: Arc<dyn TokenStore>,
 }
 
+/// Why connecting Google Calendar failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("cannot listen on loopback: {0}")]
+    Listen(#[source] std::io::Error),
+    #[error("the browser's answer could not be read: {0}")]
+    Browser(#[source] std::io::Error),
+    #[error("Google refused: {0}")]
+    Refused(String),
+    #[error("no answer from the browser within {0} s")]
+    NoAnswer(u64),
+    #[error(transparent)]
+    Client(#[from] ringfence_net::ClientError),
+    #[error(transparent)]
+    Token(#[from] TokenEndpointError),
+    #[error(
+        "Google gave no refresh token (revoke ringfence's access in your Google account, then connect again)"
+    )]
+    NoRefreshToken,
+    #[error(transparent)]
+    Kept(#[from] TokenStoreError),
+}
+
+/// The token endpoint could not be reached, or refused the request (its error code, never
+/// the secrets sent).
+#[derive(Debug, thiserror::Error)]
+pub enum TokenEndpointError {
+    #[error("the token endpoint could not be reached: {0}")]
+    Unreachable(String),
+    #[error("the token endpoint answered {status}: {error}")]
+    Refused {
+        status: reqwest::StatusCode,
+        error: String,
+    },
+}
+
+/// A kept connection could not be read or written: what was tried, where, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {action} {place}: {source}")]
+pub struct TokenStoreError {
+    pub action: &'static str,
+    pub place: String,
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
 /// Where one user's Google connection is kept: a JSON document holding the refresh token.
 pub trait TokenStore: Send + Sync + std::fmt::Debug {
     /// The document, if the user connected.
-    fn load(&self) -> Result<Option<String>, String>;
+    fn load(&self) -> Result<Option<String>, TokenStoreError>;
     /// Saves (replacing) the document.
-    fn save(&self, doc: &str) -> Result<(), String>;
+    fn save(&self, doc: &str) -> Result<(), TokenStoreError>;
     /// Where it is, for messages.
     fn place(&self) -> String;
 }
@@ -71,23 +117,36 @@ pub trait TokenStore: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Clone)]
 pub struct TokenFile(pub PathBuf);
 
+impl TokenFile {
+    fn failed(&self, action: &'static str, e: std::io::Error) -> TokenStoreError {
+        TokenStoreError {
+            action,
+            place: self.place(),
+            source: Box::new(e),
+        }
+    }
+}
+
 impl TokenStore for TokenFile {
     #[allow(clippy::disallowed_methods)] // ringfence's own token file, 0600
-    fn load(&self) -> Result<Option<String>, String> {
+    fn load(&self) -> Result<Option<String>, TokenStoreError> {
         match std::fs::read_to_string(&self.0) {
             Ok(text) => Ok(Some(text)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("cannot read {}: {e}", self.0.display())),
+            Err(e) => Err(self.failed("read", e)),
         }
     }
 
-    fn save(&self, doc: &str) -> Result<(), String> {
+    fn save(&self, doc: &str) -> Result<(), TokenStoreError> {
         if let Some(dir) = self.0.parent() {
-            ringfence_fs::create_private_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            ringfence_fs::create_private_dir_all(dir).map_err(|e| TokenStoreError {
+                action: "create the directory of",
+                place: self.place(),
+                source: Box::new(e),
+            })?;
         }
         ringfence_fs::write_private_file(&self.0, doc.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", self.0.display()))
+            .map_err(|e| self.failed("write", e))
     }
 
     fn place(&self) -> String {
@@ -155,12 +214,12 @@ pub async fn connect(
     account: &GoogleAccount,
     show: impl Fn(&str),
     wait: Duration,
-) -> Result<String, String> {
+) -> Result<String, ConnectError> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
-        .map_err(|e| format!("cannot listen on loopback: {e}"))?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        .map_err(ConnectError::Listen)?;
+    let port = listener.local_addr().map_err(ConnectError::Listen)?.port();
     let redirect = format!("http://127.0.0.1:{port}/");
     let verifier = random_token(48);
     let state = random_token(16);
@@ -178,9 +237,9 @@ pub async fn connect(
     show(url.as_str());
     let code = tokio::time::timeout(wait, async {
         loop {
-            let (mut sock, _) = listener.accept().await.map_err(|e| e.to_string())?;
+            let (mut sock, _) = listener.accept().await.map_err(ConnectError::Browser)?;
             let mut buf = vec![0u8; 8192];
-            let n = sock.read(&mut buf).await.map_err(|e| e.to_string())?;
+            let n = sock.read(&mut buf).await.map_err(ConnectError::Browser)?;
             let head = String::from_utf8_lossy(&buf[..n]).into_owned();
             let target = head
                 .lines()
@@ -192,7 +251,7 @@ pub async fn connect(
                 .map(|u| u.query_pairs().into_owned().collect())
                 .unwrap_or_default();
             let (status, page, outcome) = match (params.get("code"), params.get("state"), params.get("error")) {
-                (_, _, Some(err)) => ("400 Bad Request", format!("Google said: {err}. You can close this window."), Some(Err(format!("Google refused: {err}")))),
+                (_, _, Some(err)) => ("400 Bad Request", format!("Google said: {err}. You can close this window."), Some(Err(ConnectError::Refused(err.clone())))),
                 (Some(code), Some(s), None) if *s == state => ("200 OK", "ringfence is connected to Google Calendar. You can close this window.".to_owned(), Some(Ok(code.clone()))),
                 (Some(_), _, None) => ("400 Bad Request", "This answer is not for the request ringfence made.".to_owned(), None),
                 _ => ("404 Not Found", "Nothing here.".to_owned(), None),
@@ -208,8 +267,8 @@ pub async fn connect(
         }
     })
     .await
-    .map_err(|_| format!("no answer from the browser within {} s", wait.as_secs()))??;
-    let http = crate::http_client(Duration::from_secs(30)).map_err(|e| e.to_string())?;
+    .map_err(|_| ConnectError::NoAnswer(wait.as_secs()))??;
+    let http = crate::http_client(Duration::from_secs(30))?;
     let mut form = vec![
         ("grant_type", "authorization_code".to_owned()),
         ("code", code),
@@ -223,7 +282,7 @@ pub async fn connect(
     let answer = token_request(&http, &account.endpoints.token, &form).await?;
     let refresh = answer["refresh_token"]
         .as_str()
-        .ok_or("Google gave no refresh token (revoke ringfence's access in your Google account, then connect again)")?;
+        .ok_or(ConnectError::NoRefreshToken)?;
     let doc = json!({
         "refresh_token": refresh,
         "scope": answer["scope"],
@@ -238,23 +297,20 @@ async fn token_request(
     http: &reqwest::Client,
     url: &url::Url,
     form: &[(&str, String)],
-) -> Result<Value, String> {
+) -> Result<Value, TokenEndpointError> {
     let resp = http
         .post(url.clone())
         .form(form)
         .send()
         .await
         .map_err(|e| {
-            format!(
-                "the token endpoint could not be reached: {}",
-                ringfence_net::error_chain(&e.without_url())
-            )
+            TokenEndpointError::Unreachable(ringfence_net::error_chain(&e.without_url()))
         })?;
     let status = resp.status();
     let body: Value = resp.json().await.unwrap_or(Value::Null);
     if !status.is_success() {
-        let err = body["error"].as_str().unwrap_or("unknown error");
-        return Err(format!("the token endpoint answered {status}: {err}"));
+        let error = body["error"].as_str().unwrap_or("unknown error").to_owned();
+        return Err(TokenEndpointError::Refused { status, error });
     }
     Ok(body)
 }
@@ -339,12 +395,11 @@ impl GoogleCalendar {
                     }
                     let answer = token_request(&http, &account.endpoints.token, &form)
                         .await
-                        .map_err(|e| {
-                            if e.contains("invalid_grant") {
+                        .map_err(|e| match e {
+                            TokenEndpointError::Refused { error, .. } if error == "invalid_grant" => {
                                 not_connected("Google no longer accepts the stored connection (access was revoked or expired)")
-                            } else {
-                                CalendarError::Failed(e)
                             }
+                            e => CalendarError::Failed(e.to_string()),
                         })?;
                     let access = answer["access_token"]
                         .as_str()

@@ -16,7 +16,9 @@ use ringfence_store::pg::credentials::PgCredentials;
 use ringfence_store::{OpenError, SharedStore};
 
 use crate::caldav::{CalDavAccount, CalDavStore};
-use crate::google::{GoogleAccount, GoogleAccounts, GoogleCalendar, TokenFile, TokenStore};
+use crate::google::{
+    GoogleAccount, GoogleAccounts, GoogleCalendar, TokenFile, TokenStore, TokenStoreError,
+};
 use crate::local::LocalStore;
 use crate::settings::{self as config, CalendarSettings, Provider};
 use crate::store::{CalendarDb, CalendarStore};
@@ -174,17 +176,27 @@ struct SharedToken {
     user: String,
 }
 
+impl SharedToken {
+    fn failed(&self, action: &'static str, e: ringfence_store::StoreError) -> TokenStoreError {
+        TokenStoreError {
+            action,
+            place: self.place(),
+            source: Box::new(e),
+        }
+    }
+}
+
 impl TokenStore for SharedToken {
-    fn load(&self) -> Result<Option<String>, String> {
+    fn load(&self) -> Result<Option<String>, TokenStoreError> {
         self.credentials
             .load(&self.user, "google")
-            .map_err(|e| e.to_string())
+            .map_err(|e| self.failed("read", e))
     }
 
-    fn save(&self, doc: &str) -> Result<(), String> {
+    fn save(&self, doc: &str) -> Result<(), TokenStoreError> {
         self.credentials
             .save(&self.user, "google", doc, ringfence_core::time::now_ms())
-            .map_err(|e| e.to_string())
+            .map_err(|e| self.failed("write", e))
     }
 
     fn place(&self) -> String {

@@ -13,7 +13,7 @@ use ringfence_mcp::{McpServer, ServerIdentity, UserSessions};
 
 use crate::config::Config;
 use crate::families;
-use crate::sessions::Sessions;
+use crate::sessions::{SessionError, Sessions};
 use ringfence_core::plug::Shared;
 use ringfence_core::supervisor::Supervisor;
 
@@ -77,24 +77,33 @@ fn not_offered(
         .collect()
 }
 
+/// Why the server could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Sessions(#[from] SessionError),
+    #[error(transparent)]
+    Selection(#[from] ringfence_core::SelectionError),
+    /// Every selected tool's family is withheld (the reasons, joined).
+    #[error("tools: every tool is disabled; enable at least one ({0})")]
+    NothingOffered(String),
+    #[error(transparent)]
+    Build(#[from] ringfence_core::BuildError),
+}
+
 impl App {
     /// Resolves the tool selection against the catalogue, then builds the families that
     /// offer a selected tool. With `background`, their background work (opening databases,
     /// loading the model) starts now.
-    pub fn build(config: &Config, background: bool) -> Result<App, String> {
+    pub fn build(config: &Config, background: bool) -> Result<App, AppError> {
         let sessions = Sessions::new(config)?;
-        let mut names = families::catalogue()
-            .select(&config.tools)
-            .map_err(|e| e.to_string())?;
+        let mut names = families::catalogue().select(&config.tools)?;
         let withheld = families::withheld(config);
         names.retain(|n| !withheld.iter().any(|(_, tools, _)| tools.contains(n)));
         let not_offered = not_offered(&names, &withheld, config.iris_files_off);
         if names.is_empty() {
             let why: Vec<&str> = withheld.iter().map(|(_, _, why)| why.as_str()).collect();
-            return Err(format!(
-                "tools: every tool is disabled; enable at least one ({})",
-                why.join("; ")
-            ));
+            return Err(AppError::NothingOffered(why.join("; ")));
         }
         let withheld = withheld
             .into_iter()
@@ -102,8 +111,7 @@ impl App {
             .collect();
         let supervisor = Supervisor::new();
         let shared = Shared::default();
-        let built = families::build(config, &supervisor, background, &shared, &names)
-            .map_err(|e| e.to_string())?;
+        let built = families::build(config, &supervisor, background, &shared, &names)?;
         let toolbox = Toolbox::select(&built, &names);
         let resources = ResourceSet::new(
             built
@@ -158,7 +166,7 @@ impl App {
     }
 
     /// The server for one stdio client (the local user).
-    pub fn server(&self) -> Result<McpServer, String> {
+    pub fn server(&self) -> Result<McpServer, SessionError> {
         let scope = self.sessions.local()?;
         Ok(McpServer::new(
             self.runner(None, None),

@@ -191,10 +191,19 @@ impl std::fmt::Debug for Sessions {
     }
 }
 
+/// Why a user's roots, saved-output store or session could not be made (the configuration
+/// passed its own checks; this is what opening the directories found).
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("denylist: {0}")]
+    Denylist(#[from] ringfence_fs::DenylistError),
+    #[error(transparent)]
+    Fs(#[from] ringfence_fs::FsError),
+}
+
 impl Sessions {
-    pub fn new(config: &Config) -> Result<Sessions, String> {
-        let denylist =
-            Arc::new(Denylist::new(&config.denylist).map_err(|e| format!("denylist: {e}"))?);
+    pub fn new(config: &Config) -> Result<Sessions, SessionError> {
+        let denylist = Arc::new(Denylist::new(&config.denylist)?);
         let specs: Vec<RootSpec> = if config.roots.is_empty() {
             vec![RootSpec {
                 path: config.data_dir.join("workspace"),
@@ -223,7 +232,7 @@ impl Sessions {
                     RootSlot::Shared(root)
                 })
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, SessionError>>()?;
         Ok(Sessions {
             roots,
             denylist: config.denylist.clone(),
@@ -250,7 +259,7 @@ impl Sessions {
         users: &'a mut Users,
         user: &str,
         now: Instant,
-    ) -> Result<&'a mut UserEntry, String> {
+    ) -> Result<&'a mut UserEntry, SessionError> {
         users.sweep(now);
         if !users.map.contains_key(user) {
             let (roots, spill) = self.make_user_parts(user)?;
@@ -274,8 +283,11 @@ impl Sessions {
     }
 
     /// `user`'s roots and spill store, made anew.
-    fn make_user_parts(&self, user: &str) -> Result<(Vec<Arc<Root>>, Arc<SpillStore>), String> {
-        let base = Arc::new(Denylist::new(&self.denylist).map_err(|e| format!("denylist: {e}"))?);
+    fn make_user_parts(
+        &self,
+        user: &str,
+    ) -> Result<(Vec<Arc<Root>>, Arc<SpillStore>), SessionError> {
+        let base = Arc::new(Denylist::new(&self.denylist)?);
         let roots = self
             .roots
             .iter()
@@ -301,7 +313,7 @@ impl Sessions {
                     root_with_denylist(spec.for_user(user), &self.data_dir, &self.denylist, &base)
                 }
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, SessionError>>()?;
         // Saved outputs are readable through the spill root: each user gets their own, within
         // their quota.
         let spill = spill_store(self.spill_base.join(ringfence_fs::user_dir_name(user)))?
@@ -315,9 +327,8 @@ impl Sessions {
         user: &str,
         roots: Vec<Arc<Root>>,
         spill: &SpillStore,
-    ) -> Result<Session, String> {
-        let ws = Workspace::new(roots)
-            .map_err(|e| e.to_string())?
+    ) -> Result<Session, SessionError> {
+        let ws = Workspace::new(roots)?
             .with_internal_root(spill.root().clone())
             // Client roots (`extend`) never reach ringfence's own data.
             .with_protected_path(&self.data_dir);
@@ -332,7 +343,7 @@ impl Sessions {
 
     /// A fresh session for `user` over their roots (plus their read-only spill root): one MCP
     /// session's.
-    pub fn scope_for(&self, user: &str) -> Result<CallScope, String> {
+    pub fn scope_for(&self, user: &str) -> Result<CallScope, SessionError> {
         let (roots, spill) = {
             let mut users = self.users();
             let entry = self.user_entry(&mut users, user, Instant::now())?;
@@ -353,7 +364,7 @@ impl Sessions {
         &self,
         user: &str,
         roots: Option<&[String]>,
-    ) -> Result<CallScope, String> {
+    ) -> Result<CallScope, SessionError> {
         let roots = roots.filter(|_| self.client_roots != ClientRoots::Ignore);
         let key = roots.map(answer_key);
         let now = Instant::now();
@@ -413,7 +424,7 @@ impl Sessions {
     }
 
     /// A fresh scope for the local user (stdio, `ringfence call`).
-    pub fn local(&self) -> Result<CallScope, String> {
+    pub fn local(&self) -> Result<CallScope, SessionError> {
         self.scope_for(ringfence_core::LOCAL_USER)
     }
 
@@ -449,7 +460,7 @@ impl Sessions {
 }
 
 /// A spill store at `path`: a read-only internal root, created on first use.
-fn spill_store(path: std::path::PathBuf) -> Result<SpillStore, String> {
+fn spill_store(path: std::path::PathBuf) -> Result<SpillStore, SessionError> {
     let root = Root::new(
         RootSpec {
             path,
@@ -458,8 +469,7 @@ fn spill_store(path: std::path::PathBuf) -> Result<SpillStore, String> {
             label: "tool-output".into(),
         },
         Arc::new(Denylist::empty()),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     Ok(SpillStore::new(Arc::new(root)))
 }
 
@@ -471,18 +481,16 @@ fn root_with_denylist(
     data_dir: &std::path::Path,
     patterns: &[String],
     base: &Arc<Denylist>,
-) -> Result<Arc<Root>, String> {
+) -> Result<Arc<Root>, SessionError> {
     let list = match data_dir_patterns(data_dir, &spec.path) {
         Some(extra) => {
             let mut all = patterns.to_vec();
             all.extend(extra);
-            Arc::new(Denylist::new(&all).map_err(|e| format!("denylist: {e}"))?)
+            Arc::new(Denylist::new(&all)?)
         }
         None => base.clone(),
     };
-    Root::new(spec, list)
-        .map(Arc::new)
-        .map_err(|e| e.to_string())
+    Ok(Arc::new(Root::new(spec, list)?))
 }
 
 /// Denylist patterns that hide the data directory inside a root that contains it (judged

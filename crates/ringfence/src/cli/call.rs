@@ -39,7 +39,7 @@ pub(super) fn run(app: App, tool_name: &str, json: &str) -> ExitCode {
     let received = std::time::Instant::now();
     let scope = match app.sessions.local() {
         Ok(s) => s,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     let user = scope.session.user().to_owned();
     let outcome = runtime().block_on(runner.call(CallRequest {

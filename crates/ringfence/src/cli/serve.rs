@@ -11,7 +11,7 @@ pub(super) fn run(app: App) -> ExitCode {
     app.prune_spill();
     let server = match app.server() {
         Ok(s) => s,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
