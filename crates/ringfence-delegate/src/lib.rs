@@ -54,13 +54,13 @@ impl ModelSource for FixedModel {
 /// A model made on first use (building a family opens nothing); a failure is reported on
 /// every call until it succeeds.
 pub struct LazyModel {
-    make: Box<dyn Fn() -> Result<Arc<dyn ChatModel>, String> + Send + Sync>,
+    make: Box<dyn Fn() -> Result<Arc<dyn ChatModel>, ringfence_llm::LlmError> + Send + Sync>,
     cell: Mutex<Option<Arc<dyn ChatModel>>>,
 }
 
 impl LazyModel {
     pub fn new(
-        make: impl Fn() -> Result<Arc<dyn ChatModel>, String> + Send + Sync + 'static,
+        make: impl Fn() -> Result<Arc<dyn ChatModel>, ringfence_llm::LlmError> + Send + Sync + 'static,
     ) -> LazyModel {
         LazyModel {
             make: Box::new(make),

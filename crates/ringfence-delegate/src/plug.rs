@@ -95,7 +95,7 @@ impl FamilyPlug for DelegatePlug {
                 source: LlmSource::Api(cfg),
                 timeout,
             }) => Arc::new(LazyModel::new(move || {
-                ringfence_llm::api_model(&cfg, timeout).map_err(|e| e.to_string())
+                ringfence_llm::api_model(&cfg, timeout)
             })),
         };
         Ok(family::family(DelegateServices {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, SectionInput, SettingsError};
+use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError};
 use ringfence_core::{BackendError, Family, FamilyInfo};
 
 use crate::journal::{FileKey, Journal, JournalEntry, JournalError, JournalRecord, Journaling};
@@ -29,17 +29,20 @@ impl FamilyPlug for FilesPlug {
     }
 
     fn build(&self, _: &(), env: &FamilyEnv<'_>) -> Result<Family, BuildError> {
-        let journal = Arc::new(LazyJournal {
-            cell: std::sync::OnceLock::new(),
-            data_dir: env.data_dir.to_owned(),
-            store: env.store.clone(),
-        });
+        let (store, data_dir) = (env.store.clone(), env.data_dir.to_owned());
+        let journal = Arc::new(LazyJournal(Lazy::new(move || {
+            let opened = crate::journal::sqlite::open_shared(&store, &data_dir);
+            if let Err(e) = &opened {
+                tracing::error!(error = %e, "edits will not be journaled for undo");
+            }
+            opened
+        })));
         if env.background {
             // Opening and migrating the database must not delay the MCP handshake; a call
             // that needs the journal before it is open waits for it.
             let opener = journal.clone();
             env.supervisor.spawn("journal-open", move |_| {
-                // Failures are logged by open_journal; calls then report them.
+                // A failure is logged by the opener; calls then report it.
                 let _ = opener.get();
             });
         }
@@ -54,30 +57,15 @@ impl FamilyPlug for FilesPlug {
 
 /// The edit journal, opened on first use (or by a background job at start-up).
 #[derive(Debug)]
-struct LazyJournal {
-    cell: std::sync::OnceLock<Option<Arc<dyn Journal>>>,
-    data_dir: std::path::PathBuf,
-    store: Arc<ringfence_store::SharedStore>,
-}
+struct LazyJournal(Lazy<dyn Journal>);
 
 impl LazyJournal {
     fn get(&self) -> Result<&Arc<dyn Journal>, JournalError> {
-        self.cell
-            .get_or_init(|| {
-                match crate::journal::sqlite::open_shared(&self.store, &self.data_dir) {
-                    Ok(j) => Some(j),
-                    Err(e) => {
-                        tracing::error!(error = %e, "edits will not be journaled for undo");
-                        None
-                    }
-                }
-            })
-            .as_ref()
-            .ok_or_else(|| {
-                BackendError::new(
-                    "the edit journal's database could not be opened (see the server log)",
-                )
-            })
+        self.0.open().map_err(|_| {
+            BackendError::new(
+                "the edit journal's database could not be opened (see the server log)",
+            )
+        })
     }
 }
 
@@ -95,7 +83,7 @@ impl Journal for LazyJournal {
         self.get()?.depth(key)
     }
     fn flush(&self) {
-        if let Some(Some(j)) = self.cell.get() {
+        if let Some(j) = self.0.opened() {
             j.flush();
         }
     }

@@ -58,13 +58,15 @@ impl FamilyPlug for FollowupsPlug {
                 .any(|c| c.kind == ChannelKind::Mcp)
                 .then(|| env.shared.get_or_init(LiveSessions::default));
             env.supervisor.spawn("followup-scheduler", move |stop| {
-                let started = db.get().map_err(|e| e.to_string()).and_then(|db| {
-                    Scheduler::new(db.clone(), settings, writer)
-                        .map(|s| Arc::new(s.with_live(live)))
-                        .map_err(|e| e.to_string())
-                });
-                match started {
-                    Ok(s) => s.run_blocking(&|wait| stop.wait(wait)),
+                let db = match db.open() {
+                    Ok(db) => db.clone(),
+                    Err(e) => {
+                        tracing::error!(error = %e, "the follow-up scheduler cannot start");
+                        return;
+                    }
+                };
+                match Scheduler::new(db, settings, writer) {
+                    Ok(s) => Arc::new(s.with_live(live)).run_blocking(&|wait| stop.wait(wait)),
                     Err(e) => tracing::error!(error = %e, "the follow-up scheduler cannot start"),
                 }
             });

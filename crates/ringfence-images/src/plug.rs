@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, SectionInput, SettingsError};
+use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError};
 use ringfence_core::{BoxFuture, Family, FamilyInfo};
 use ringfence_net::{WebError, WebErrorKind};
 
@@ -31,10 +31,10 @@ impl FamilyPlug for ImagesPlug {
     fn build(&self, settings: &ImagesSettings, _env: &FamilyEnv<'_>) -> Result<Family, BuildError> {
         // Nothing opens here: the client is made on the first call, the ledger read then.
         Ok(family::family(ImageServices {
-            generator: Arc::new(LazyGenerator {
-                cell: std::sync::OnceLock::new(),
-                config: settings.api.clone(),
-            }),
+            generator: Arc::new(LazyGenerator(Lazy::new({
+                let config = settings.api.clone();
+                move || crate::client::generator(config)
+            }))),
             daily_limit: settings.daily_limit,
             ledger: Arc::new(FileLedger {
                 path: settings.usage_file.clone(),
@@ -44,19 +44,14 @@ impl FamilyPlug for ImagesPlug {
 }
 
 /// The images API client, made on first use.
-struct LazyGenerator {
-    cell: std::sync::OnceLock<Result<Arc<dyn family::ImageGenerator>, String>>,
-    config: crate::client::ImagesConfig,
-}
+struct LazyGenerator(Lazy<dyn family::ImageGenerator>);
 
 impl family::ImageGenerator for LazyGenerator {
     fn generate(
         &self,
         request: family::ImageRequest,
     ) -> BoxFuture<'static, Result<family::GeneratedImage, WebError>> {
-        match self.cell.get_or_init(|| {
-            crate::client::generator(self.config.clone()).map_err(|e| e.to_string())
-        }) {
+        match self.0.open() {
             Ok(generator) => generator.generate(request),
             Err(e) => {
                 let e = WebError::new(

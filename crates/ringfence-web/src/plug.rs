@@ -1,9 +1,9 @@
 //! The web family's plug: `web_fetch` through the SSRF-guarded fetcher, and `web_search`
 //! through the configured provider.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, SectionInput, SettingsError};
+use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError};
 use ringfence_core::{BoxFuture, Family, FamilyInfo};
 
 use crate::settings::{self as config, WebSettings};
@@ -26,10 +26,10 @@ impl FamilyPlug for WebPlug {
 
     fn build(&self, settings: &WebSettings, _env: &FamilyEnv<'_>) -> Result<Family, BuildError> {
         Ok(family::family(WebServices {
-            fetcher: Arc::new(LazyFetcher {
-                settings: settings.clone(),
-                cell: OnceLock::new(),
-            }),
+            fetcher: Arc::new(LazyFetcher(Lazy::new({
+                let settings = settings.clone();
+                move || make_fetcher(&settings)
+            }))),
             searcher: match &settings.search {
                 Some(search) => Some(
                     crate::search::searcher(search.clone())
@@ -43,17 +43,16 @@ impl FamilyPlug for WebPlug {
 }
 
 /// The fetcher, made on the first fetch (its HTTP client loads the TLS roots).
-struct LazyFetcher {
-    settings: WebSettings,
-    cell: OnceLock<Result<Arc<dyn Fetcher>, WebError>>,
-}
+struct LazyFetcher(Lazy<dyn Fetcher>);
 
 impl LazyFetcher {
     fn get(&self) -> Result<&Arc<dyn Fetcher>, WebError> {
-        self.cell
-            .get_or_init(|| make_fetcher(&self.settings))
-            .as_ref()
-            .map_err(Clone::clone)
+        self.0
+            .open()
+            .map_err(|e| match e.downcast_ref::<WebError>() {
+                Some(e) => e.clone(),
+                None => WebError::new(crate::tools::WebErrorKind::Upstream, e.to_string()),
+            })
     }
 }
 
