@@ -48,14 +48,47 @@ const AT_RECURSIVE: libc::c_uint = 0x8000;
 const OPEN_TREE_CLONE: libc::c_uint = 0x1;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
 
-fn c_path(path: &Path) -> Result<CString, String> {
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| format!("{} holds a NUL byte", path.display()))
+/// A step of the sandbox's setup that failed: what it was, and the system's error.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}")]
+pub(crate) struct SysError {
+    pub what: String,
+    #[source]
+    pub source: std::io::Error,
 }
 
-fn os_error(what: &str) -> String {
-    format!("{what}: {}", std::io::Error::last_os_error())
+impl SysError {
+    pub(crate) fn new(what: impl Into<String>, source: std::io::Error) -> SysError {
+        SysError {
+            what: what.into(),
+            source,
+        }
+    }
 }
+
+fn c_path(path: &Path) -> Result<CString, SysError> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+        SysError::new(
+            format!("{} holds a NUL byte", path.display()),
+            std::io::ErrorKind::InvalidInput.into(),
+        )
+    })
+}
+
+/// The failure of the system call just made, for `what`.
+fn os_error(what: &str) -> SysError {
+    SysError::new(what, std::io::Error::last_os_error())
+}
+
+impl std::fmt::Display for MountError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MountError::Unavailable(s) | MountError::Broken(s) => f.write_str(s),
+        }
+    }
+}
+
+impl std::error::Error for MountError {}
 
 /// Makes every mount read-only except the directories of `writable` (non-directories, the
 /// device files, are skipped: a read-only mount does not stop writing to a device). Call it
@@ -71,7 +104,7 @@ fn os_error(what: &str) -> String {
 pub fn read_only_outside(writable: &[PathBuf], kind: NamespaceKind) -> Result<Entered, MountError> {
     let dirs = writable_dirs(writable)?;
     let entered = enter_namespace(kind)?;
-    make_private().map_err(MountError::Unavailable)?;
+    make_private().map_err(|e| MountError::Unavailable(e.to_string()))?;
     read_only_except(&dirs)?;
     Ok(entered)
 }
@@ -90,14 +123,14 @@ pub(crate) fn writable_dirs(writable: &[PathBuf]) -> Result<Vec<CString>, MountE
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .map(|p| c_path(&p))
         .collect::<Result<_, _>>()
-        .map_err(MountError::Unavailable)
+        .map_err(|e| MountError::Unavailable(e.to_string()))
 }
 
 /// Makes every mount of this (new) mount namespace private, so that nothing done here
 /// propagates back to the machine's mounts. The first step in a new namespace, before any
 /// mount is made.
 #[allow(unsafe_code)]
-pub(crate) fn make_private() -> Result<(), String> {
+pub(crate) fn make_private() -> Result<(), SysError> {
     // SAFETY: mount(2) with a NUL-terminated target and null source, type and data;
     // MS_REC | MS_PRIVATE only changes propagation within this (new) namespace.
     let r = unsafe {
@@ -118,7 +151,7 @@ pub(crate) fn make_private() -> Result<(), String> {
 /// Mounts a `/proc` of the caller's PID namespace over the machine's: the command sees its
 /// own processes only. Call it in the namespace's first process, after [`make_private`].
 #[allow(unsafe_code)]
-pub(crate) fn mount_proc() -> Result<(), String> {
+pub(crate) fn mount_proc() -> Result<(), SysError> {
     // SAFETY: mount(2) with NUL-terminated source, target and type, and null data.
     let r = unsafe {
         libc::mount(
@@ -141,7 +174,7 @@ pub(crate) fn mount_proc() -> Result<(), String> {
 /// 0700, no set-user-ID or device files): what the command writes there is memory, counted
 /// in its memory cgroup, and gone with its namespace.
 #[allow(unsafe_code)]
-pub(crate) fn mount_tmp(dir: &Path, size: u64) -> Result<(), String> {
+pub(crate) fn mount_tmp(dir: &Path, size: u64) -> Result<(), SysError> {
     let target = c_path(dir)?;
     // Files too are bounded (an inode and its name are memory outside `size`): one per 16 KiB
     // allowed, at least 1024.
@@ -187,10 +220,13 @@ pub(crate) fn read_only_except(dirs: &[CString]) -> Result<(), MountError> {
             )
         };
         if fd < 0 {
-            return Err(Unavailable(os_error(&format!(
-                "cannot copy the mount of {}",
-                dir.to_string_lossy()
-            ))));
+            return Err(Unavailable(
+                os_error(&format!(
+                    "cannot copy the mount of {}",
+                    dir.to_string_lossy()
+                ))
+                .to_string(),
+            ));
         }
         // SAFETY: a new descriptor returned by the kernel, owned by nothing else.
         let fd =
@@ -216,7 +252,9 @@ pub(crate) fn read_only_except(dirs: &[CString]) -> Result<(), MountError> {
     };
     if r != 0 {
         // (mount_setattr changes all the mounts or, failing, none.)
-        return Err(Unavailable(os_error("cannot make the mounts read-only")));
+        return Err(Unavailable(
+            os_error("cannot make the mounts read-only").to_string(),
+        ));
     }
     for (dir, fd) in &copies {
         // SAFETY: move_mount(2) from the detached tree's descriptor (empty path) onto a
@@ -232,10 +270,13 @@ pub(crate) fn read_only_except(dirs: &[CString]) -> Result<(), MountError> {
             )
         };
         if r != 0 {
-            return Err(Broken(os_error(&format!(
-                "cannot mount {} writable again",
-                dir.to_string_lossy()
-            ))));
+            return Err(Broken(
+                os_error(&format!(
+                    "cannot mount {} writable again",
+                    dir.to_string_lossy()
+                ))
+                .to_string(),
+            ));
         }
     }
     Ok(())
@@ -269,12 +310,21 @@ fn enter_namespace(kind: NamespaceKind) -> Result<Entered, MountError> {
     let gid = rustix::process::getgid().as_raw();
     // SAFETY: as above; a user namespace needs a single-threaded caller (else EINVAL).
     if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
-        return Err(MountError::Unavailable(os_error(
-            "cannot make a user and mount namespace",
-        )));
+        return Err(MountError::Unavailable(
+            os_error("cannot make a user and mount namespace").to_string(),
+        ));
     }
-    crate::ns::map_ids(uid, gid).map_err(MountError::Broken)?;
+    crate::ns::map_ids(uid, gid).map_err(|e| MountError::Broken(e.to_string()))?;
     Ok(Entered::UserAndMount)
+}
+
+/// Why the init's mounts could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NamespaceSetupError {
+    #[error(transparent)]
+    Sys(#[from] SysError),
+    #[error(transparent)]
+    Mount(#[from] MountError),
 }
 
 /// The init's mounts in the command's new namespaces (issue 29), in order: every mount
@@ -287,10 +337,8 @@ fn enter_namespace(kind: NamespaceKind) -> Result<Entered, MountError> {
 pub(crate) fn namespace_mounts(
     policy: &crate::Policy,
     memory_cgroup: bool,
-) -> Result<bool, String> {
-    let dirs = writable_dirs(&policy.write).map_err(|e| match e {
-        MountError::Unavailable(s) | MountError::Broken(s) => s,
-    })?;
+) -> Result<bool, NamespaceSetupError> {
+    let dirs = writable_dirs(&policy.write)?;
     make_private()?;
     mount_proc()?;
     let mut ipc_bounded = false;
@@ -300,9 +348,7 @@ pub(crate) fn namespace_mounts(
             Err(why) => tracing::debug!(%why, "System V IPC is refused instead"),
         }
     }
-    read_only_except(&dirs).map_err(|e| match e {
-        MountError::Unavailable(s) | MountError::Broken(s) => s,
-    })?;
+    read_only_except(&dirs)?;
     if let Some(tmp) = &policy.tmp {
         mount_tmp(&tmp.path, tmp.size)?;
     }

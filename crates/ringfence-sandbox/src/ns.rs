@@ -99,7 +99,7 @@ pub fn enter(user: UserNamespace, net: bool) -> Result<Made, NsError> {
             None => format!("cannot make a user namespace for the command: {e}"),
         }));
     }
-    map_ids(uid, gid).map_err(NsError::Broken)?;
+    map_ids(uid, gid).map_err(|e| NsError::Broken(e.to_string()))?;
     Ok(Made { user: true, ..made })
 }
 
@@ -107,10 +107,13 @@ pub fn enter(user: UserNamespace, net: bool) -> Result<Made, NsError> {
 /// (nothing else is mapped: files of other users show as the overflow user, and no
 /// privilege outside is gained).
 #[allow(clippy::disallowed_methods, reason = "/proc, not a user's file")]
-pub(crate) fn map_ids(uid: u32, gid: u32) -> Result<(), String> {
+pub(crate) fn map_ids(uid: u32, gid: u32) -> Result<(), crate::mounts::SysError> {
     let write = |file: &str, text: String| {
         std::fs::write(format!("/proc/self/{file}"), text).map_err(|e| {
-            format!("cannot write /proc/self/{file} in the command's user namespace: {e}")
+            crate::mounts::SysError::new(
+                format!("cannot write /proc/self/{file} in the command's user namespace"),
+                e,
+            )
         })
     };
     write("setgroups", "deny".into())?;

@@ -289,7 +289,7 @@ fn init(stage: &Stage2, made: ns::Made, memory_cgroup: bool, mut status: UnixStr
     let ipc_bounded = match crate::mounts::namespace_mounts(policy, memory_cgroup) {
         Ok(bounded) => bounded,
         Err(why) => {
-            namespace_failure(policy.require, &why);
+            namespace_failure(policy.require, &why.to_string());
             return 127;
         }
     };
