@@ -18,6 +18,20 @@ pub struct FamilyInfo {
     pub summary: &'static str,
     /// Its tools, in listing order.
     pub tools: &'static [&'static str],
+    /// The named tool sets its tools belong to (a seed's set, say), each with those of its
+    /// tools in the order the set lists them. A preset several families name holds each
+    /// one's tools, in catalogue order.
+    pub presets: &'static [PresetPart],
+}
+
+/// A family's part of a named tool set.
+#[derive(Debug, PartialEq, Eq)]
+pub struct PresetPart {
+    /// The preset's name (`tools.preset = "iris"`).
+    pub name: &'static str,
+    /// What the preset is, for messages (`seed 000's five file tools`).
+    pub summary: &'static str,
+    pub tools: &'static [&'static str],
 }
 
 /// A built family: its tools (each holding what it needs) and what it offers besides tools.
@@ -90,66 +104,12 @@ impl Family {
     }
 }
 
-/// A named tool set: clients degrade when offered too many tools, and agents written for one
-/// seed expect exactly its names.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Preset {
-    /// Every tool ringfence has (the default).
-    #[default]
-    Full,
-    /// Seed 000's five tools: read_file, write_file, edit_file, grep, glob.
-    Iris,
-    /// Seed 002's thirteen file tools.
-    LlmChat,
-}
-
-impl Preset {
-    pub const ALL: [Preset; 3] = [Preset::Full, Preset::Iris, Preset::LlmChat];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Preset::Full => "full",
-            Preset::Iris => "iris",
-            Preset::LlmChat => "llm-chat",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Preset, SelectionError> {
-        Preset::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| SelectionError::UnknownPreset(s.to_owned()))
-    }
-
-    /// The tool names of the preset; `None` for the full set.
-    pub fn tools(self) -> Option<&'static [&'static str]> {
-        match self {
-            Preset::Full => None,
-            Preset::Iris => Some(&["read_file", "write_file", "edit_file", "grep", "glob"]),
-            Preset::LlmChat => Some(&[
-                "search_entries",
-                "list_directory",
-                "read_file",
-                "write_file",
-                "replace_file_lines",
-                "insert_file_content",
-                "replace_file_content",
-                "entry_info",
-                "delete_file",
-                "create_folder",
-                "move_file",
-                "file_access_info",
-                "switch_workspace",
-            ]),
-        }
-    }
-}
-
 /// Which tools a configuration offers: a preset or an explicit list, then additions and
 /// removals (each a tool or a family name).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selection {
-    pub preset: Preset,
+    /// A named tool set a family declares (`None`: every tool, the preset `full`).
+    pub preset: Option<String>,
     /// An explicit list instead of the preset.
     pub enable: Option<Vec<String>>,
     pub add: Vec<String>,
@@ -159,10 +119,8 @@ pub struct Selection {
 /// A tool selection that cannot be honoured.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SelectionError {
-    #[error(
-        "unknown preset `{0}`; presets are: full (every tool), iris (seed 000's five file tools), llm-chat (seed 002's thirteen)"
-    )]
-    UnknownPreset(String),
+    #[error("unknown preset `{name}`; presets are: full (every tool), {known}")]
+    UnknownPreset { name: String, known: String },
     #[error(
         "{setting}: unknown tool or family `{name}`; known tools: {known} (families: {families})"
     )]
@@ -176,6 +134,9 @@ pub enum SelectionError {
     #[error("tools: every tool is disabled; enable at least one")]
     Empty,
 }
+
+/// The preset of every tool.
+pub const FULL: &str = "full";
 
 /// Every family ringfence can build, in listing order: the names presets and settings are
 /// checked against, known before any family is built.
@@ -200,6 +161,42 @@ impl Catalogue {
         self.families
             .iter()
             .flat_map(|f| f.tools.iter().map(move |t| (*f, *t)))
+    }
+
+    /// The presets the families declare (besides `full`), each once, with its summary.
+    pub fn presets(&self) -> Vec<(&'static str, &'static str)> {
+        let mut seen: Vec<(&'static str, &'static str)> = Vec::new();
+        for part in self.families.iter().flat_map(|f| f.presets) {
+            if !seen.iter().any(|(n, _)| *n == part.name) {
+                seen.push((part.name, part.summary));
+            }
+        }
+        seen
+    }
+
+    /// The tools of the preset `name` (`None` for `full`: every tool), or why there is none.
+    pub fn preset(&self, name: &str) -> Result<Option<Vec<&'static str>>, SelectionError> {
+        if name == FULL {
+            return Ok(None);
+        }
+        let tools: Vec<&'static str> = self
+            .families
+            .iter()
+            .flat_map(|f| f.presets.iter().filter(|p| p.name == name))
+            .flat_map(|p| p.tools.iter().copied())
+            .collect();
+        if tools.is_empty() {
+            return Err(SelectionError::UnknownPreset {
+                name: name.to_owned(),
+                known: self
+                    .presets()
+                    .iter()
+                    .map(|(n, summary)| format!("{n} ({summary})"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        Ok(Some(tools))
     }
 
     /// The family a tool belongs to.
@@ -238,7 +235,11 @@ impl Catalogue {
     /// catalogue's for `full` and an explicit list), additions after it in catalogue order,
     /// removals taken out. An unknown name is an error naming it and the setting.
     pub fn select(&self, selection: &Selection) -> Result<Vec<&'static str>, SelectionError> {
-        let mut names: Vec<&'static str> = match (&selection.enable, selection.preset.tools()) {
+        let preset = match &selection.preset {
+            Some(name) => self.preset(name)?,
+            None => None,
+        };
+        let mut names: Vec<&'static str> = match (&selection.enable, preset) {
             (Some(enable), _) => {
                 self.check("tools.enable", enable)?;
                 self.tools()
@@ -247,11 +248,7 @@ impl Catalogue {
                     .collect()
             }
             (None, None) => self.tools().map(|(_, t)| t).collect(),
-            (None, Some(preset)) => preset
-                .iter()
-                .copied()
-                .filter(|t| self.family_of(t).is_some())
-                .collect(),
+            (None, Some(preset)) => preset,
         };
         self.check("tools.add", &selection.add)?;
         for (f, t) in self.tools() {
@@ -279,17 +276,27 @@ mod tests {
         name: "alpha",
         summary: "",
         tools: &["read_file", "grep", "a_extra"],
+        presets: &[PresetPart {
+            name: "small",
+            summary: "a few",
+            tools: &["grep", "read_file"],
+        }],
     };
     const B: FamilyInfo = FamilyInfo {
         name: "beta",
         summary: "",
         tools: &["b_one", "b_two"],
+        presets: &[PresetPart {
+            name: "small",
+            summary: "a few",
+            tools: &["b_two"],
+        }],
     };
 
-    fn sel(preset: Preset, enable: Option<&[&str]>, add: &[&str], disable: &[&str]) -> Selection {
+    fn sel(preset: &str, enable: Option<&[&str]>, add: &[&str], disable: &[&str]) -> Selection {
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         Selection {
-            preset,
+            preset: (preset != FULL).then(|| preset.to_owned()),
             enable: enable.map(v),
             add: v(add),
             disable: v(disable),
@@ -300,23 +307,21 @@ mod tests {
     fn presets_lists_additions_and_removals() {
         let c = Catalogue::new([&A, &B]);
         assert_eq!(
-            c.select(&sel(Preset::Full, None, &[], &[])).unwrap(),
+            c.select(&sel(FULL, None, &[], &[])).unwrap(),
             ["read_file", "grep", "a_extra", "b_one", "b_two"]
         );
-        // A preset keeps its own order and drops names no family has.
+        // A preset holds each family's part in its own order, families in catalogue order.
         assert_eq!(
-            c.select(&sel(Preset::Iris, None, &["beta"], &["grep"]))
-                .unwrap(),
-            ["read_file", "b_one", "b_two"]
+            c.select(&sel("small", None, &[], &[])).unwrap(),
+            ["grep", "read_file", "b_two"]
         );
         assert_eq!(
-            c.select(&sel(
-                Preset::Full,
-                Some(&["b_two", "alpha"]),
-                &[],
-                &["a_extra"]
-            ))
-            .unwrap(),
+            c.select(&sel("small", None, &["beta"], &["grep"])).unwrap(),
+            ["read_file", "b_two", "b_one"]
+        );
+        assert_eq!(
+            c.select(&sel(FULL, Some(&["b_two", "alpha"]), &[], &["a_extra"]))
+                .unwrap(),
             ["read_file", "grep", "b_two"]
         );
     }
@@ -325,7 +330,7 @@ mod tests {
     fn unknown_names_and_empty_selections_are_errors() {
         let c = Catalogue::new([&A, &B]);
         let e = c
-            .select(&sel(Preset::Full, None, &["teleport"], &[]))
+            .select(&sel(FULL, None, &["teleport"], &[]))
             .unwrap_err()
             .to_string();
         assert!(
@@ -334,12 +339,13 @@ mod tests {
         );
         assert!(e.contains("(families: alpha, beta)"), "{e}");
         assert_eq!(
-            c.select(&sel(Preset::Full, None, &[], &["alpha", "beta"])),
+            c.select(&sel(FULL, None, &[], &["alpha", "beta"])),
             Err(SelectionError::Empty)
         );
-        assert!(matches!(
-            Preset::parse("everything"),
-            Err(SelectionError::UnknownPreset(_))
-        ));
+        let e = c.preset("everything").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown preset `everything`; presets are: full (every tool), small (a few)"
+        );
     }
 }

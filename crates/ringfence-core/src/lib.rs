@@ -28,7 +28,7 @@ pub mod tool;
 pub mod toolbox;
 
 pub use error::{BackendError, ToolError, ToolErrorKind, ToolResult};
-pub use family::{Catalogue, Family, FamilyInfo, Preset, Selection, SelectionError};
+pub use family::{Catalogue, Family, FamilyInfo, PresetPart, Selection, SelectionError};
 pub use limits::{Limits, LimitsError};
 pub use plug::{BuildError, FamilyEnv, FamilyPlug, Lazy, Offer, Plug, Shared};
 pub use resources::{PromptContent, PromptInfo, ResourceInfo, ResourceProvider, ResourceSet};

@@ -34,6 +34,7 @@ pub const INFO: FamilyInfo = FamilyInfo {
     name: FAMILY,
     summary: "delegate a task to a sub-agent that has only the file tools and the sandboxed shell (off unless [delegate] enabled = true, the shell is on and [llm] is configured)",
     tools: &["delegate_task"],
+    presets: &[],
 };
 
 /// Where the sub-agent's model comes from, asked at each call (the model may be the

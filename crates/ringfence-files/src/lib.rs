@@ -8,7 +8,7 @@ use ringfence_fs::{File, Metadata, Target};
 
 use crate::journal::Journaling;
 use ringfence_core::error::{ToolError, ToolErrorKind, ToolResult};
-use ringfence_core::family::{Family, FamilyInfo};
+use ringfence_core::family::{Family, FamilyInfo, PresetPart};
 use ringfence_core::session::ReadRecord;
 use ringfence_core::tool::{Blocking, Tool, ToolContext};
 
@@ -69,6 +69,32 @@ pub const INFO: FamilyInfo = FamilyInfo {
         "directory_tree",
         "undo_edit",
         "read_media_file",
+    ],
+    presets: &[
+        PresetPart {
+            name: "iris",
+            summary: "seed 000's five file tools",
+            tools: &["read_file", "write_file", "edit_file", "grep", "glob"],
+        },
+        PresetPart {
+            name: "llm-chat",
+            summary: "seed 002's thirteen",
+            tools: &[
+                "search_entries",
+                "list_directory",
+                "read_file",
+                "write_file",
+                "replace_file_lines",
+                "insert_file_content",
+                "replace_file_content",
+                "entry_info",
+                "delete_file",
+                "create_folder",
+                "move_file",
+                "file_access_info",
+                "switch_workspace",
+            ],
+        },
     ],
 };
 

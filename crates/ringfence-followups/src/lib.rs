@@ -58,6 +58,7 @@ pub const INFO: FamilyInfo = FamilyInfo {
         "update_followup",
         "cancel_followup",
     ],
+    presets: &[],
 };
 
 /// Where a follow-up is in its life.

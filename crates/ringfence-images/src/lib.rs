@@ -34,6 +34,7 @@ pub const INFO: FamilyInfo = FamilyInfo {
     name: FAMILY,
     summary: "generate images from a description through a configured images API (OpenAI gpt-image-1 or compatible), saved in the workspace",
     tools: &["generate_image"],
+    presets: &[],
 };
 
 /// The sizes `generate_image` offers (seed 003).

@@ -269,6 +269,7 @@ pub const INFO: FamilyInfo = FamilyInfo {
         "update_memory",
         "delete_memory",
     ],
+    presets: &[],
 };
 
 /// What the memory family is built from.

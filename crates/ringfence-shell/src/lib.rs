@@ -36,6 +36,7 @@ pub const INFO: FamilyInfo = FamilyInfo {
     name: FAMILY,
     summary: "run shell commands in a kernel sandbox confined to the roots (off unless [shell] enabled = true)",
     tools: &[TOOL],
+    presets: &[],
 };
 
 /// Command words refused at once (the seed's "privilege escalation commands").

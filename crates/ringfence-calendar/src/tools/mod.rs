@@ -38,6 +38,7 @@ pub const INFO: FamilyInfo = FamilyInfo {
         "update_calendar_event",
         "delete_calendar_event",
     ],
+    presets: &[],
 };
 
 /// The longest title, location and description accepted, in characters.

@@ -26,6 +26,7 @@ pub const INFO: FamilyInfo = FamilyInfo {
     name: FAMILY,
     summary: "fetch web pages as clean Markdown (behind an SSRF guard) and search the web through a configured provider",
     tools: &["web_fetch", "web_search"],
+    presets: &[],
 };
 
 /// How `web_fetch` should render what it fetched.

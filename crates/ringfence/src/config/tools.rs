@@ -2,7 +2,8 @@
 //! that sets either decides; one layer setting both is an error), then additions, then
 //! removals — the [`Selection`] the catalogue resolves.
 
-use ringfence_core::{Preset, Selection};
+use ringfence_core::Selection;
+use ringfence_core::family::FULL;
 
 use super::raw::ToolsConfig;
 use super::{ConfigError, Env, Overrides, list};
@@ -39,7 +40,7 @@ pub(super) fn resolve(
             file.enable.clone(),
         ),
     ];
-    let mut preset = Preset::Full;
+    let mut preset = None;
     let mut enable = None;
     for (layer, p, e) in layers {
         match (p, e) {
@@ -52,7 +53,11 @@ pub(super) fn resolve(
                 ));
             }
             (Some(p), None) => {
-                preset = Preset::parse(p.trim()).map_err(ConfigError::Preset)?;
+                let name = p.trim();
+                crate::families::catalogue()
+                    .preset(name)
+                    .map_err(ConfigError::Preset)?;
+                preset = (name != FULL).then(|| name.to_owned());
                 break;
             }
             (None, Some(e)) => {
