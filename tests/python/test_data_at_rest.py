@@ -187,7 +187,8 @@ async def test_data_at_rest_is_private_over_stdio(tmp_path):
 
 def test_wider_modes_left_by_older_versions_are_tightened_at_start(tmp_path):
     """An earlier ringfence made the data directory 0755 and its files 0644: the next start
-    tightens what ringfence keeps there, and leaves the files in workspaces as they are."""
+    tightens what ringfence keeps there (the database files each family registers among
+    it), and leaves the files in workspaces as they are."""
     data = tmp_path / "data"
     spill = data / "tool-output" / "0123456789abcdef" / "local"
     for d in (data, data / "audit", spill, data / "users" / "bob" / "workspace" / "docs",
@@ -200,6 +201,9 @@ def test_wider_modes_left_by_older_versions_are_tightened_at_start(tmp_path):
         data / "ringfence.db": b"",
         data / "ringfence.db-wal": b"",
         data / "memory.db": b"",
+        # Every family's registered database, with SQLite's files beside it.
+        data / "followups.db": b"",
+        data / "calendar.db-wal": b"",
         data / "users" / "bob" / "workspace" / "docs" / "report.txt": b"bob's\n",
         data / "workspace" / "plan.txt": b"mine\n",
     }

@@ -179,11 +179,17 @@ impl Catalogue {
         if name == FULL {
             return Ok(None);
         }
+        // A family's part holds its own tools only: a name it does not have is left out.
         let tools: Vec<&'static str> = self
             .families
             .iter()
-            .flat_map(|f| f.presets.iter().filter(|p| p.name == name))
-            .flat_map(|p| p.tools.iter().copied())
+            .flat_map(|f| {
+                f.presets
+                    .iter()
+                    .filter(|p| p.name == name)
+                    .flat_map(|p| p.tools.iter().copied())
+                    .filter(|t| f.tools.contains(t))
+            })
             .collect();
         if tools.is_empty() {
             return Err(SelectionError::UnknownPreset {
@@ -289,7 +295,8 @@ mod tests {
         presets: &[PresetPart {
             name: "small",
             summary: "a few",
-            tools: &["b_two"],
+            // Another family's tool in a part is left out, never selected through it.
+            tools: &["b_two", "grep"],
         }],
     };
 

@@ -24,7 +24,7 @@ use ringfence_core::family::{Family, FamilyInfo};
 use ringfence_core::tool::{Async, Tool, ToolContext};
 
 pub use delegate_task::{DelegateTask, DelegateTaskArgs, FINISH_TOOL};
-pub use plug::DelegatePlug;
+pub use plug::{DelegatePlug, SHELL_TOOL};
 pub use sampling::{SamplingModel, SamplingSource};
 
 /// The tool family name (`tools.disable = ["delegate"]`).

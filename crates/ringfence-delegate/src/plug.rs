@@ -13,8 +13,8 @@ use crate::settings::{self as config, DelegateSettings};
 use crate::{self as family, DelegateServices, LazyModel, ModelSource, SamplingSource};
 
 /// The shell's tool, which the sub-agent needs (named, not imported: a family crate depends
-/// on no other family).
-const SHELL_TOOL: &str = "run_shell_command";
+/// on no other family; the binary's tests check the name).
+pub const SHELL_TOOL: &str = "run_shell_command";
 
 pub struct DelegatePlug;
 

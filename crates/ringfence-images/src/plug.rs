@@ -33,7 +33,7 @@ impl FamilyPlug for ImagesPlug {
         Ok(family::family(ImageServices {
             generator: Arc::new(LazyGenerator(Lazy::new({
                 let config = settings.api.clone();
-                move || crate::client::generator(config)
+                move || crate::client::generator(config.clone())
             }))),
             daily_limit: settings.daily_limit,
             ledger: Arc::new(FileLedger {

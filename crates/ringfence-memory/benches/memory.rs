@@ -3,7 +3,7 @@
 //! prepares the inputs; by hand:
 //!
 //!   RINGFENCE_TEST_MODEL_DIR=... MEMORY_CORPUS=bench/.corpus/memories-100k.jsonl \
-//!   MEMORY_SIZES=10000,100000 cargo bench -p ringfence-store --bench memory
+//!   MEMORY_SIZES=10000,100000 cargo bench -p ringfence-memory --bench memory
 //!
 //! One user holds the project's eval set (168 memories) plus the first N synthetic ones;
 //! the eval set's 128 paraphrased queries are timed and scored at each size. Prints one

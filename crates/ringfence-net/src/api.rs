@@ -27,6 +27,16 @@ pub struct RetryPolicy {
     pub max_wait: Duration,
 }
 
+impl RetryPolicy {
+    /// How long to wait before retrying a rate-limited attempt (`attempt` counts from 0),
+    /// `asked` being the service's `Retry-After`; `None`: give up now, without waiting —
+    /// every retry is spent, or the service asks for longer than `max_wait`.
+    pub fn wait_before_retry(&self, attempt: u32, asked: Option<Duration>) -> Option<Duration> {
+        let wait = asked.unwrap_or(self.backoff * 2u32.saturating_pow(attempt));
+        (attempt < self.retries && wait <= self.max_wait).then_some(wait)
+    }
+}
+
 impl Default for RetryPolicy {
     /// Two retries, 1 s then 2 s apart, honouring a `Retry-After` of up to 10 s.
     fn default() -> RetryPolicy {
@@ -153,13 +163,12 @@ impl Api {
             let asked = crate::retry_after(response.headers());
             // Not held across the wait: its connection goes back to the pool.
             drop(response);
-            let wait = asked.unwrap_or(self.retry.backoff * 2u32.saturating_pow(attempt));
-            if attempt >= self.retry.retries || wait > self.retry.max_wait {
+            let Some(wait) = self.retry.wait_before_retry(attempt, asked) else {
                 return Err(ApiFailure::RateLimited {
                     attempts: attempt + 1,
                     retry_after: asked,
                 });
-            }
+            };
             tracing::debug!(
                 service,
                 attempt,
@@ -257,6 +266,26 @@ pub fn human_secs(d: Duration) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    /// The decision `Api::send` sleeps on: a wait the policy allows, or none (give up now).
+    /// A `Retry-After` beyond `max_wait` gives up at the first answer, never waiting.
+    #[test]
+    fn the_retry_policy_waits_only_what_it_allows() {
+        let p = RetryPolicy::default();
+        let s = Duration::from_secs;
+        assert_eq!(p.wait_before_retry(0, None), Some(s(1)));
+        assert_eq!(p.wait_before_retry(1, None), Some(s(2)));
+        assert_eq!(p.wait_before_retry(2, None), None, "both retries spent");
+        assert_eq!(p.wait_before_retry(0, Some(s(7))), Some(s(7)));
+        assert_eq!(p.wait_before_retry(0, Some(s(3600))), None);
+        assert_eq!(p.wait_before_retry(0, Some(s(10))), Some(s(10)));
+        let none = RetryPolicy {
+            retries: 0,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(none.wait_before_retry(0, Some(s(1))), None);
+    }
+
     use super::*;
 
     fn api(key: &str) -> Api {

@@ -51,7 +51,7 @@ mod shared;
 pub use error::StoreError;
 pub use rusqlite;
 #[cfg(feature = "postgres")]
-pub use shared::{OpenError, SharedStore, open_file};
+pub use shared::{OpenError, SharedStore};
 
 /// A database's schema: its migration steps, one per version. Never edit a released step:
 /// append a new one.
@@ -68,6 +68,22 @@ pub struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
     schema: &'static Schema,
+}
+
+/// Opens a family's SQLite file of the data directory (see [`Store::open_schema`]), making
+/// its directory (0700) first if missing.
+pub fn open_file(
+    path: &Path,
+    durability: Durability,
+    schema: &'static Schema,
+) -> Result<Store, StoreError> {
+    if let Some(dir) = path.parent() {
+        ringfence_fs::create_private_dir_all(dir).map_err(|source| StoreError::Directory {
+            path: dir.to_owned(),
+            source,
+        })?;
+    }
+    Store::open_schema(path, durability, schema)
 }
 
 /// How durable a commit is when the call returns.

@@ -2,11 +2,10 @@
 //! directory, or one PostgreSQL database several instances share — connected once, on first
 //! use, and lent to every family that keeps state there.
 
-use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+use crate::StoreError;
 use crate::pg::{Pg, PgOptions};
-use crate::{Durability, Schema, Store, StoreError};
 
 /// See the module documentation (one per build, shared as `Arc<SharedStore>`).
 #[derive(Default)]
@@ -85,20 +84,4 @@ impl SharedStore {
         self.open(what, || unreachable!("PostgreSQL is configured"), postgres)
             .map(Some)
     }
-}
-
-/// Opens a family's SQLite file of the data directory, making its directory (0700) first if
-/// missing.
-pub fn open_file(
-    path: &Path,
-    durability: Durability,
-    schema: &'static Schema,
-) -> Result<Store, StoreError> {
-    if let Some(dir) = path.parent() {
-        ringfence_fs::create_private_dir_all(dir).map_err(|source| StoreError::Directory {
-            path: dir.to_owned(),
-            source,
-        })?;
-    }
-    Store::open_schema(path, durability, schema)
 }

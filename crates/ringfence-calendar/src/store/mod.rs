@@ -81,7 +81,6 @@ impl From<rusqlite::Error> for WriteError {
     }
 }
 
-/// The local calendars' storage, one implementation per backend (SQLite's [`CalendarDb`],
 /// What an object becomes: its iCalendar text, the span its occurrences cover, and when.
 #[derive(Debug, Clone, Copy)]
 pub struct Revision<'a> {
@@ -90,7 +89,8 @@ pub struct Revision<'a> {
     pub now_ms: i64,
 }
 
-/// and PostgreSQL's with the feature `postgres`).
+/// The local calendars' storage, one implementation per backend (SQLite's [`CalendarDb`],
+/// and PostgreSQL's in [`pg`]).
 pub trait CalendarStore: Send + Sync + std::fmt::Debug {
     /// The user's calendars (id, name), made with `default` first when they have none.
     fn calendars(

@@ -211,13 +211,14 @@ impl<P: FamilyPlug> Plug for P {
 /// Why a service could not be opened (kept, and shared by every call that asks again).
 pub type OpenFailure = Arc<dyn std::error::Error + Send + Sync + 'static>;
 
-type Opener<T> = Box<dyn FnOnce() -> Result<Arc<T>, OpenFailure> + Send>;
+type Opener<T> = Box<dyn Fn() -> Result<Arc<T>, OpenFailure> + Send + Sync>;
 
 /// A service opened on first use: the first call opens it (once, whoever asks first), and a
-/// failure is kept and reported to every later call.
+/// failure is kept and reported to every later call. An opener that panics leaves nothing
+/// kept: the next call opens again.
 pub struct Lazy<T: ?Sized> {
     cell: std::sync::OnceLock<Result<Arc<T>, OpenFailure>>,
-    open: Mutex<Option<Opener<T>>>,
+    open: Opener<T>,
 }
 
 impl<T: ?Sized> std::fmt::Debug for Lazy<T> {
@@ -228,36 +229,21 @@ impl<T: ?Sized> std::fmt::Debug for Lazy<T> {
     }
 }
 
-/// The failure of an opener that panicked (its panic is reported by the thread that ran it).
-#[derive(Debug, thiserror::Error)]
-#[error("the service could not be opened: its opener panicked")]
-struct OpenerPanicked;
-
 impl<T: ?Sized> Lazy<T> {
     /// A service `open` makes on first use.
-    pub fn new<E>(open: impl FnOnce() -> Result<Arc<T>, E> + Send + 'static) -> Lazy<T>
+    pub fn new<E>(open: impl Fn() -> Result<Arc<T>, E> + Send + Sync + 'static) -> Lazy<T>
     where
         E: std::error::Error + Send + Sync + 'static,
     {
         Lazy {
             cell: std::sync::OnceLock::new(),
-            open: Mutex::new(Some(Box::new(move || {
-                open().map_err(|e| Arc::new(e) as OpenFailure)
-            }))),
+            open: Box::new(move || open().map_err(|e| Arc::new(e) as OpenFailure)),
         }
     }
 
     /// The service, opening it now if no call has yet; the failure if it could not be.
     pub fn open(&self) -> Result<&Arc<T>, &OpenFailure> {
-        self.cell
-            .get_or_init(|| {
-                let open = self.open.lock().unwrap_or_else(|e| e.into_inner()).take();
-                match open {
-                    Some(open) => open(),
-                    None => Err(Arc::new(OpenerPanicked)),
-                }
-            })
-            .as_ref()
+        self.cell.get_or_init(|| (self.open)()).as_ref()
     }
 
     /// [`Lazy::open`] as a tool's backend reports it.
@@ -285,5 +271,58 @@ impl std::fmt::Display for SharedFailure {
 impl std::error::Error for SharedFailure {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.0.source()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the disk is gone")]
+    struct Gone;
+
+    #[test]
+    fn a_service_opens_once_and_a_failure_is_kept() {
+        let opened = Arc::new(AtomicUsize::new(0));
+        let n = opened.clone();
+        let lazy: Lazy<u32> = Lazy::new(move || {
+            n.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, Gone>(Arc::new(7))
+        });
+        assert!(
+            lazy.opened().is_none(),
+            "nothing opens before the first call"
+        );
+        assert_eq!(**lazy.open().unwrap(), 7);
+        assert_eq!(**lazy.get().unwrap(), 7);
+        assert_eq!(opened.load(Ordering::SeqCst), 1);
+        let tries = Arc::new(AtomicUsize::new(0));
+        let t = tries.clone();
+        let failing: Lazy<u32> = Lazy::new(move || {
+            t.fetch_add(1, Ordering::SeqCst);
+            Err(Gone)
+        });
+        assert_eq!(failing.get().unwrap_err().to_string(), "the disk is gone");
+        assert_eq!(failing.open().unwrap_err().to_string(), "the disk is gone");
+        assert_eq!(tries.load(Ordering::SeqCst), 1, "the failure is kept");
+    }
+
+    #[test]
+    fn an_opener_that_panics_is_tried_again() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        let lazy: Lazy<u32> = Lazy::new(move || {
+            if c.fetch_add(1, Ordering::SeqCst) == 0 {
+                panic!("first open panics");
+            }
+            Ok::<_, Gone>(Arc::new(9))
+        });
+        let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lazy.open().is_ok()));
+        assert!(first.is_err());
+        assert_eq!(**lazy.open().unwrap(), 9);
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
     }
 }

@@ -11,10 +11,11 @@ use ringfence_store::{Durability, Schema, Store, StoreError};
 use super::{FileKey, HISTORY_PER_FILE, Journal, JournalEntry, JournalRecord};
 use ringfence_core::time::now_ms;
 
-/// Opens (creating, 0600) the edit journal's database at `path`, migrated to the current
-/// schema, with commits durable against a killed process (see [`Durability::Process`]).
+/// Opens (creating it 0600, its directory 0700) the edit journal's database at `path`,
+/// migrated to the current schema, with commits durable against a killed process (see
+/// [`Durability::Process`]).
 pub fn open(path: &Path) -> Result<Store, StoreError> {
-    Store::open_schema(path, Durability::Process, &JOURNAL_SCHEMA)
+    ringfence_store::open_file(path, Durability::Process, &JOURNAL_SCHEMA)
 }
 
 /// The edit journal's database (`ringfence.db`).
@@ -67,11 +68,7 @@ pub fn open_shared(
     store.open(
         "edit journal's database",
         || {
-            let store = ringfence_store::open_file(
-                &data_dir.join("ringfence.db"),
-                Durability::Process,
-                &JOURNAL_SCHEMA,
-            )?;
+            let store = open(&data_dir.join("ringfence.db"))?;
             Ok(Arc::new(QueuedJournal::sqlite(Arc::new(store))) as Arc<dyn Journal>)
         },
         |pg| {

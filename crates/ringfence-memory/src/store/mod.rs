@@ -512,7 +512,7 @@ impl Drop for MemoryDb {
     }
 }
 
-/// The error type of ringfence-tools' [`MemoryBackend`] methods.
+/// The error type of the family's [`MemoryBackend`] methods.
 type BackendTraitError = MemoryError;
 
 /// A store error as [`MemoryBackend`] reports it (kept as the source).

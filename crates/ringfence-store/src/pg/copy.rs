@@ -144,7 +144,7 @@ pub fn copy_family(
     direction: Direction,
     progress: &mut dyn FnMut(&str, u64),
 ) -> Result<Vec<Copied>, StoreError> {
-    let sqlite = Store::open_schema(&family.file, family.durability, family.sqlite)?;
+    let sqlite = crate::open_file(&family.file, family.durability, family.sqlite)?;
     pg.migrate(family.postgres)?;
     let mut report = Vec::new();
     for table in family.tables {

@@ -198,7 +198,11 @@ pub fn run_main() -> ExitCode {
     ) {
         // What an earlier version left readable by every local account (0644 in 0755
         // directories) becomes private before anything is served.
-        crate::data_dir::make_private(&config.data_dir);
+        let databases: Vec<_> = crate::families::state(&config)
+            .into_iter()
+            .map(|s| s.file)
+            .collect();
+        crate::data_dir::make_private(&config.data_dir, &databases);
     }
     let mut app = match App::build(&config, background) {
         Ok(a) => a,

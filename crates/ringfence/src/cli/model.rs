@@ -74,7 +74,7 @@ fn install(
     let installed = ringfence_embed::install::install(&source, &dest, force, &mut |l| say(&l));
     if dest.starts_with(&config.data_dir) {
         // Installed under the data directory (the default): private like the rest of it.
-        crate::data_dir::make_private(&config.data_dir);
+        crate::data_dir::make_private(&config.data_dir, &[]);
     }
     match installed {
         Ok(done) if done.already => {

@@ -73,6 +73,9 @@ pub(super) fn run(config: &Config, cmd: StoreCommand) -> ExitCode {
         }
     };
     say(&format!("copying from {source} to {target}"));
+    // Each family's tables are copied whatever became of another's; the failures are
+    // reported together at the end.
+    let mut failed = Vec::new();
     for family in &families {
         let mut progress = |table: &str, rows: u64| say(&format!("  {table}: {rows} rows read"));
         match copy::copy_family(family, &pg, direction, &mut progress) {
@@ -89,12 +92,19 @@ pub(super) fn run(config: &Config, cmd: StoreCommand) -> ExitCode {
                 }
             }
             Err(e) => {
-                return fail(&format!(
-                    "copying the {} tables failed: {e}; nothing copied so far is lost, and running the command again resumes",
+                say(&format!(
+                    "copying the {} tables failed: {e}",
                     family.sqlite.name
                 ));
+                failed.push(family.sqlite.name);
             }
         }
+    }
+    if !failed.is_empty() {
+        return fail(&format!(
+            "copying the {} tables failed (above); nothing copied is lost, and running the command again resumes",
+            failed.join(", ")
+        ));
     }
     say("done: every table has at least the source's rows in the target");
     ExitCode::SUCCESS

@@ -86,8 +86,8 @@ pub fn private_paths(config: &Config) -> Vec<(std::path::PathBuf, String)> {
     private
 }
 
-/// Builds the families that offer at least one of `selected`, with `store` as the state
-/// store of the build (the shared values go in `shared`).
+/// Builds the families that offer at least one of `selected`; the process's state store and
+/// every value plugs share are kept in `shared`.
 pub fn build(
     config: &Config,
     supervisor: &Arc<Supervisor>,
@@ -149,6 +149,19 @@ mod tests {
             }
         }
         supervisor.shutdown(std::time::Duration::from_secs(1));
+    }
+
+    /// Families name each other's tools, never import them: the names must be right.
+    #[test]
+    fn the_tools_one_family_names_are_the_other_familys() {
+        let c = catalogue();
+        assert_eq!(
+            c.family_of(ringfence_delegate::SHELL_TOOL).map(|f| f.name),
+            Some(ringfence_shell::FAMILY)
+        );
+        for family in ringfence_delegate::SUB_AGENT_FAMILIES {
+            assert!(c.families().iter().any(|f| f.name == family), "{family}");
+        }
     }
 
     #[test]
