@@ -61,10 +61,15 @@ impl Reply {
     }
 
     pub fn text(status: u16, body: &str) -> Reply {
+        Reply::raw(status, "text/plain", body.as_bytes())
+    }
+
+    /// `status` with `body` as it is, labelled `content_type`.
+    pub fn raw(status: u16, content_type: &str, body: &[u8]) -> Reply {
         Reply {
             status,
-            headers: vec![("content-type".into(), "text/plain".into())],
-            body: body.as_bytes().to_vec(),
+            headers: vec![("content-type".into(), content_type.into())],
+            body: body.to_vec(),
             delay: Duration::ZERO,
         }
     }
@@ -110,6 +115,18 @@ impl FakeApi {
             }
         });
         FakeApi { url, seen }
+    }
+
+    /// Serves `script` in order, one reply per request; a request beyond the script is
+    /// answered 599, which no test expects.
+    pub async fn scripted(script: Vec<Reply>) -> FakeApi {
+        FakeApi::start(move |_, i| {
+            script
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| Reply::raw(599, "text/plain", b"the script has run out"))
+        })
+        .await
     }
 
     /// The requests seen so far.

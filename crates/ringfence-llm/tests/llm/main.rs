@@ -1,8 +1,6 @@
 //! ringfence-llm's tests, in one test binary: each provider against a scripted fake of its
 //! API on loopback (`fake`), checking what is sent as closely as what comes of each answer.
 
-mod fake;
-
 mod anthropic;
 mod config;
 mod openai;

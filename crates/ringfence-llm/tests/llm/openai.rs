@@ -11,8 +11,8 @@ use ringfence_llm::{
 };
 use serde_json::json;
 
-use crate::fake::{Fake, Reply};
 use crate::{KEY, ask, assert_keyless, config, env_with, quick_retry};
+use ringfence_net::fake_api::{FakeApi as Fake, Reply};
 
 /// A client for `fake`, its key in OPENAI_API_KEY.
 fn model(fake: &Fake) -> OpenAiCompatible {
@@ -64,7 +64,7 @@ fn tool_answer(calls: &[(&str, &str)]) -> Reply {
 
 #[tokio::test]
 async fn a_text_answer_and_the_request_that_asked_for_it() {
-    let fake = Fake::start(vec![text_answer("Paris.")]).await;
+    let fake = Fake::scripted(vec![text_answer("Paris.")]).await;
     let mut req = ask("Capital of France?");
     req.tools.clear();
     let answer = model(&fake).chat(req).await.unwrap();
@@ -78,11 +78,11 @@ async fn a_text_answer_and_the_request_that_asked_for_it() {
             output_tokens: 7
         }
     );
-    let seen = fake.seen();
+    let seen = fake.requests();
     assert_eq!(seen.len(), 1);
     let sent = &seen[0];
     assert_eq!(sent.method, "POST");
-    assert_eq!(sent.path, "/v1/chat/completions");
+    assert_eq!(sent.target, "/v1/chat/completions");
     assert_eq!(
         sent.header("authorization"),
         Some(format!("Bearer {KEY}").as_str())
@@ -106,7 +106,7 @@ async fn a_text_answer_and_the_request_that_asked_for_it() {
 
 #[tokio::test]
 async fn a_tool_call_round_trip_links_the_result_to_the_call() {
-    let fake = Fake::start(vec![
+    let fake = Fake::scripted(vec![
         tool_answer(&[("call_abc", r#"{"path": "src/lib.rs"}"#)]),
         text_answer("It defines main."),
     ])
@@ -139,7 +139,7 @@ async fn a_tool_call_round_trip_links_the_result_to_the_call() {
     let second = model.chat(req).await.unwrap();
     assert_eq!(second.text(), "It defines main.");
 
-    let seen = fake.seen();
+    let seen = fake.requests();
     assert_eq!(seen.len(), 2);
     assert_eq!(
         seen[0].json()["tools"],
@@ -179,7 +179,7 @@ async fn a_tool_call_round_trip_links_the_result_to_the_call() {
 
 #[tokio::test]
 async fn unreadable_arguments_become_an_error_result_the_loop_sends_back() {
-    let fake = Fake::start(vec![
+    let fake = Fake::scripted(vec![
         tool_answer(&[
             ("call_bad", r#"{"path": "src/"#),
             ("call_good", r#"{"path": "Cargo.toml"}"#),
@@ -227,7 +227,7 @@ async fn unreadable_arguments_become_an_error_result_the_loop_sends_back() {
     });
     model.chat(req).await.unwrap();
 
-    let messages = fake.seen()[1].json()["messages"].clone();
+    let messages = fake.requests()[1].json()["messages"].clone();
     let calls = &messages[2]["tool_calls"];
     // The unreadable arguments go back exactly as the model wrote them.
     assert_eq!(calls[0]["function"]["arguments"], r#"{"path": "src/"#);
@@ -247,7 +247,7 @@ async fn unreadable_arguments_become_an_error_result_the_loop_sends_back() {
 
 #[tokio::test]
 async fn a_refused_key_names_its_variable_and_not_the_key() {
-    let fake = Fake::start(vec![Reply::json(
+    let fake = Fake::scripted(vec![Reply::json(
         401,
         json!({"error": {"message": format!("Incorrect API key provided: {KEY}"), "type": "invalid_request_error", "code": "invalid_api_key"}}),
     )])
@@ -270,14 +270,14 @@ async fn a_refused_key_names_its_variable_and_not_the_key() {
     );
     assert_keyless(&message);
     assert_keyless(&format!("{err:?}"));
-    assert_eq!(fake.seen().len(), 1, "a refusal is not retried");
+    assert_eq!(fake.requests().len(), 1, "a refusal is not retried");
 }
 
 #[tokio::test]
 async fn a_rate_limit_is_waited_out_as_retry_after_says() {
-    let fake = Fake::start(vec![
+    let fake = Fake::scripted(vec![
         Reply::json(429, json!({"error": {"message": "Rate limit reached"}}))
-            .header("retry-after", "1"),
+            .with_header("retry-after", "1"),
         text_answer("Finally."),
     ])
     .await;
@@ -285,7 +285,7 @@ async fn a_rate_limit_is_waited_out_as_retry_after_says() {
     let answer = model(&fake).chat(ask("hi")).await.unwrap();
 
     assert_eq!(answer.text(), "Finally.");
-    assert_eq!(fake.seen().len(), 2);
+    assert_eq!(fake.requests().len(), 2);
     // The policy's backoff is 20 ms: only Retry-After explains a wait of a second.
     assert!(
         started.elapsed() >= Duration::from_secs(1),
@@ -296,7 +296,7 @@ async fn a_rate_limit_is_waited_out_as_retry_after_says() {
 
 #[tokio::test]
 async fn a_server_error_is_quoted_without_the_key() {
-    let fake = Fake::start(vec![Reply::raw(
+    let fake = Fake::scripted(vec![Reply::raw(
         500,
         "text/plain",
         format!("upstream exploded   while\nforwarding Bearer {KEY}").as_bytes(),
@@ -322,7 +322,7 @@ async fn a_server_error_is_quoted_without_the_key() {
 
 #[tokio::test]
 async fn an_answer_that_is_not_json_is_a_bad_response() {
-    let fake = Fake::start(vec![Reply::raw(
+    let fake = Fake::scripted(vec![Reply::raw(
         200,
         "text/html",
         b"<html><body>502 Bad Gateway</body></html>",
@@ -340,7 +340,7 @@ async fn an_answer_that_is_not_json_is_a_bad_response() {
 
 #[tokio::test]
 async fn json_without_choices_is_a_bad_response() {
-    let fake = Fake::start(vec![Reply::json(200, json!({"choices": []}))]).await;
+    let fake = Fake::scripted(vec![Reply::json(200, json!({"choices": []}))]).await;
     let err = model(&fake).chat(ask("hi")).await.unwrap_err();
     let LlmError::BadResponse { reason, .. } = &err else {
         panic!("BadResponse expected: {err:?}");
@@ -350,20 +350,20 @@ async fn json_without_choices_is_a_bad_response() {
 
 #[tokio::test]
 async fn a_local_server_needs_no_key_and_gets_none() {
-    let fake = Fake::start(vec![text_answer("ok")]).await;
+    let fake = Fake::scripted(vec![text_answer("ok")]).await;
     let model = OpenAiCompatible::new(
         &config(Provider::OpenAi, &format!("{}/v1", fake.url)),
         crate::no_env,
     )
     .unwrap();
     assert_eq!(model.chat(ask("hi")).await.unwrap().text(), "ok");
-    assert_eq!(fake.seen()[0].header("authorization"), None);
+    assert_eq!(fake.requests()[0].header("authorization"), None);
 }
 
 #[tokio::test]
 async fn older_servers_saying_stop_after_tool_calls_still_mean_tool_use() {
     // Some servers report "stop" with tool calls, or send the arguments as an object.
-    let fake = Fake::start(vec![Reply::json(
+    let fake = Fake::scripted(vec![Reply::json(
         200,
         json!({"choices": [{
             "message": {"role": "assistant", "content": "", "tool_calls": [
