@@ -37,8 +37,8 @@ pub use runner::{
     redact_args,
 };
 pub use session::{
-    ClientSampler, LOCAL_USER, ReadRecord, ReadTracker, SamplingContent, SamplingMessage,
-    SamplingReply, SamplingRequest, SamplingRole, SamplingTool, Session, SharedReads,
+    ClientSampler, LOCAL_USER, SamplingContent, SamplingMessage, SamplingReply, SamplingRequest,
+    SamplingRole, SamplingTool, Session,
 };
 pub use spill::SpillStore;
 pub use supervisor::{Stop, Supervisor};

@@ -1,124 +1,40 @@
-//! Per-session state: the workspace view and the read tracker behind the read-first gate.
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+//! Per-session state: the workspace view every family works in, who the session is for,
+//! its key, and what each family keeps per session (their own types; the core knows none).
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
-use ringfence_fs::{ClientRoots, Target, Workspace};
+use ringfence_fs::{ClientRoots, Workspace};
 
-use crate::error::BackendError;
-
-/// What was known about a file when this session last read (or wrote) it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadRecord {
-    /// BLAKE3 of the whole file content.
-    pub hash: [u8; 32],
-    pub size: u64,
-    pub mtime: Option<SystemTime>,
-}
-
-/// Read records kept where several instances find them: an MCP session served by any
-/// instance of a deployment keeps one set of records, keyed by the session's key and the
-/// file's absolute path (instances mount shared files at the same place).
-pub trait SharedReads: Send + Sync + std::fmt::Debug {
-    fn get(&self, session: &str, path: &str) -> Result<Option<ReadRecord>, BackendError>;
-    fn record(&self, session: &str, path: &str, record: &ReadRecord) -> Result<(), BackendError>;
-    fn forget(&self, session: &str, path: &str) -> Result<(), BackendError>;
-}
-
-/// Files this session has read, keyed by root and resolved root-relative path (so `a/../b`
-/// and `b` and a symlink to `b` are the same file). Where the session is shared with other
-/// instances (a [`SharedReads`] store and the session's key), the records live there too,
-/// and the shared ones are what counts.
-#[derive(Debug, Default)]
-pub struct ReadTracker {
-    records: HashMap<(usize, String), ReadRecord>,
-    shared: Option<Arc<dyn SharedReads>>,
-    key: Option<String>,
-}
-
-fn key(target: &Target) -> (usize, String) {
-    (Arc::as_ptr(target.root()) as usize, target.rel().to_owned())
-}
-
-impl ReadTracker {
-    /// The store and key records are shared under, once both are known.
-    fn shared(&self) -> Option<(&Arc<dyn SharedReads>, &str)> {
-        Some((self.shared.as_ref()?, self.key.as_deref()?))
-    }
-
-    pub fn record(&mut self, target: &Target, record: ReadRecord) {
-        if let Some((store, session)) = self.shared()
-            && let Err(e) = store.record(session, &path_key(target), &record)
-        {
-            // Another instance will then ask for a fresh read: safe, if a nuisance.
-            tracing::warn!(error = %e, "cannot share a read record; other instances will ask for a fresh read");
-        }
-        self.records.insert(key(target), record);
-    }
-
-    /// What is known of `target`: where records are shared, the shared record (another
-    /// instance may have made, replaced or forgotten it); else, or when the store cannot be
-    /// read, this instance's own.
-    pub fn get(&self, target: &Target) -> Option<ReadRecord> {
-        if let Some((store, session)) = self.shared() {
-            match store.get(session, &path_key(target)) {
-                Ok(found) => return found,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read the shared read records; using this instance's")
-                }
-            }
-        }
-        self.records.get(&key(target)).cloned()
-    }
-
-    pub fn forget(&mut self, target: &Target) {
-        if let Some((store, session)) = self.shared()
-            && let Err(e) = store.forget(session, &path_key(target))
-        {
-            tracing::warn!(error = %e, "cannot forget a shared read record");
-        }
-        self.records.remove(&key(target));
-    }
-
-    pub fn len(&self) -> usize {
-        self.records.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
-    }
-}
-
-/// A file as the shared records name it: its absolute path.
-fn path_key(target: &Target) -> String {
-    target.absolute().to_string_lossy().into_owned()
-}
+use crate::plug::Shared;
 
 /// The user of a stdio server, or of HTTP without authentication.
 pub const LOCAL_USER: &str = "local";
 
-/// One client's session: its roots, current workspace and what it has read.
+/// One client's session: its roots and current workspace, its user, and the state families
+/// keep for it.
 #[derive(Debug)]
 pub struct Session {
     pub workspace: Workspace,
-    pub reads: Mutex<ReadTracker>,
     /// What the client's announced roots may do to the configured ones.
     pub client_roots: ClientRoots,
     /// Who this session works for: the authenticated user over HTTP, `local` over stdio.
     /// Tools that keep per-user data (memories, follow-ups, calendars) key it by this.
     user: std::sync::Arc<str>,
+    /// The transport's name for this session, once it has one (see [`Session::set_key`]).
+    key: OnceLock<String>,
+    /// What each family keeps for this session, one value per type.
+    state: Shared,
 }
 
 impl Session {
     pub fn new(workspace: Workspace) -> Session {
         Session {
             workspace,
-            reads: Mutex::new(ReadTracker::default()),
             client_roots: ClientRoots::default(),
             user: LOCAL_USER.into(),
+            key: OnceLock::new(),
+            state: Shared::default(),
         }
     }
 
@@ -163,24 +79,20 @@ impl Session {
         )
     }
 
-    pub fn reads(&self) -> std::sync::MutexGuard<'_, ReadTracker> {
-        self.reads.lock().unwrap_or_else(|e| e.into_inner())
+    /// Names this session as the transport does (its MCP session id), so that state a
+    /// family shares with other instances follows the session; the first key given stays.
+    pub fn set_key(&self, key: &str) {
+        let _ = self.key.set(key.to_owned());
     }
 
-    /// Read records of this session are kept in `store` too, once the session's key is
-    /// known ([`share_reads_as`](Self::share_reads_as)).
-    pub fn with_shared_reads(self, store: Arc<dyn SharedReads>) -> Session {
-        self.reads().shared = Some(store);
-        self
+    /// The transport's name for this session: `None` over stdio or before it is known.
+    pub fn key(&self) -> Option<&str> {
+        self.key.get().map(String::as_str)
     }
 
-    /// This session's records are shared under `key` (the transport's session id); the
-    /// first key given stays.
-    pub fn share_reads_as(&self, key: &str) {
-        let mut reads = self.reads();
-        if reads.shared.is_some() && reads.key.is_none() {
-            reads.key = Some(key.to_owned());
-        }
+    /// What families keep for this session (`session.state().get_or_init(Mine::default)`).
+    pub fn state(&self) -> &Shared {
+        &self.state
     }
 }
 

@@ -155,9 +155,7 @@ pub(crate) fn save(
     ed.target.write_atomic(&out, &WriteOptions::default())?;
     // Our own write refreshes the record: the model knows this content.
     if let Ok(meta) = ed.target.metadata() {
-        ctx.session
-            .reads()
-            .record(&ed.target, record_for(&out, &meta));
+        crate::reads::reads(&ctx.session).record(&ed.target, record_for(&out, &meta));
     }
     let before = match &ed.original {
         Some(b) => Before::Content(b),

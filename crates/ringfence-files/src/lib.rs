@@ -9,10 +9,10 @@ use ringfence_fs::{File, Metadata, Target};
 use crate::journal::Journaling;
 use ringfence_core::error::{ToolError, ToolErrorKind, ToolResult};
 use ringfence_core::family::{Family, FamilyInfo, PresetPart};
-use ringfence_core::session::ReadRecord;
 use ringfence_core::tool::{Blocking, Tool, ToolContext};
 
 pub use plug::FilesPlug;
+pub use reads::{ReadRecord, SharedReads, reads, share_reads};
 
 pub mod copy_file;
 pub mod create_folder;
@@ -34,6 +34,7 @@ pub mod multi_edit;
 mod plug;
 pub mod read_file;
 pub mod read_media_file;
+pub mod reads;
 pub mod replace_file_content;
 pub mod replace_file_lines;
 pub mod search_entries;
@@ -317,7 +318,7 @@ pub(crate) fn check_read_first(
     if !ctx.limits.require_read_before_write {
         return Ok(());
     }
-    let reads = ctx.session.reads();
+    let reads = crate::reads::reads(&ctx.session);
     let Some(record) = reads.get(target) else {
         return Err(ToolError::new(
             ToolErrorKind::NotReadFirst,

@@ -92,7 +92,7 @@ impl BlockingTool for MoveFile {
             }
         }
         // What the session knew about the file now belongs to its new path.
-        let mut reads = ctx.session.reads();
+        let reads = crate::reads::reads(&ctx.session);
         if let Some(record) = reads.get(&source) {
             reads.forget(&source);
             reads.record(&dest, record);

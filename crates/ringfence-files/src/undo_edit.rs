@@ -127,9 +127,7 @@ fn undo_edit(
                 },
             )?;
             if let Ok(meta) = target.metadata() {
-                ctx.session
-                    .reads()
-                    .record(&target, record_for(before, &meta));
+                crate::reads::reads(&ctx.session).record(&target, record_for(before, &meta));
             }
             let mut text = format!(
                 "Undid {what}: {} is back to its previous version ({} bytes).",
@@ -150,7 +148,7 @@ fn undo_edit(
         }
         None => {
             target.remove(false)?;
-            ctx.session.reads().forget(&target);
+            crate::reads::reads(&ctx.session).forget(&target);
             format!(
                 "Undid {what}: {} did not exist before, so it was removed.",
                 abs.display()

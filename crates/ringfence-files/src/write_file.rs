@@ -134,9 +134,7 @@ fn write_file(
     if let Ok(written) = ctx.session.workspace.resolve(&args.path)
         && let Ok(meta) = written.metadata()
     {
-        ctx.session
-            .reads()
-            .record(&written, record_for(&data, &meta));
+        crate::reads::reads(&ctx.session).record(&written, record_for(&data, &meta));
     }
     // Seed 002 confirms with "Written: <absolute path>"; seed 000 with the workspace-relative
     // path and the byte count. One line carries both.

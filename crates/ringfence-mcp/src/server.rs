@@ -510,12 +510,12 @@ impl ServerHandler for McpServer {
             }
         } else {
             let scope = self.scope_for(&user);
-            // Where the session may move between instances, its read records follow it
-            // under the transport's session id.
+            // Where the session may move between instances, what families share of it
+            // follows it under the transport's session id.
             if let Ok(scope) = &scope
                 && let Some(id) = transport_session_id(&ctx)
             {
-                scope.session.share_reads_as(id);
+                scope.session.set_key(id);
             }
             // A 2026-07-28 request declaring roots runs narrowed to the roots it sent, or
             // asks for them first; never against the wider configured roots.

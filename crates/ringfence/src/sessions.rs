@@ -180,7 +180,7 @@ pub struct Sessions {
     /// Each user's roots, spill store and stateless sessions, made on first use and kept.
     users: Mutex<Users>,
     /// Where read records are shared with other instances (HTTP on PostgreSQL).
-    shared_reads: std::sync::OnceLock<Arc<dyn ringfence_core::SharedReads>>,
+    shared_reads: std::sync::OnceLock<Arc<dyn ringfence_files::SharedReads>>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -335,10 +335,10 @@ impl Sessions {
         let session = Session::new(ws)
             .with_client_roots(self.client_roots)
             .with_user(user);
-        Ok(match self.shared_reads.get() {
-            Some(store) => session.with_shared_reads(store.clone()),
-            None => session,
-        })
+        if let Some(store) = self.shared_reads.get() {
+            ringfence_files::share_reads(&session, store.clone());
+        }
+        Ok(session)
     }
 
     /// A fresh session for `user` over their roots (plus their read-only spill root): one MCP
@@ -381,7 +381,7 @@ impl Sessions {
         let session = self.new_session(user, base.clone(), &spill)?;
         // Every instance finds the same records for this user's stateless requests with
         // this roots answer.
-        session.share_reads_as(&format!(
+        session.set_key(&format!(
             "stateless:{user}:{}",
             key.map_or_else(
                 || "none".to_owned(),
@@ -413,8 +413,8 @@ impl Sessions {
     }
 
     /// Sessions made from now on keep their read records in `store` too (see
-    /// [`ringfence_core::SharedReads`]).
-    pub fn share_reads(&self, store: Arc<dyn ringfence_core::SharedReads>) {
+    /// [`ringfence_files::SharedReads`]).
+    pub fn share_reads(&self, store: Arc<dyn ringfence_files::SharedReads>) {
         let _ = self.shared_reads.set(store);
     }
 

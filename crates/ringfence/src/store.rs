@@ -31,10 +31,10 @@ pub fn sessions(
 /// The shared read-first records of HTTP sessions, with PostgreSQL (`None` with SQLite).
 pub fn reads(
     store: &SharedStore,
-) -> Result<Option<Arc<dyn ringfence_core::SharedReads>>, OpenError> {
+) -> Result<Option<Arc<dyn ringfence_files::SharedReads>>, OpenError> {
     store.open_shared("read records", |pg| {
         Ok(Arc::new(SessionTables(PgSessions::open(pg)?, None))
-            as Arc<dyn ringfence_core::SharedReads>)
+            as Arc<dyn ringfence_files::SharedReads>)
     })
 }
 
@@ -102,12 +102,12 @@ fn backend(e: StoreError) -> ringfence_core::BackendError {
     ringfence_core::BackendError::new(e)
 }
 
-impl ringfence_core::SharedReads for SessionTables {
+impl ringfence_files::SharedReads for SessionTables {
     fn get(
         &self,
         session: &str,
         path: &str,
-    ) -> Result<Option<ringfence_core::ReadRecord>, ringfence_core::BackendError> {
+    ) -> Result<Option<ringfence_files::ReadRecord>, ringfence_core::BackendError> {
         let Some(read) = self.0.read_record(session, path).map_err(backend)? else {
             return Ok(None);
         };
@@ -115,7 +115,7 @@ impl ringfence_core::SharedReads for SessionTables {
         let Ok(hash) = <[u8; 32]>::try_from(read.hash.as_slice()) else {
             return Ok(None);
         };
-        Ok(Some(ringfence_core::ReadRecord {
+        Ok(Some(ringfence_files::ReadRecord {
             hash,
             size: read.size.max(0) as u64,
             mtime: read.mtime_ns.map(|ns| {
@@ -128,7 +128,7 @@ impl ringfence_core::SharedReads for SessionTables {
         &self,
         session: &str,
         path: &str,
-        record: &ringfence_core::ReadRecord,
+        record: &ringfence_files::ReadRecord,
     ) -> Result<(), ringfence_core::BackendError> {
         let read = ringfence_store::pg::sessions::StoredRead {
             hash: record.hash.to_vec(),

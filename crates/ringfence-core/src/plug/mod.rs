@@ -77,8 +77,9 @@ impl BuildError {
     }
 }
 
-/// One value per type for a whole build: the first plug to ask makes it, later ones get
-/// the same (`env.shared.get_or_init(Running::default)`).
+/// One value per type: for a whole build, the first plug to ask makes it and later ones get
+/// the same (`env.shared.get_or_init(Running::default)`); per session, what each family keeps
+/// ([`crate::Session::state`]).
 #[derive(Default)]
 pub struct Shared {
     values: Mutex<HashMap<std::any::TypeId, Arc<dyn Any + Send + Sync>>>,

@@ -7,9 +7,9 @@ use std::io::Read;
 use ringfence_fs::{File, Metadata, Target};
 
 use crate::encoding::{self, TextEncoding};
+use crate::reads::ReadRecord;
 use crate::{SAMPLE_BYTES, binary_error, is_text_sample, read_whole};
 use ringfence_core::error::{ToolError, ToolErrorKind, ToolResult};
-use ringfence_core::session::ReadRecord;
 use ringfence_core::tool::ToolContext;
 
 /// Where a scan sends the lines of its window.
@@ -187,7 +187,7 @@ fn scan_lines(
         });
     }
     if track {
-        ctx.session.reads().record(
+        crate::reads::reads(&ctx.session).record(
             target,
             ReadRecord {
                 hash: *hasher.finalize().as_bytes(),
@@ -244,7 +244,7 @@ pub(super) fn scan_any(
             sink.line(n, line.strip_suffix('\n').unwrap_or(line).as_bytes())?;
         }
     }
-    ctx.session.reads().record(target, record);
+    crate::reads::reads(&ctx.session).record(target, record);
     Ok((
         Scan {
             total_lines: total,

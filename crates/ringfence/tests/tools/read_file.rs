@@ -280,7 +280,7 @@ async fn files_too_large_to_rewrite_are_read_but_not_tracked() {
     let fx = Fx::with(limits, &[], ringfence_fs::Access::ReadWrite);
     fx.write("big.txt", lines(5));
     fx.ok("read_file", json!({"path": "big.txt"})).await;
-    assert!(fx.ctx.session.reads().is_empty());
+    assert!(ringfence_files::reads(&fx.ctx.session).is_empty());
     let err = fx
         .err("write_file", json!({"path": "big.txt", "content": "x"}))
         .await;
