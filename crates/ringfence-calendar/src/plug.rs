@@ -59,7 +59,7 @@ impl FamilyPlug for CalendarPlug {
         });
         let accounts = Arc::new(Accounts::new(settings, env.data_dir, env.store.clone()));
         let google = GoogleCalendar::new(accounts, settings.timeout).map_err(|e| {
-            BuildError::new(family::FAMILY, format!("the Google Calendar client: {e:?}"))
+            BuildError::new(family::FAMILY, format!("the Google Calendar client: {e}"))
         })?;
         Ok(family::family(Arc::new(Router {
             settings: settings.clone(),

@@ -144,7 +144,7 @@ mod tests {
         let e = load_file("[delegate]\nenabled = true\nturns = 3\n", &[])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("unknown field `turns`"), "{e}");
+        assert!(e.contains("unknown key `turns`"), "{e}");
         let e = load_file("", &[("RINGFENCE_DELEGATE_ENABLED", "maybe")])
             .unwrap_err()
             .to_string();

@@ -6,7 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ringfence_core::family::{Family, FamilyInfo};
-use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError};
+use ringfence_core::plug::{
+    BuildError, Check, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError,
+};
 use ringfence_store::pg::copy;
 use ringfence_store::{OpenError, SharedStore};
 
@@ -37,6 +39,40 @@ impl FamilyPlug for MemoryPlug {
 
     fn state(&self, settings: &MemorySettings, _data_dir: &Path) -> Vec<copy::Family> {
         vec![crate::store::state(settings.database.clone())]
+    }
+
+    fn checks(&self, settings: &MemorySettings, _data_dir: &Path) -> Vec<Check> {
+        let subject = "memory search";
+        vec![match &settings.provider {
+            EmbeddingProvider::Local { model_dir }
+                if ringfence_embed::install::is_installed(model_dir) =>
+            {
+                Check::ok(
+                    subject,
+                    format!(
+                        "by meaning and words, with {} in {}",
+                        ringfence_embed::DEFAULT_MODEL,
+                        model_dir.display()
+                    ),
+                )
+            }
+            EmbeddingProvider::Local { model_dir } => Check::note(
+                subject,
+                format!(
+                    "by words only: the embedding model is not in {}",
+                    model_dir.display()
+                ),
+                "run `ringfence model install` to search by meaning too",
+            ),
+            EmbeddingProvider::OpenAi { url, model, .. } => Check::ok(
+                subject,
+                format!("by meaning and words, with the model {model} at {url}"),
+            ),
+            EmbeddingProvider::None => Check::ok(
+                subject,
+                "by words only ([memory.embeddings] provider = \"none\")",
+            ),
+        }]
     }
 
     fn build(&self, settings: &MemorySettings, env: &FamilyEnv<'_>) -> Result<Family, BuildError> {

@@ -122,17 +122,23 @@ pub struct Deleted {
 }
 
 /// A provider's failure, as the tools report it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CalendarError {
     /// No credentials, or the connection was refused: the message says how to connect.
+    #[error("{0}")]
     NotConnected(String),
+    #[error("{0}")]
     NotFound(String),
     /// Someone else changed it since it was read: nothing was overwritten.
+    #[error("{0}")]
     Conflict(String),
+    #[error("{0}")]
     Invalid(String),
     /// The provider cannot do this (a Meet link on a calendar without one).
+    #[error("{0}")]
     Unsupported(String),
     /// The provider failed (a network error, a server error).
+    #[error("{0}")]
     Failed(String),
 }
 

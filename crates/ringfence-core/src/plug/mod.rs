@@ -20,7 +20,11 @@ use ringfence_store::pg::copy;
 use crate::family::{Family, FamilyInfo};
 use crate::supervisor::Supervisor;
 
+pub mod check;
 pub mod settings;
+pub mod words;
+
+pub use check::{Check, Outcome};
 
 pub use settings::{
     Env, FamilySettings, FileText, ProcessEnv, SectionInput, SettingsError, zone_setting,
@@ -139,6 +143,12 @@ pub trait FamilyPlug: Sync {
     }
     /// Builds the family. Called only when at least one of its tools is offered.
     fn build(&self, settings: &Self::Settings, env: &FamilyEnv<'_>) -> Result<Family, BuildError>;
+    /// What the family finds about its setup under these settings, without reaching any
+    /// network (a model's files, a credential's file and mode): shown at start and by
+    /// `ringfence doctor`.
+    fn checks(&self, _settings: &Self::Settings, _data_dir: &Path) -> Vec<Check> {
+        Vec::new()
+    }
 }
 
 /// Resolves `plug`'s settings from the text of a configuration file and `vars`, with the data
@@ -177,6 +187,7 @@ pub trait Plug: Sync {
     fn withheld(&self, settings: &FamilySettings, offer: &Offer<'_>) -> Option<String>;
     fn state(&self, settings: &FamilySettings, data_dir: &Path) -> Vec<copy::Family>;
     fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, BuildError>;
+    fn checks(&self, settings: &FamilySettings, data_dir: &Path) -> Vec<Check>;
 }
 
 impl<P: FamilyPlug> Plug for P {
@@ -206,6 +217,10 @@ impl<P: FamilyPlug> Plug for P {
     fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, BuildError> {
         let name = FamilyPlug::info(self).name;
         FamilyPlug::build(self, env.settings.get::<P::Settings>(name), env)
+    }
+    fn checks(&self, settings: &FamilySettings, data_dir: &Path) -> Vec<Check> {
+        let name = FamilyPlug::info(self).name;
+        FamilyPlug::checks(self, settings.get::<P::Settings>(name), data_dir)
     }
 }
 

@@ -20,7 +20,7 @@ use crate::time::{self, TimeZone};
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     /// The file's table holds a key or a value its schema does not take.
-    #[error("config file {}: {source}", path.display())]
+    #[error("config file {}: {}", path.display(), super::words::toml_error(source))]
     Parse {
         path: PathBuf,
         source: toml::de::Error,

@@ -116,7 +116,7 @@ fn connect(config: &Config, provider: &str, user: &str, wait_secs: u64) -> ExitC
     );
     let account = match accounts.account(user) {
         Ok(a) => a,
-        Err(e) => return fail(&format!("{e:?}")),
+        Err(e) => return fail(&e.to_string()),
     };
     let done = super::runtime().block_on(ringfence_calendar::google::connect(
         &account,

@@ -2,6 +2,7 @@
 //! logging, the [`App`]), and the dispatch to one module per command.
 
 mod audit;
+mod banner;
 mod calendar;
 mod call;
 mod followups;
@@ -187,7 +188,7 @@ pub fn run_main() -> ExitCode {
     if let Some(file) = &config.config_file {
         tracing::debug!(file = %file.display(), "configuration file loaded");
     }
-    warn_unknown_variables();
+    warn_unknown_variables(&config.named_vars);
     // Only a server starts background work (opening databases, loading the model, writing
     // access counts): a one-off `call` opens what its tool needs when it needs it, and does
     // not wait at exit for a model it never used.
@@ -241,6 +242,7 @@ pub fn run_main() -> ExitCode {
             ..
         } => {
             app.open_audit();
+            banner::log(&config, &app);
             match http {
                 Some(addr) => serve_http::run(app, &addr, tls_cert.zip(tls_key)),
                 None => serve::run(app),
@@ -251,7 +253,23 @@ pub fn run_main() -> ExitCode {
     }
 }
 
+/// The log filter as given, with the MCP library's own INFO lines (a client's whole
+/// `initialize` request, debug-formatted) moved to DEBUG: at `info` they drown the lines an
+/// operator reads. A filter that names `rmcp`, or asks for debug or trace, is kept as it is.
+fn quiet_libraries(filter: &str) -> String {
+    let lower = filter.to_ascii_lowercase();
+    if lower.contains("rmcp") || lower.contains("debug") || lower.contains("trace") {
+        filter.to_owned()
+    } else if lower.contains("info") {
+        format!("{filter},rmcp=warn")
+    } else {
+        filter.to_owned()
+    }
+}
+
 fn init_logging(filter: &str, json: bool) -> Result<(), String> {
+    let filter = quiet_libraries(filter);
+    let filter = filter.as_str();
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .map_err(|e| format!("log filter `{filter}` is not valid: {e}"))?;
     let builder = tracing_subscriber::fmt()
@@ -268,11 +286,15 @@ fn init_logging(filter: &str, json: bool) -> Result<(), String> {
 }
 
 /// Warns about `RINGFENCE_*` variables ringfence does not read (a typo leaves a setting
-/// silently unset otherwise).
-fn warn_unknown_variables() {
+/// silently unset otherwise); those the configuration file names (`password_env = …`) are
+/// read.
+fn warn_unknown_variables(named: &[String]) {
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();
-        if key.starts_with("RINGFENCE_") && !crate::families::known_env_var(&key) {
+        if key.starts_with("RINGFENCE_")
+            && !crate::families::known_env_var(&key)
+            && !named.iter().any(|n| *n == key)
+        {
             tracing::warn!(variable = %key, "unknown RINGFENCE_ variable ignored (typo?)");
         }
     }
@@ -359,4 +381,21 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("tokio runtime")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quiet_libraries;
+
+    #[test]
+    fn the_mcp_library_speaks_at_info_only_when_asked() {
+        assert_eq!(quiet_libraries("info"), "info,rmcp=warn");
+        assert_eq!(
+            quiet_libraries("ringfence=info"),
+            "ringfence=info,rmcp=warn"
+        );
+        for kept in ["debug", "trace", "info,rmcp=info", "warn", "error", "off"] {
+            assert_eq!(quiet_libraries(kept), kept);
+        }
+    }
 }

@@ -14,7 +14,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The file is not TOML, or holds a key or a value its schema does not take.
-    #[error("config file {}: {source}", path.display())]
+    #[error("config file {}: {}", path.display(), ringfence_core::plug::words::toml_error(source))]
     Parse {
         path: PathBuf,
         source: toml::de::Error,

@@ -180,7 +180,7 @@ mod tests {
             ),
             (
                 "[llm]\nprovider = \"openai\"\nmodel = \"m\"\nkey = \"x\"\n",
-                "unknown field `key`",
+                "unknown key `key`",
             ),
         ] {
             let err = load_file(toml, &[]).unwrap_err().to_string();

@@ -71,6 +71,9 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
     /// Seed 000's `IRIS_FILESYSTEM_ENABLED=false` turned the file tools off.
     pub iris_files_off: bool,
+    /// The variables the file names for secrets (`password_env = "…"`, any `*_env` key):
+    /// read by ringfence, so never reported as unknown.
+    pub named_vars: Vec<String>,
 }
 
 #[cfg(test)]
@@ -90,11 +93,20 @@ impl Config {
     /// Loads the configuration with the documented precedence.
     pub fn load(over: &Overrides, env: &dyn Env, cwd: &Path) -> Result<Config, ConfigError> {
         // 1. The file: --config, else RINGFENCE_CONFIG, else the default location if present.
-        let explicit = over.config.clone().or_else(|| {
-            env.get(env_vars::RINGFENCE_CONFIG)
+        let explicit = match &over.config {
+            Some(path) => Some(expand_home_path(path, env, "--config")?),
+            None => match env
+                .get(env_vars::RINGFENCE_CONFIG)
                 .filter(|s| !s.is_empty())
-                .map(PathBuf::from)
-        });
+            {
+                Some(v) => Some(PathBuf::from(expand_home(
+                    &v,
+                    env,
+                    env_vars::RINGFENCE_CONFIG,
+                )?)),
+                None => None,
+            },
+        };
         let (file, text) = match explicit {
             Some(path) => {
                 let path = if path.is_absolute() {
@@ -153,7 +165,13 @@ impl Config {
         // 8. The families' sections, each resolved by its plug.
         let families = family_sections(&file.sections, text.as_ref(), env, &data_dir)?;
 
+        let named_vars = text
+            .as_ref()
+            .map(|t| named_vars(&t.text))
+            .unwrap_or_default();
+
         Ok(Config {
+            named_vars,
             families,
             llm,
             store,
@@ -170,6 +188,31 @@ impl Config {
             iris_files_off,
         })
     }
+}
+
+/// The values of every `*_env` key in the file, at any depth (the file parsed already).
+fn named_vars(text: &str) -> Vec<String> {
+    fn walk(value: &toml::Value, out: &mut Vec<String>) {
+        match value {
+            toml::Value::Table(table) => {
+                for (key, v) in table {
+                    match v {
+                        toml::Value::String(name) if key.ends_with("_env") => {
+                            out.push(name.clone())
+                        }
+                        other => walk(other, out),
+                    }
+                }
+            }
+            toml::Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(table) = text.parse::<toml::Table>() {
+        walk(&toml::Value::Table(table), &mut out);
+    }
+    out
 }
 
 /// Refuses a top-level key that is neither a core setting nor a family's table, then lets
@@ -211,13 +254,15 @@ fn data_dir(
     cwd: &Path,
 ) -> Result<PathBuf, ConfigError> {
     if let Some(d) = &over.data_dir {
-        absolute(d, cwd, "--data-dir")
+        absolute(&expand_home_path(d, env, "--data-dir")?, cwd, "--data-dir")
     } else if let Some(d) = env
         .get(env_vars::RINGFENCE_DATA_DIR)
         .filter(|s| !s.is_empty())
     {
+        let d = expand_home(&d, env, env_vars::RINGFENCE_DATA_DIR)?;
         absolute(Path::new(&d), cwd, env_vars::RINGFENCE_DATA_DIR)
     } else if let Some(d) = file {
+        let d = &expand_home_path(d, env, "data_dir")?;
         if !d.is_absolute() {
             return Err(ConfigError::not_absolute("data_dir", d));
         }
@@ -275,6 +320,48 @@ fn default_config_file(env: &dyn Env) -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| home(env).map(|h| h.join(".config")))?;
     Some(base.join("ringfence/config.toml"))
+}
+
+/// `value` with a leading `~` or `$HOME` (`${HOME}`) replaced by the home directory, as a
+/// shell would have done (a path in a configuration file, a variable or `--flag=~/x` never
+/// meets one). `~user` is refused: ringfence does not look other accounts up.
+pub(crate) fn expand_home(value: &str, env: &dyn Env, key: &str) -> Result<String, ConfigError> {
+    let rest = if let Some(rest) = value.strip_prefix('~') {
+        if !(rest.is_empty() || rest.starts_with('/')) {
+            return Err(ConfigError::invalid(
+                key,
+                format!(
+                    "`{value}`: `~name` (another account's home) is not expanded; write the full path"
+                ),
+            ));
+        }
+        rest
+    } else if let Some(rest) = value
+        .strip_prefix("${HOME}")
+        .or_else(|| value.strip_prefix("$HOME"))
+        .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+    {
+        rest
+    } else {
+        return Ok(value.to_owned());
+    };
+    let Some(home) = home(env) else {
+        return Err(ConfigError::invalid(
+            key,
+            format!(
+                "`{value}` starts from the home directory, but HOME is not set; write the full path"
+            ),
+        ));
+    };
+    Ok(format!("{}{rest}", home.display()))
+}
+
+/// [`expand_home`] for a path (one that is not UTF-8 is left as it is).
+fn expand_home_path(path: &Path, env: &dyn Env, key: &str) -> Result<PathBuf, ConfigError> {
+    match path.to_str() {
+        Some(s) => expand_home(s, env, key).map(PathBuf::from),
+        None => Ok(path.to_owned()),
+    }
 }
 
 /// A comma-separated list, blanks dropped.
@@ -362,6 +449,91 @@ pub(crate) mod tests {
             PathBuf::from("/home/u/.local/share/ringfence")
         );
         assert!(default_data_dir(&env(&[])).is_err());
+    }
+
+    #[test]
+    fn home_is_expanded_in_roots_data_dir_and_the_config_path() {
+        let e = env(&[
+            ("HOME", "/home/u"),
+            ("RINGFENCE_ROOTS", "~/notes:ro:$HOME/code"),
+        ]);
+        let over = Overrides {
+            data_dir: Some("~/rf-data".into()),
+            ..Overrides::default()
+        };
+        let cfg = Config::load(&over, &e, Path::new("/cwd")).unwrap();
+        assert_eq!(cfg.data_dir, PathBuf::from("/home/u/rf-data"));
+        assert_eq!(cfg.roots[0].path, PathBuf::from("/home/u/notes"));
+        assert_eq!(cfg.roots[0].access, Access::ReadOnly);
+        assert_eq!(cfg.roots[1].path, PathBuf::from("/home/u/code"));
+        let over = Overrides {
+            roots: vec!["~".into(), "${HOME}/x:ro".into()],
+            ..Overrides::default()
+        };
+        let cfg = Config::load(&over, &e, Path::new("/cwd")).unwrap();
+        assert_eq!(cfg.roots[0].path, PathBuf::from("/home/u"));
+        assert_eq!(cfg.roots[1].path, PathBuf::from("/home/u/x"));
+        // Not a home reference: kept as written (relative to the working directory).
+        let over = Overrides {
+            roots: vec!["$HOMEWORK".into(), "a~b".into()],
+            ..Overrides::default()
+        };
+        let cfg = Config::load(&over, &e, Path::new("/cwd")).unwrap();
+        assert_eq!(cfg.roots[0].path, PathBuf::from("/cwd/$HOMEWORK"));
+        assert_eq!(cfg.roots[1].path, PathBuf::from("/cwd/a~b"));
+        // Another account's home, and no HOME at all: refused, saying what to write.
+        let over = Overrides {
+            roots: vec!["~bob/notes".into()],
+            ..Overrides::default()
+        };
+        let err = Config::load(&over, &e, Path::new("/cwd"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("~bob/notes") && err.contains("full path"),
+            "{err}"
+        );
+        let over = Overrides {
+            data_dir: Some("/d".into()),
+            roots: vec!["~/notes".into()],
+            ..Overrides::default()
+        };
+        let err = Config::load(&over, &env(&[]), Path::new("/cwd"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("HOME is not set"), "{err}");
+    }
+
+    #[test]
+    fn home_is_expanded_in_the_files_roots_and_data_dir() {
+        let cfg = load_file(
+            "data_dir = \"~/rf\"\nroots = [\"~/notes:ro\", { path = \"$HOME/code\", access = \"write\" }]\n",
+            &[("HOME", "/home/u")],
+        );
+        // load_file gives --data-dir; the file's data_dir is checked below on its own.
+        let cfg = cfg.unwrap();
+        assert_eq!(cfg.roots[0].path, PathBuf::from("/home/u/notes"));
+        assert_eq!(cfg.roots[1].path, PathBuf::from("/home/u/code"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        #[allow(clippy::disallowed_methods)] // the test's own config file
+        std::fs::write(&path, "data_dir = \"~/rf\"\n").unwrap();
+        let over = Overrides {
+            config: Some(path),
+            ..Overrides::default()
+        };
+        let cfg = Config::load(&over, &env(&[("HOME", "/home/u")]), dir.path()).unwrap();
+        assert_eq!(cfg.data_dir, PathBuf::from("/home/u/rf"));
+    }
+
+    #[test]
+    fn variables_the_file_names_are_collected_at_any_depth() {
+        let vars = named_vars(
+            "[llm]\napi_key_env = \"MY_KEY\"\n[calendar]\npassword_env = \"RINGFENCE_CALDAV_PASSWORD\"\n[[followups.channels]]\nsecret_env = \"HOOK_SECRET\"\nname_env = 3\n",
+        );
+        let mut vars = vars;
+        vars.sort();
+        assert_eq!(vars, ["HOOK_SECRET", "MY_KEY", "RINGFENCE_CALDAV_PASSWORD"]);
     }
 
     #[test]

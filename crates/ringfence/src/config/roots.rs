@@ -8,7 +8,7 @@ use std::path::Path;
 use ringfence_fs::{Access, ClientRoots, RootSpec};
 
 use super::raw::RootEntry;
-use super::{ConfigError, Env, list};
+use super::{ConfigError, Env, expand_home, list};
 use crate::env_vars;
 
 /// The roots from the highest layer that names any; empty means the default workspace.
@@ -22,14 +22,14 @@ pub(super) fn resolve(
     let mut roots = Vec::new();
     if !flags.is_empty() {
         for r in flags {
-            roots.push(root_spec(r, cwd, "ROOT", true)?);
+            roots.push(root_spec(r, env, cwd, "ROOT", true)?);
         }
     } else if let Some(value) = env
         .get(env_vars::RINGFENCE_ROOTS)
         .filter(|s| !s.trim().is_empty())
     {
         for r in split_roots_env(&value)? {
-            roots.push(root_spec(&r, cwd, env_vars::RINGFENCE_ROOTS, false)?);
+            roots.push(root_spec(&r, env, cwd, env_vars::RINGFENCE_ROOTS, false)?);
         }
     } else if let Some(value) = env
         .get(env_vars::IRIS_WORKSPACE_ROOT)
@@ -39,6 +39,7 @@ pub(super) fn resolve(
         // configured root, one that does not exist is an error on every call, never created.
         roots.push(root_spec(
             value.trim(),
+            env,
             cwd,
             env_vars::IRIS_WORKSPACE_ROOT,
             false,
@@ -53,7 +54,7 @@ pub(super) fn resolve(
         for (i, entry) in entries.iter().enumerate() {
             let key = format!("roots[{i}]");
             let spec = match entry {
-                RootEntry::Short(s) => root_spec(s, cwd, &key, false)?,
+                RootEntry::Short(s) => root_spec(s, env, cwd, &key, false)?,
                 RootEntry::Table(t) => {
                     let access = match &t.access {
                         Some(a) => parse_access(a, &format!("{key}.access"))?,
@@ -62,7 +63,7 @@ pub(super) fn resolve(
                     let s = t.path.to_str().ok_or_else(|| {
                         ConfigError::invalid(format!("{key}.path"), "not valid UTF-8")
                     })?;
-                    let mut spec = root_spec(s, cwd, &format!("{key}.path"), false)?;
+                    let mut spec = root_spec(s, env, cwd, &format!("{key}.path"), false)?;
                     spec.access = access;
                     spec
                 }
@@ -175,13 +176,16 @@ fn parse_access(value: &str, key: &str) -> Result<Access, ConfigError> {
     }
 }
 
-/// Makes a root spec absolute against `cwd`, with a clear error for empty input.
+/// Makes a root spec absolute against `cwd` (`~` and `$HOME` expanded first), with a clear
+/// error for empty input.
 fn root_spec(
     spec: &str,
+    env: &dyn Env,
     cwd: &Path,
     key: &str,
     allow_relative: bool,
 ) -> Result<RootSpec, ConfigError> {
+    let spec = &expand_home(spec, env, key)?;
     let mut rs = RootSpec::parse_cli(spec).map_err(|e| ConfigError::invalid(key, e.to_string()))?;
     if !rs.path.is_absolute() {
         if !allow_relative {

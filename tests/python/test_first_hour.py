@@ -1,0 +1,126 @@
+"""A new user's first hour, through the real binary with a fresh HOME: paths written with `~`
+and `$HOME`, what the server says when it starts, configuration mistakes said in words, and
+the variables a configuration file names never reported as unknown."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from store import store_env
+from test_sdk_client import ringfence_bin  # noqa: F401 (fixture)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    h = tmp_path / "home"
+    h.mkdir()
+    return h
+
+
+def env_for(home: Path, **extra: str) -> dict[str, str]:
+    """A person's environment: their HOME, nothing of ringfence's set."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RINGFENCE_", "XDG_", "IRIS_", "LLM_CHAT_"))}
+    env.update(store_env())
+    env["HOME"] = str(home)
+    env.update(extra)
+    return env
+
+
+def run(bin_path: Path, home: Path, *args: str, stdin: str = "", **extra: str,
+        ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(bin_path), *args], input=stdin, capture_output=True, text=True,
+                          env=env_for(home, **extra), timeout=120)
+
+
+def handshake() -> str:
+    """An MCP client's first words on stdio, then end of input."""
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "first-hour", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def test_a_root_written_with_a_tilde_or_home_is_the_home_directory(ringfence_bin, home):
+    (home / "notes").mkdir()
+    (home / "notes" / "todo.txt").write_text("milk\n")
+    for root in ("~/notes", "$HOME/notes", "${HOME}/notes"):
+        out = run(ringfence_bin, home, "call", "read_file", '{"path": "todo.txt"}',
+                  "--root", root)
+        assert out.returncode == 0, (root, out.stderr)
+        assert "milk" in out.stdout, (root, out.stdout)
+    # In the configuration file too.
+    cfg = home / "ringfence.toml"
+    cfg.write_text('roots = ["~/notes:ro"]\n')
+    out = run(ringfence_bin, home, "--config", str(cfg), "call", "read_file",
+              '{"path": "todo.txt"}')
+    assert out.returncode == 0 and "milk" in out.stdout, out.stderr
+    out = run(ringfence_bin, home, "--config", str(cfg), "call", "write_file",
+              '{"path": "new.txt", "content": "x"}')
+    assert out.returncode != 0 and "read-only" in (out.stdout + out.stderr), out
+    # Another account's home is not looked up: the error says what to write.
+    out = run(ringfence_bin, home, "call", "list_directory", '{"path": "."}',
+              "--root", "~bob/notes")
+    assert out.returncode == 2 and "~bob/notes" in out.stderr and "full path" in out.stderr
+
+
+def test_the_start_says_where_everything_is_and_keeps_library_noise_down(ringfence_bin, home):
+    (home / "notes").mkdir()
+    (home / "code").mkdir()
+    out = run(ringfence_bin, home, "serve", "~/notes", f"{home}/code:ro", stdin=handshake())
+    log = out.stderr
+    assert out.returncode == 0, log
+    # The answer to tools/list arrived: the server served.
+    assert '"id":2' in out.stdout, out.stdout
+    assert "config=none (embedded defaults" in log, log
+    assert f"data_dir={home}/.local/share/ringfence" in log, log
+    assert f'root root={home}/notes access="read-write"' in log, log
+    assert f'root root={home}/code access="read-only"' in log, log
+    assert 'family on family="files"' in log, log
+    assert 'family off family="shell" why=shell commands are off' in log, log
+    # Whether memory search has its model, and how to get it.
+    assert "memory search: by words only" in log and "ringfence model install" in log, log
+    # The client's whole initialize request is the library's business, at DEBUG.
+    assert "peer_info" not in log and "InitializeRequestParams" not in log, log
+    out = run(ringfence_bin, home, "--log", "debug", "serve", "~/notes", stdin=handshake())
+    assert "InitializeRequestParams" in out.stderr or "peer_info" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize(("toml", "said", "not_said"), [
+    ('[limits]\nmax_read_lines = "7"\n',
+     'must be a whole number (0 or more), not the text "7" (write it without quotes)', "usize"),
+    ("[memory.search]\nlexical_weight = \"0.5\"\n", 'must be a number, not the text "0.5"',
+     "f32"),
+    ("[shell]\nenabled = \"yes\"\n", 'must be true or false, not the text "yes"', "boolean"),
+    ("[limits]\nmax_read_line = 7\n", "unknown key `max_read_line`; this table takes:",
+     "unknown field"),
+])
+def test_configuration_mistakes_are_said_in_words(ringfence_bin, home, toml, said, not_said):
+    cfg = home / "ringfence.toml"
+    cfg.write_text(toml)
+    out = run(ringfence_bin, home, "--config", str(cfg), "tools")
+    assert out.returncode == 2, out
+    assert said in out.stderr, out.stderr
+    assert not_said not in out.stderr, out.stderr
+    assert "line " in out.stderr, out.stderr
+
+
+def test_variables_the_configuration_names_are_not_reported_as_unknown(ringfence_bin, home):
+    cfg = home / "ringfence.toml"
+    cfg.write_text('[calendar]\nprovider = "caldav"\nurl = "https://dav.example.com/cal/"\n'
+                   'username = "me"\npassword_env = "RINGFENCE_CALDAV_PASSWORD"\n')
+    out = run(ringfence_bin, home, "--config", str(cfg), "tools",
+              RINGFENCE_CALDAV_PASSWORD="s3cret", RINGFENCE_TYPO_VARIABLE="1")
+    assert out.returncode == 0, out.stderr
+    assert "RINGFENCE_CALDAV_PASSWORD" not in out.stderr, out.stderr
+    # A real typo is still reported.
+    assert "unknown RINGFENCE_ variable" in out.stderr and "RINGFENCE_TYPO_VARIABLE" in out.stderr
