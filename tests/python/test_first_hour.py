@@ -124,3 +124,77 @@ def test_variables_the_configuration_names_are_not_reported_as_unknown(ringfence
     assert "RINGFENCE_CALDAV_PASSWORD" not in out.stderr, out.stderr
     # A real typo is still reported.
     assert "unknown RINGFENCE_ variable" in out.stderr and "RINGFENCE_TYPO_VARIABLE" in out.stderr
+
+
+def test_init_writes_a_commented_personal_configuration_and_never_replaces_it(
+        ringfence_bin, home):
+    out = run(ringfence_bin, home, "init")
+    assert out.returncode == 0, out.stderr
+    cfg = home / ".config" / "ringfence" / "config.toml"
+    assert cfg.is_file(), out.stderr
+    assert str(cfg) in out.stderr and "ringfence setup" in out.stderr, out.stderr
+    assert cfg.stat().st_mode & 0o777 == 0o600
+    text = cfg.read_text()
+    for table in ("[shell]", "[web.search]", "[images]", "[calendar]", "[followups]",
+                  "[llm]", "[memory]", "[delegate]"):
+        assert f"\n# {table}\n" in text, table
+    # The server starts on it as it is (found at its default place).
+    listed = run(ringfence_bin, home, "tools", "--format", "mcp")
+    assert listed.returncode == 0, listed.stderr
+    # A second init changes nothing and says where the file is.
+    cfg.write_text(text + "\n# mine\n")
+    again = run(ringfence_bin, home, "init", "--shell")
+    assert again.returncode == 1, again
+    assert str(cfg) in again.stderr and "never replaces" in again.stderr, again.stderr
+    assert cfg.read_text() == text + "\n# mine\n"
+
+
+def test_init_flags_answer_the_common_questions(ringfence_bin, home, tmp_path):
+    (home / "notes").mkdir()
+    xdg = tmp_path / "xdg"
+    out = run(ringfence_bin, home, "init", "--root", "~/notes", "--shell", "--search", "brave",
+              "--llm", "openai", "--model", "qwen3:8b", "--base-url",
+              "http://127.0.0.1:11434/v1", "--proactive", XDG_CONFIG_HOME=str(xdg))
+    assert out.returncode == 0, out.stderr
+    cfg = xdg / "ringfence" / "config.toml"
+    text = cfg.read_text()
+    assert 'roots = ["~/notes"]' in text and "\n[shell]\nenabled = true" in text, text
+    # No search key in this environment: said, not hidden.
+    assert "BRAVE_API_KEY" in out.stderr, out.stderr
+    listed = run(ringfence_bin, home, "tools", "--format", "mcp", XDG_CONFIG_HOME=str(xdg),
+                 BRAVE_API_KEY="k")
+    assert listed.returncode == 0, listed.stderr
+    names = [t["name"] for t in json.loads(listed.stdout)]
+    assert "run_shell_command" in names and "web_search" in names, names
+    # --print writes nothing.
+    printed = run(ringfence_bin, home, "init", "--print", "--calendar", "google")
+    assert printed.returncode == 0 and '\n[calendar]\nprovider = "google"' in printed.stdout
+    assert not (home / ".config" / "ringfence" / "config.toml").exists()
+    # A value the flag does not take is refused by the parser, naming the choices.
+    bad = run(ringfence_bin, home, "init", "--search", "altavista")
+    assert bad.returncode == 2 and "brave" in bad.stderr, bad.stderr
+
+
+def test_completions_manual_and_help_come_from_the_command_line_itself(ringfence_bin, home):
+    for shell, marker in (("bash", "_ringfence()"), ("zsh", "#compdef ringfence"),
+                          ("fish", "complete -c ringfence"),
+                          ("powershell", "Register-ArgumentCompleter")):
+        out = run(ringfence_bin, home, "completions", shell)
+        assert out.returncode == 0 and marker in out.stdout, (shell, out.stdout[:200])
+        assert "init" in out.stdout and "serve" in out.stdout, shell
+    man = run(ringfence_bin, home, "man")
+    assert man.returncode == 0 and man.stdout.startswith(".ie"), man.stdout[:100]
+    assert ".TH ringfence" in man.stdout and "RINGFENCE_CONFIG" in man.stdout
+    assert '.SH "RINGFENCE SERVE"' in man.stdout, man.stdout[-2000:]
+    # A broken configuration does not stop them.
+    cfg = home / "broken.toml"
+    cfg.write_text("this is not toml [\n")
+    out = run(ringfence_bin, home, "--config", str(cfg), "completions", "bash")
+    assert out.returncode == 0, out.stderr
+    helped = run(ringfence_bin, home, "--help").stdout
+    for var in ("RINGFENCE_CONFIG", "RINGFENCE_DATA_DIR", "RINGFENCE_DENYLIST",
+                "RINGFENCE_PRESET", "RINGFENCE_TOOLS", "RINGFENCE_ADD_TOOLS",
+                "RINGFENCE_DISABLE_TOOLS", "RINGFENCE_CLIENT_ROOTS", "RINGFENCE_LOG",
+                "RINGFENCE_LOG_FORMAT"):
+        assert f"[env: {var}" in helped, var
+    assert "[env: RINGFENCE_ROOTS" in run(ringfence_bin, home, "serve", "--help").stdout

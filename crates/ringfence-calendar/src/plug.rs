@@ -33,6 +33,7 @@ pub struct CalendarPlug;
 impl FamilyPlug for CalendarPlug {
     type Settings = CalendarSettings;
     const SECTION: Option<&'static str> = Some(config::SECTION);
+    const SAMPLE: Option<&'static str> = Some(config::SAMPLE);
 
     fn info(&self) -> &'static FamilyInfo {
         &family::INFO

@@ -15,6 +15,18 @@ use serde::Deserialize;
 
 pub const SECTION: &str = "calendar";
 
+/// The family's part of the personal configuration `ringfence init` writes: every line a
+/// comment, `# ` before a setting (remove it to use the setting), `## ` before prose.
+pub const SAMPLE: &str = r#"## Calendar: list, create, update and delete events. "local" keeps them in the data
+## directory; "google" needs `ringfence calendar connect google` once; "caldav" any CalDAV
+## server (Nextcloud, Fastmail, iCloud, …).
+# [calendar]
+# provider = "caldav"              # local (default) | google | caldav
+# timezone = "America/New_York"    # default: the system's zone
+# url = "https://dav.example.org/alice/"
+# username = "alice"
+# password_env = "RINGFENCE_CALDAV_PASSWORD"   # the variable holding the password"#;
+
 /// `[calendar]` as written, and each `[calendar.users.<name>]` (the same keys, less
 /// `timeout_secs` and `users`, which belong to the whole section).
 #[derive(Debug, Default, Clone, Deserialize)]

@@ -21,6 +21,7 @@ pub struct DelegatePlug;
 impl FamilyPlug for DelegatePlug {
     type Settings = DelegateSettings;
     const SECTION: Option<&'static str> = Some(config::SECTION);
+    const SAMPLE: Option<&'static str> = Some(config::SAMPLE);
     const ENV_VARS: &'static [&'static str] = config::ENV_VARS;
 
     fn info(&self) -> &'static FamilyInfo {

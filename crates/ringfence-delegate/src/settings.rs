@@ -8,6 +8,14 @@ use ringfence_core::plug::{SectionInput, SettingsError};
 
 /// The family's table in the configuration file.
 pub const SECTION: &str = "delegate";
+
+/// The family's part of the personal configuration `ringfence init` writes: every line a
+/// comment, `# ` before a setting (remove it to use the setting), `## ` before prose.
+pub const SAMPLE: &str = r#"## Delegation: delegate_task hands a task to a sub-agent working with the file tools and
+## the shell. Needs [shell] enabled and a model in [llm].
+# [delegate]
+# enabled = true                   # RINGFENCE_DELEGATE_ENABLED=true
+# max_turns = 30                   # model turns per task"#;
 /// `true` turns delegation on (over `[delegate] enabled`).
 pub const RINGFENCE_DELEGATE_ENABLED: &str = "RINGFENCE_DELEGATE_ENABLED";
 /// The variables this family reads.

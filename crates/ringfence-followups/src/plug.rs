@@ -25,6 +25,7 @@ pub struct FollowupsPlug;
 impl FamilyPlug for FollowupsPlug {
     type Settings = FollowupSettings;
     const SECTION: Option<&'static str> = Some(settings::SECTION);
+    const SAMPLE: Option<&'static str> = Some(settings::SAMPLE);
     const ENV_VARS: &'static [&'static str] = settings::ENV_VARS;
 
     fn info(&self) -> &'static FamilyInfo {

@@ -15,6 +15,19 @@ use crate::QuietHours;
 
 /// The family's table in the configuration file.
 pub const SECTION: &str = "followups";
+
+/// The family's part of the personal configuration `ringfence init` writes: every line a
+/// comment, `# ` before a setting (remove it to use the setting), `## ` before prose.
+pub const SAMPLE: &str = r#"## Follow-ups: "I'll check in on that later" — delivered when due, while `ringfence serve`
+## or `ringfence scheduler` runs. Nothing is delivered until proactive messages are on.
+# [followups]
+# proactive = true                 # RINGFENCE_FOLLOWUPS_PROACTIVE=true
+# timezone = "Europe/Berlin"       # default: the system's zone
+# quiet_hours = "22:00-07:00"      # held until they end
+# [[followups.channels]]
+# kind = "webhook"                 # webhook | command | email | mcp (mcp is on by default)
+# url = "https://hooks.example.org/ringfence"
+# secret_env = "RINGFENCE_HOOK_SECRET"   # the variable holding the HMAC key"#;
 /// `true` turns delivery on (over `[followups] proactive`).
 pub const RINGFENCE_FOLLOWUPS_PROACTIVE: &str = "RINGFENCE_FOLLOWUPS_PROACTIVE";
 /// The variables this family reads.

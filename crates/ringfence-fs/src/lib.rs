@@ -27,8 +27,8 @@ pub use denylist::Denylist;
 pub use error::{ClientRootsError, DenylistError, FsError, FsErrorKind, FsResult, RootSpecError};
 pub use ops::{MoveMethod, TransferOptions, TreeCount};
 pub use private::{
-    PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, Reach, create_private_dir_all, make_private,
-    write_private_file,
+    PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, Reach, create_private_dir_all, create_private_file,
+    make_private, write_private_file,
 };
 pub use root::{
     Access, Root, RootOrigin, RootSpec, USER_PLACEHOLDER, normalize_lexically, paths_overlap,

@@ -54,6 +54,34 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     written
 }
 
+/// Creates `path` with `bytes`, readable by the owner only, never replacing anything there:
+/// written whole and synced beside it first, then linked into place (`AlreadyExists` when
+/// something has the name), so an interruption never leaves a half file under `path`.
+#[allow(clippy::disallowed_methods)] // the caller's own file (a configuration), not a root
+pub fn create_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.partial", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(PRIVATE_FILE_MODE)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        })
+        .and_then(|_| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    created
+}
+
 /// How far [`make_private`] reaches beneath the path it is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {

@@ -18,6 +18,7 @@ pub struct ImagesPlug;
 impl FamilyPlug for ImagesPlug {
     type Settings = ImagesSettings;
     const SECTION: Option<&'static str> = Some(config::SECTION);
+    const SAMPLE: Option<&'static str> = Some(config::SAMPLE);
     const ENV_VARS: &'static [&'static str] = config::ENV_VARS;
 
     fn info(&self) -> &'static FamilyInfo {

@@ -18,6 +18,14 @@ use ringfence_core::plug::{SectionInput, SettingsError};
 
 /// The family's table in the configuration file.
 pub const SECTION: &str = "images";
+
+/// The family's part of the personal configuration `ringfence init` writes: every line a
+/// comment, `# ` before a setting (remove it to use the setting), `## ` before prose.
+pub const SAMPLE: &str = r#"## Images: generate_image through an OpenAI-compatible images API.
+# [images]
+# model = "gpt-image-1"
+# api_key_env = "OPENAI_API_KEY"   # the variable holding the key
+# daily_limit = 50                 # images per day; 0 turns the tool off"#;
 /// The variables this family reads (none of its own: the key's variable is the provider's).
 pub const ENV_VARS: &[&str] = &[];
 

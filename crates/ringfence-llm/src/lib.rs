@@ -33,7 +33,7 @@ pub use anthropic::Anthropic;
 pub use error::LlmError;
 pub use http::RetryPolicy;
 pub use openai::OpenAiCompatible;
-pub use settings::{LlmSettings, LlmSource, api_model};
+pub use settings::{LlmSettings, LlmSource, SAMPLE as LLM_SAMPLE, api_model};
 
 /// A boxed future that can be sent across threads: what [`ChatModel::chat`] returns, so
 /// the trait stays object-safe without an async-trait dependency.

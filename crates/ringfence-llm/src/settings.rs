@@ -57,3 +57,13 @@ pub fn api_model(
         (_, None) => crate::build(cfg, lookup)?,
     })
 }
+
+/// `[llm]` in the personal configuration `ringfence init` writes (see a family's `SAMPLE`).
+pub const SAMPLE: &str = r#"## The language model ringfence's own features use (delegation, follow-up messages):
+## "openai" (any compatible endpoint: OpenAI, Ollama, vLLM, llama.cpp), "anthropic", or
+## "sampling" (the connected client's own model).
+# [llm]
+# provider = "openai"
+# base_url = "http://127.0.0.1:11434/v1"   # default https://api.openai.com/v1
+# model = "qwen3:8b"
+# api_key_env = "OPENAI_API_KEY"           # the variable holding the key"#;

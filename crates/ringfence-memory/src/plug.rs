@@ -27,6 +27,7 @@ pub struct MemoryPlug;
 impl FamilyPlug for MemoryPlug {
     type Settings = MemorySettings;
     const SECTION: Option<&'static str> = Some(config::SECTION);
+    const SAMPLE: Option<&'static str> = Some(config::SAMPLE);
     const ENV_VARS: &'static [&'static str] = config::ENV_VARS;
 
     fn info(&self) -> &'static FamilyInfo {

@@ -11,6 +11,16 @@ use ringfence_core::plug::{Env, SectionInput, SettingsError};
 /// The family's table in the configuration file.
 pub const SECTION: &str = "memory";
 
+/// The family's part of the personal configuration `ringfence init` writes: every line a
+/// comment, `# ` before a setting (remove it to use the setting), `## ` before prose.
+pub const SAMPLE: &str = r#"## Memory: the truths and memories the assistant keeps about you (remember, recall, …).
+## Search is by meaning once the embedding model is installed (`ringfence model install`),
+## by words until then.
+# [memory]
+# pinned_in_instructions = false   # also put pinned truths in the instructions at connect
+# [memory.embeddings]
+# provider = "local"               # "local" (all-MiniLM-L6-v2), "openai" (any compatible endpoint) or "none""#;
+
 /// Embedding provider for memory search: `local` (default), `openai`, `none`.
 pub const RINGFENCE_EMBEDDINGS: &str = "RINGFENCE_EMBEDDINGS";
 /// The local embedding model's directory (default `<data dir>/models/all-MiniLM-L6-v2`).

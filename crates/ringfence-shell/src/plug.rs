@@ -13,6 +13,7 @@ pub struct ShellPlug;
 impl FamilyPlug for ShellPlug {
     type Settings = ShellSettings;
     const SECTION: Option<&'static str> = Some(config::SECTION);
+    const SAMPLE: Option<&'static str> = Some(config::SAMPLE);
     const ENV_VARS: &'static [&'static str] = config::ENV_VARS;
 
     fn info(&self) -> &'static FamilyInfo {

@@ -8,6 +8,13 @@ use ringfence_core::plug::{SectionInput, SettingsError};
 
 /// The family's table in the configuration file.
 pub const SECTION: &str = "shell";
+
+/// The family's part of the personal configuration `ringfence init` writes: every line a
+/// comment, `# ` before a setting (remove it to use the setting), `## ` before prose.
+pub const SAMPLE: &str = r#"## Shell: run_shell_command, in a sandbox confined to the roots (Linux). Off until enabled.
+# [shell]
+# enabled = true                   # RINGFENCE_SHELL_ENABLED=true
+# network = "none"                 # none | full (full: commands reach the network directly)"#;
 /// `true` turns the shell on (over `[shell] enabled`).
 pub const RINGFENCE_SHELL_ENABLED: &str = "RINGFENCE_SHELL_ENABLED";
 /// The variables this family reads.

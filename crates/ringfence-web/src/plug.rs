@@ -14,6 +14,7 @@ pub struct WebPlug;
 impl FamilyPlug for WebPlug {
     type Settings = WebSettings;
     const SECTION: Option<&'static str> = Some(config::SECTION);
+    const SAMPLE: Option<&'static str> = Some(config::SAMPLE);
     const ENV_VARS: &'static [&'static str] = config::ENV_VARS;
 
     fn info(&self) -> &'static FamilyInfo {

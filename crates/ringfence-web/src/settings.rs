@@ -12,6 +12,15 @@ use ringfence_core::plug::{Env, SectionInput, SettingsError};
 /// The family's table in the configuration file.
 pub const SECTION: &str = "web";
 
+/// The family's part of the personal configuration `ringfence init` writes: every line a
+/// comment, `# ` before a setting (remove it to use the setting), `## ` before prose.
+pub const SAMPLE: &str = r#"## Web: web_fetch reads pages (never internal addresses); web_search needs a provider.
+# [web]
+# blocked_domains = ["example.net"]   # never fetched, nor their subdomains
+# [web.search]
+# provider = "brave"               # brave | tavily | serper | searxng (searxng also needs url)
+# api_key_env = "BRAVE_API_KEY"    # the variable holding the key"#;
+
 /// Comma-separated networks, addresses or host names `web_fetch` may reach although they are
 /// private (added to `[web] allow_private`).
 pub const RINGFENCE_WEB_ALLOW_PRIVATE: &str = "RINGFENCE_WEB_ALLOW_PRIVATE";

@@ -123,6 +123,10 @@ pub trait FamilyPlug: Sync {
     const SECTION: Option<&'static str> = None;
     /// The `RINGFENCE_*` variables the family reads (known to the typo check at start).
     const ENV_VARS: &'static [&'static str] = &[];
+    /// The family's part of the personal configuration `ringfence init` writes: its table,
+    /// every line a comment — `# ` before a setting (removing it must leave a valid file),
+    /// `## ` before prose.
+    const SAMPLE: Option<&'static str> = None;
 
     /// The family's catalogue entry (its name and tool names).
     fn info(&self) -> &'static FamilyInfo;
@@ -180,6 +184,7 @@ pub trait Plug: Sync {
     fn info(&self) -> &'static FamilyInfo;
     fn section(&self) -> Option<&'static str>;
     fn env_vars(&self) -> &'static [&'static str];
+    fn sample(&self) -> Option<&'static str>;
     fn resolve(
         &self,
         input: &SectionInput<'_>,
@@ -199,6 +204,9 @@ impl<P: FamilyPlug> Plug for P {
     }
     fn env_vars(&self) -> &'static [&'static str] {
         P::ENV_VARS
+    }
+    fn sample(&self) -> Option<&'static str> {
+        P::SAMPLE
     }
     fn resolve(
         &self,

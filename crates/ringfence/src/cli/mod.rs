@@ -6,6 +6,7 @@ mod banner;
 mod calendar;
 mod call;
 mod followups;
+mod init;
 
 mod memory;
 mod model;
@@ -31,38 +32,44 @@ use crate::config::{Config, Overrides, ProcessEnv};
     about = "A contained tool runtime for AI assistants, served over MCP"
 )]
 struct Cli {
-    /// Configuration file (TOML). Default: $XDG_CONFIG_HOME/ringfence/config.toml if it exists.
+    /// Configuration file (TOML). Default: $XDG_CONFIG_HOME/ringfence/config.toml (else
+    /// ~/.config/ringfence/config.toml) if it exists. [env: RINGFENCE_CONFIG]
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Data directory (default workspace, saved tool output).
+    /// Data directory (default workspace, saved tool output). Default:
+    /// $XDG_DATA_HOME/ringfence, else ~/.local/share/ringfence. [env: RINGFENCE_DATA_DIR]
     #[arg(long, global = true, value_name = "DIR")]
     data_dir: Option<PathBuf>,
     /// Denylist pattern (gitignore syntax); repeatable; adds to the configured denylist.
+    /// [env: RINGFENCE_DENYLIST, comma-separated]
     #[arg(long = "deny", global = true, value_name = "PATTERN")]
     deny: Vec<String>,
-    /// Tool preset: full (every tool, the default), iris (seed 000's five file tools),
-    /// llm-chat (seed 002's thirteen).
+    /// Tool preset: full (every tool, the default), iris (the Iris workspace tools: five
+    /// file tools), llm-chat (the llm-chat file tools: thirteen). [env: RINGFENCE_PRESET]
     #[arg(long, global = true, value_name = "PRESET")]
     preset: Option<String>,
     /// Offer only these tools or families (comma-separated), instead of a preset.
+    /// [env: RINGFENCE_TOOLS]
     #[arg(long, global = true, value_delimiter = ',', value_name = "TOOLS")]
     tools: Vec<String>,
     /// Add these tools or families to the preset (comma-separated).
+    /// [env: RINGFENCE_ADD_TOOLS]
     #[arg(long, global = true, value_delimiter = ',', value_name = "TOOLS")]
     add_tools: Vec<String>,
-    /// Remove these tools or families (comma-separated).
+    /// Remove these tools or families (comma-separated). [env: RINGFENCE_DISABLE_TOOLS]
     #[arg(long, global = true, value_delimiter = ',', value_name = "TOOLS")]
     disable_tools: Vec<String>,
     /// What the MCP client's roots may do: narrow (default: keep only what lies inside both
     /// the configured roots and the client's), ignore, extend (also add client roots
     /// outside the configured ones, read-only) or extend-write (writable). Never the data
-    /// directory; no extension on an HTTP server with users.
+    /// directory; no extension on an HTTP server with users. [env: RINGFENCE_CLIENT_ROOTS]
     #[arg(long, global = true, value_name = "POLICY")]
     client_roots: Option<String>,
-    /// Log filter for stderr (error, warn, info, debug, trace).
+    /// Log filter for stderr (error, warn, info, debug, trace). [env: RINGFENCE_LOG]
     #[arg(long, global = true, value_name = "FILTER")]
     log: Option<String>,
     /// Log line format on stderr: text (default) or json (one object per line).
+    /// [env: RINGFENCE_LOG_FORMAT]
     #[arg(long, global = true, value_name = "FORMAT")]
     log_format: Option<String>,
     #[command(subcommand)]
@@ -73,8 +80,9 @@ struct Cli {
 enum Command {
     /// Serve MCP over stdio (how desktop clients launch servers).
     Serve {
-        /// Directories the tools may reach, each `PATH` or `PATH:ro` (read-only). Default: the
-        /// configured roots, else `<data dir>/workspace`.
+        /// Directories the tools may reach, each `PATH` or `PATH:ro` (read-only); `~` is your
+        /// home. Default: the configured roots, else `<data dir>/workspace`.
+        /// [env: RINGFENCE_ROOTS, `:`-separated]
         roots: Vec<String>,
         /// Serve MCP streamable HTTP at `http://ADDR/mcp` instead of stdio (e.g.
         /// `127.0.0.1:8765`). Any address but loopback needs authentication configured.
@@ -141,6 +149,18 @@ enum Command {
     /// The state store: move state between SQLite and PostgreSQL.
     #[command(subcommand)]
     Store(store::StoreCommand),
+    /// Print a completion script for a shell (e.g. `ringfence completions bash >
+    /// ~/.local/share/bash-completion/completions/ringfence`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; `ringfence man | man -l -`).
+    Man,
+    /// Write your configuration file (~/.config/ringfence/config.toml, or --config): every
+    /// optional feature's table present and commented, the flags' answers set. Never
+    /// replaces a file.
+    Init(init::InitArgs),
 }
 
 impl Cli {
@@ -156,6 +176,9 @@ impl Cli {
             | Command::Followups(_)
             | Command::Calendar(_)
             | Command::Store(_)
+            | Command::Completions { .. }
+            | Command::Man
+            | Command::Init(_)
             | Command::Scheduler => Vec::new(),
         };
         Overrides {
@@ -176,6 +199,13 @@ impl Cli {
 
 pub fn run_main() -> ExitCode {
     let cli = Cli::parse();
+    // What needs no configuration runs before any is read: a broken file must not stop them.
+    match &cli.command {
+        Command::Completions { shell } => return completions(*shell),
+        Command::Man => return manual(),
+        Command::Init(args) => return init::run(args, cli.config.as_deref()),
+        _ => {}
+    }
     let over = cli.overrides();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let config = match Config::load(&over, &ProcessEnv, &cwd) {
@@ -250,7 +280,50 @@ pub fn run_main() -> ExitCode {
         }
         Command::Call { tool, json, .. } => call::run(app, &tool, &json),
         Command::Tools { format } => tools::run(&app, format),
+        Command::Completions { .. } | Command::Man | Command::Init(_) => {
+            unreachable!("handled before the configuration")
+        }
     }
+}
+
+/// The completion script for `shell`, made from the command line's own definition.
+fn completions(shell: clap_complete::Shell) -> ExitCode {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut command, "ringfence", &mut out);
+    print_out(&String::from_utf8_lossy(&out));
+    ExitCode::SUCCESS
+}
+
+/// The manual page, in roff, made from the command line's own definition: the commands and
+/// global flags, then one section per command with its own flags.
+fn manual() -> ExitCode {
+    let command = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    let man = clap_mangen::Man::new(command.clone());
+    if let Err(e) = man.render(&mut out) {
+        return fail(&format!("cannot write the manual: {e}"));
+    }
+    for sub in command.get_subcommands().filter(|c| !c.is_hide_set()) {
+        let name = format!("ringfence {}", sub.get_name());
+        let page = clap_mangen::Man::new(sub.clone());
+        out.extend_from_slice(format!(".SH \"{}\"\n", name.to_uppercase()).as_bytes());
+        let mut section = Vec::new();
+        if let Err(e) = page.render_description_section(&mut section) {
+            return fail(&format!("cannot write the manual: {e}"));
+        }
+        if let Err(e) = page.render_options_section(&mut section) {
+            return fail(&format!("cannot write the manual: {e}"));
+        }
+        // Each command's sections become subsections of its own.
+        out.extend_from_slice(
+            String::from_utf8_lossy(&section)
+                .replace(".SH ", ".SS ")
+                .as_bytes(),
+        );
+    }
+    print_out(&String::from_utf8_lossy(&out));
+    ExitCode::SUCCESS
 }
 
 /// The log filter as given, with the MCP library's own INFO lines (a client's whole

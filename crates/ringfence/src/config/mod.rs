@@ -313,7 +313,7 @@ pub fn default_data_dir(env: &dyn Env) -> Result<PathBuf, ConfigError> {
         .ok_or(ConfigError::NoDataDir)
 }
 
-fn default_config_file(env: &dyn Env) -> Option<PathBuf> {
+pub(crate) fn default_config_file(env: &dyn Env) -> Option<PathBuf> {
     let base = env
         .get(env_vars::XDG_CONFIG_HOME)
         .filter(|x| Path::new(x).is_absolute())
