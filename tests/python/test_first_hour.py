@@ -198,3 +198,94 @@ def test_completions_manual_and_help_come_from_the_command_line_itself(ringfence
                 "RINGFENCE_LOG_FORMAT"):
         assert f"[env: {var}" in helped, var
     assert "[env: RINGFENCE_ROOTS" in run(ringfence_bin, home, "serve", "--help").stdout
+
+
+# Each client's file, as a person who already uses it has it: another server, other settings.
+CLIENT_FILES = {
+    "claude-desktop": (".config/Claude/claude_desktop_config.json", "mcpServers", False),
+    "claude-code": (".claude.json", "mcpServers", True),
+    "cursor": (".cursor/mcp.json", "mcpServers", False),
+    "vscode": (".config/Code/User/mcp.json", "servers", True),
+    "windsurf": (".codeium/windsurf/mcp_config.json", "mcpServers", False),
+    "zed": (".config/zed/settings.json", "context_servers", False),
+    "gemini": (".gemini/settings.json", "mcpServers", False),
+    "lm-studio": (".lmstudio/mcp.json", "mcpServers", False),
+}
+
+
+@pytest.mark.parametrize("client", sorted(CLIENT_FILES))
+def test_setup_merges_into_the_clients_own_file_and_keeps_everything_else(
+        ringfence_bin, home, client):
+    rel, key, typed = CLIENT_FILES[client]
+    path = home / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    before = {"theme": "dark", key: {"github": {"command": "gh-mcp", "args": ["--x"],
+                                                "env": {"TOKEN": "t"}}},
+              "zzz_last": [1, 2]}
+    path.write_text(json.dumps(before, indent=4))
+    (home / "notes").mkdir()
+    out = run(ringfence_bin, home, "setup", client, "~/notes", f"{home}/code:ro")
+    assert out.returncode == 0, out.stderr
+    after = json.loads(path.read_text())
+    # Everything else is there, in its order.
+    assert list(after) == ["theme", key, "zzz_last"], after
+    assert after["theme"] == "dark" and after["zzz_last"] == [1, 2]
+    assert list(after[key]) == ["github", "ringfence"]
+    assert after[key]["github"] == before[key]["github"]
+    entry = after[key]["ringfence"]
+    assert entry["command"] == str(ringfence_bin.resolve()) or \
+        Path(entry["command"]).resolve() == ringfence_bin.resolve(), entry
+    assert entry["args"] == ["serve", f"{home}/notes", f"{home}/code:ro"], entry
+    assert (entry.get("type") == "stdio") == typed, entry
+    # The previous file is kept.
+    backup = path.with_name(path.name + ".ringfence-backup")
+    assert json.loads(backup.read_text()) == before
+    # A second run changes nothing (not even the backup).
+    text, backup_text = path.read_text(), backup.read_text()
+    again = run(ringfence_bin, home, "setup", client, "~/notes", f"{home}/code:ro")
+    assert again.returncode == 0 and "nothing changed" in again.stderr, again.stderr
+    assert path.read_text() == text and backup.read_text() == backup_text
+    # The entry the client runs works: an MCP handshake through it.
+    served = subprocess.run([entry["command"], *entry["args"]], input=handshake(),
+                            capture_output=True, text=True, env=env_for(home), timeout=120)
+    assert '"id":2' in served.stdout, served.stderr
+
+
+def test_setup_without_a_file_creates_it_and_print_changes_nothing(ringfence_bin, home):
+    out = run(ringfence_bin, home, "setup", "cursor", "--print")
+    assert out.returncode == 0, out.stderr
+    assert str(home / ".cursor/mcp.json") in out.stderr
+    assert json.loads(out.stdout)["mcpServers"]["ringfence"]["args"] == ["serve"]
+    assert not (home / ".cursor").exists()
+    out = run(ringfence_bin, home, "setup", "cursor")
+    assert out.returncode == 0, out.stderr
+    made = json.loads((home / ".cursor/mcp.json").read_text())
+    assert made["mcpServers"]["ringfence"]["args"] == ["serve"]
+    assert not (home / ".cursor/mcp.json.ringfence-backup").exists()
+
+
+def test_setup_keeps_a_codex_toml_files_comments(ringfence_bin, home):
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    before = '# my settings\nmodel = "o3"\n\n[mcp_servers.other]\ncommand = "x"  # mine\n'
+    path.write_text(before)
+    out = run(ringfence_bin, home, "setup", "codex")
+    assert out.returncode == 0, out.stderr
+    text = path.read_text()
+    assert text.startswith(before), text
+    assert "[mcp_servers.ringfence]" in text and 'args = ["serve"]' in text, text
+
+
+def test_setup_does_not_rewrite_a_file_with_comments_or_a_broken_one(ringfence_bin, home):
+    path = home / ".config/Code/User/mcp.json"
+    path.parent.mkdir(parents=True)
+    jsonc = '{\n  // my servers\n  "servers": {"a": {"command": "a"}}\n}\n'
+    path.write_text(jsonc)
+    out = run(ringfence_bin, home, "setup", "vscode")
+    assert out.returncode == 1, out
+    assert "comments" in out.stderr and '"ringfence"' in out.stdout, out
+    assert path.read_text() == jsonc
+    path.write_text('{"servers": ')
+    out = run(ringfence_bin, home, "setup", "vscode")
+    assert out.returncode == 2 and "--print" in out.stderr, out.stderr
+    assert path.read_text() == '{"servers": '

@@ -134,8 +134,8 @@ def test_seed_facts_are_what_the_seed_documents_say():
 
 # (seed 002's example string with /my/project for the root, the call, how it must match, the
 # files to write first — None removes one). "exact": the whole text; "first line": the text's
-# first line (ringfence adds lines after it, see the README's contract notes); "starts": the
-# text begins with it; "second result": the batch's second result's first line.
+# first line (ringfence adds lines after it, see "Contract notes" in docs/contracts.md);
+# "starts": the text begins with it; "second result": the batch's second result's first line.
 ROOT = "/my/project"
 
 
@@ -192,8 +192,8 @@ QUOTED_CALLS: list[tuple[str, str, dict[str, Any], str, dict[str, str | None]]] 
      {"path": "/another/project"}, "exact", {}),
 ]
 
-# Quoted strings ringfence deliberately does not return as they stand, and why (README,
-# "Contract notes").
+# Quoted strings ringfence deliberately does not return as they stand, and why
+# (docs/contracts.md, "Contract notes").
 DIFFERENCES = {
     "success": "a status word of seed 002's result shape, carried by MCP's isError",
     "error": "a status word of seed 002's result shape, carried by MCP's isError",

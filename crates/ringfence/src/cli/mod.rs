@@ -13,6 +13,7 @@ mod model;
 mod scheduler;
 mod serve;
 mod serve_http;
+mod setup;
 mod store;
 mod token_hash;
 mod tools;
@@ -161,6 +162,10 @@ enum Command {
     /// optional feature's table present and commented, the flags' answers set. Never
     /// replaces a file.
     Init(init::InitArgs),
+    /// Add ringfence to an MCP client's configuration (claude-desktop, claude-code, cursor,
+    /// vscode, windsurf, zed, gemini, codex, lm-studio), keeping everything else in it and a
+    /// backup of the previous file; `--print` only shows the entry.
+    Setup(setup::SetupArgs),
 }
 
 impl Cli {
@@ -179,6 +184,7 @@ impl Cli {
             | Command::Completions { .. }
             | Command::Man
             | Command::Init(_)
+            | Command::Setup(_)
             | Command::Scheduler => Vec::new(),
         };
         Overrides {
@@ -204,6 +210,7 @@ pub fn run_main() -> ExitCode {
         Command::Completions { shell } => return completions(*shell),
         Command::Man => return manual(),
         Command::Init(args) => return init::run(args, cli.config.as_deref()),
+        Command::Setup(args) => return setup::run(args, cli.config.as_deref()),
         _ => {}
     }
     let over = cli.overrides();
@@ -280,7 +287,7 @@ pub fn run_main() -> ExitCode {
         }
         Command::Call { tool, json, .. } => call::run(app, &tool, &json),
         Command::Tools { format } => tools::run(&app, format),
-        Command::Completions { .. } | Command::Man | Command::Init(_) => {
+        Command::Completions { .. } | Command::Man | Command::Init(_) | Command::Setup(_) => {
             unreachable!("handled before the configuration")
         }
     }
