@@ -289,3 +289,111 @@ def test_setup_does_not_rewrite_a_file_with_comments_or_a_broken_one(ringfence_b
     out = run(ringfence_bin, home, "setup", "vscode")
     assert out.returncode == 2 and "--print" in out.stderr, out.stderr
     assert path.read_text() == '{"servers": '
+
+
+def doctor(bin_path: Path, home: Path, *args: str, offline: bool = False,
+           **extra: str) -> tuple[int, list[dict]]:
+    """`ringfence [args] doctor --json`: its exit status and findings."""
+    flags = ("--offline",) if offline else ()
+    out = run(bin_path, home, *args, "doctor", "--json", *flags, **extra)
+    return out.returncode, json.loads(out.stdout)
+
+
+def finding(findings: list[dict], section: str, subject_part: str = "") -> dict:
+    for f in findings:
+        if f["section"] == section and subject_part in f["subject"]:
+            return f
+    raise AssertionError(f"no {section}/{subject_part} in {findings}")
+
+
+def test_doctor_on_the_defaults_finds_no_problem_and_says_what_would_help(ringfence_bin, home):
+    code, findings = doctor(ringfence_bin, home)
+    assert code == 0, findings
+    assert finding(findings, "configuration")["detail"].startswith("none: the embedded defaults")
+    model = finding(findings, "memory", "memory search")
+    assert model["outcome"] == "note" and "ringfence model install" in model["fix"]
+    assert finding(findings, "shell", "off")["outcome"] == "ok"
+    # The sandbox this kernel gives, though the shell is off.
+    sandbox = finding(findings, "shell", "sandbox")
+    assert "Landlock" in sandbox["detail"] or sandbox["outcome"] == "note", sandbox
+    text = run(ringfence_bin, home, "doctor")
+    assert text.returncode == 0 and "No problems" in text.stdout, text.stdout
+
+
+def test_doctor_names_each_problem_with_its_fix_and_exits_1(ringfence_bin, home, tmp_path):
+    cfg = home / "ringfence.toml"
+    cfg.write_text("[limits]\nmax_read_lines = \"7\"\n")
+    code, findings = doctor(ringfence_bin, home, "--config", str(cfg))
+    assert code == 1
+    bad = finding(findings, "configuration")
+    assert bad["outcome"] == "problem" and "whole number" in bad["detail"] and bad["fix"]
+    # A missing root and a search provider nobody answers at.
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    cfg.write_text(f'roots = ["~/missing", "{ro}:ro"]\n[web.search]\nprovider = "searxng"\n'
+                   'url = "http://127.0.0.1:9/"\n')
+    code, findings = doctor(ringfence_bin, home, "--config", str(cfg))
+    assert code == 1, findings
+    root = finding(findings, "roots", "missing")
+    assert root["outcome"] == "problem" and "create it" in root["fix"]
+    assert finding(findings, "roots", str(ro))["detail"] == "read-only"
+    search = finding(findings, "web", "web search (searxng)")
+    assert search["outcome"] == "problem" and "searxng" in search["detail"], search
+    # --offline reaches nothing: the search is not tried, the root still is a problem.
+    code, findings = doctor(ringfence_bin, home, "--config", str(cfg), offline=True)
+    assert code == 1
+    assert not [f for f in findings if f["section"] == "web"], findings
+
+
+def test_doctor_reaches_the_configured_search_and_mail_servers(ringfence_bin, home):
+    import http.server
+    import socketserver
+    import threading
+
+    class Searx(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the library's name)
+            body = json.dumps({"results": [{"url": "https://example.org/", "title": "t",
+                                            "content": "c"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    class Smtp(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            self.wfile.write(b"220 test ESMTP\r\n")
+            for line in self.rfile:
+                word = line.decode().strip().upper()
+                if word.startswith(("EHLO", "HELO")):
+                    self.wfile.write(b"250-test\r\n250 OK\r\n")
+                elif word.startswith("QUIT"):
+                    self.wfile.write(b"221 bye\r\n")
+                    return
+                else:
+                    self.wfile.write(b"250 OK\r\n")
+
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Searx)
+    mail = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Smtp)
+    for server in (web, mail):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        cfg = home / "ringfence.toml"
+        cfg.write_text(
+            f'[web]\nallow_private = ["127.0.0.1"]\n[web.search]\nprovider = "searxng"\n'
+            f'url = "http://127.0.0.1:{web.server_address[1]}"\n'
+            f'[followups]\nproactive = true\n[[followups.channels]]\nkind = "email"\n'
+            f'smtp_host = "127.0.0.1"\nsmtp_port = {mail.server_address[1]}\n'
+            f'starttls = false\nfrom = "me@example.org"\nto = "me@example.org"\n')
+        code, findings = doctor(ringfence_bin, home, "--config", str(cfg))
+        assert code == 0, findings
+        assert finding(findings, "web", "web search (searxng)")["outcome"] == "ok"
+        smtp = finding(findings, "followups", "follow-up e-mail")
+        assert smtp["outcome"] == "ok", smtp
+        assert finding(findings, "followups", "delivery")["detail"].startswith("on, through")
+    finally:
+        web.shutdown()
+        mail.shutdown()

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use ringfence_core::BoxFuture;
 use ringfence_core::family::{Family, FamilyInfo};
-use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError};
+use ringfence_core::plug::{
+    BuildError, FamilyEnv, FamilyPlug, Lazy, ProbeCall, SectionInput, SettingsError,
+};
 use ringfence_core::time::TimeZone;
 use ringfence_store::pg::copy;
 use ringfence_store::pg::credentials::PgCredentials;
@@ -45,6 +47,24 @@ impl FamilyPlug for CalendarPlug {
 
     fn state(&self, settings: &CalendarSettings, _data_dir: &Path) -> Vec<copy::Family> {
         vec![crate::store::state(settings.db_path.clone())]
+    }
+
+    /// Today's events of the local user: the server answers and takes the login (the local
+    /// calendar reaches nothing).
+    fn probe_call(&self, settings: &CalendarSettings) -> Option<ProbeCall> {
+        let provider = match settings.default.provider {
+            crate::settings::Provider::Local => return None,
+            crate::settings::Provider::CalDav { .. } => "caldav",
+            crate::settings::Provider::Google { .. } => "google",
+            // Each HTTP user has their own login: there is no local one to try.
+            crate::settings::Provider::NotForUser => return None,
+        };
+        Some(ProbeCall {
+            subject: format!("calendar ({provider})"),
+            tool: "list_calendar_events",
+            args: serde_json::json!({"days": 1}),
+            line: None,
+        })
     }
 
     fn build(

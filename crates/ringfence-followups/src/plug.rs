@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use ringfence_core::family::{Family, FamilyInfo};
 use ringfence_core::live::LiveSessions;
-use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError};
+use ringfence_core::plug::{
+    BuildError, Check, FamilyEnv, FamilyPlug, Lazy, ProbeEnv, SectionInput, SettingsError,
+};
 use ringfence_llm::{ChatModel, LlmSettings};
 use ringfence_store::pg::copy;
 use ringfence_store::{OpenError, SharedStore};
@@ -38,6 +40,52 @@ impl FamilyPlug for FollowupsPlug {
 
     fn state(&self, settings: &FollowupSettings, _data_dir: &Path) -> Vec<copy::Family> {
         vec![crate::store::state(settings.db_path.clone())]
+    }
+
+    fn checks(&self, settings: &FollowupSettings, _data_dir: &std::path::Path) -> Vec<Check> {
+        let channels: Vec<&str> = settings.channels.iter().map(|c| c.name()).collect();
+        let mut checks = vec![if settings.delivers_for_anyone() {
+            Check::ok(
+                "follow-up delivery",
+                format!("on, through {}", channels.join(", ")),
+            )
+        } else {
+            Check::note(
+                "follow-up delivery",
+                "proactive messages are off: follow-ups are kept but nothing is delivered",
+                "set [followups] proactive = true (or per user in [followups.users.NAME])",
+            )
+        }];
+        for c in &settings.channels {
+            if let crate::settings::ChannelKind::Command { argv, .. } = &c.kind
+                && let Some(program) = argv.first()
+                && !executable(std::path::Path::new(program))
+            {
+                checks.push(Check::problem(
+                    "follow-up command channel",
+                    format!("{program} is not an executable file"),
+                    "name the program by its absolute path in [[followups.channels]] command",
+                ));
+            }
+        }
+        checks
+    }
+
+    /// Each e-mail channel's server: connected, STARTTLS and the login accepted; nothing sent.
+    fn probe<'a>(
+        &'a self,
+        settings: &'a FollowupSettings,
+        _env: &'a ProbeEnv<'a>,
+    ) -> ringfence_core::BoxFuture<'a, Vec<Check>> {
+        Box::pin(async move {
+            let mut checks = Vec::new();
+            for c in &settings.channels {
+                if let crate::settings::ChannelKind::Email(mail) = &c.kind {
+                    checks.push(crate::scheduler::probe_smtp(mail).await);
+                }
+            }
+            checks
+        })
     }
 
     fn build(
@@ -185,4 +233,19 @@ impl FollowupBackend for LazyFollowups {
     ) -> Result<Vec<Followup>, BackendError> {
         self.0.get()?.due(user, since_ms, now_ms, limit)
     }
+}
+
+/// Whether `path` is a file this account may execute (a program named without a directory
+/// is looked up on `PATH`).
+#[allow(clippy::disallowed_methods)] // the operator's own program, not a root
+fn executable(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let runs = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if path.components().count() > 1 {
+        return runs(path);
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|dirs| std::env::split_paths(&dirs).any(|d| runs(&d.join(path))))
 }

@@ -536,6 +536,40 @@ async fn email(
         .map_err(|e| format!("SMTP {}:{}: {e}", mail.host, mail.port))
 }
 
+/// Whether the e-mail channel's server takes a connection, STARTTLS and the login, as a
+/// delivery would (nothing is sent).
+pub async fn probe_smtp(mail: &crate::settings::EmailChannel) -> ringfence_core::plug::Check {
+    use lettre::transport::smtp::authentication::Credentials;
+    use lettre::{AsyncSmtpTransport, Tokio1Executor};
+    use ringfence_core::plug::Check;
+    let subject = format!("follow-up e-mail ({}:{})", mail.host, mail.port);
+    let builder = if mail.starttls {
+        match AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&mail.host) {
+            Ok(b) => b,
+            Err(e) => return Check::problem(subject, e.to_string(), "check smtp_host"),
+        }
+    } else {
+        AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&mail.host)
+    };
+    let mut builder = builder.port(mail.port).timeout(Some(mail.timeout));
+    if let Some((user, password)) = &mail.credentials {
+        builder = builder.credentials(Credentials::new(user.clone(), password.clone()));
+    }
+    match builder.build::<Tokio1Executor>().test_connection().await {
+        Ok(true) => Check::ok(subject, "the server took the connection and the login"),
+        Ok(false) => Check::problem(
+            subject,
+            "the server did not answer as a mail server",
+            "check smtp_host and smtp_port",
+        ),
+        Err(e) => Check::problem(
+            subject,
+            e.to_string(),
+            "check smtp_host, smtp_port, username and the password's variable",
+        ),
+    }
+}
+
 /// The wait before attempt `attempt + 1`: 30 s doubled per attempt, at most an hour.
 fn backoff(attempt: i64) -> Duration {
     let secs = 30u64.saturating_mul(1u64 << (attempt.clamp(1, 20) - 1) as u32);

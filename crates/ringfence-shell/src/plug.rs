@@ -1,7 +1,9 @@
 //! The shell family's plug: `run_shell_command` in the kernel sandbox, withheld unless an operator
 //! turned it on (`[shell] enabled = true` or `RINGFENCE_SHELL_ENABLED=true`).
 
-use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Offer, SectionInput, SettingsError};
+use ringfence_core::plug::{
+    BuildError, FamilyEnv, FamilyPlug, Offer, ProbeCall, SectionInput, SettingsError,
+};
 use ringfence_core::{Family, FamilyInfo};
 use ringfence_sandbox::{Helper, Requirement};
 
@@ -30,6 +32,16 @@ impl FamilyPlug for ShellPlug {
                 "shell commands are off: set [shell] enabled = true in the configuration file or {}=true to offer run_shell_command",
                 config::RINGFENCE_SHELL_ENABLED
             )
+        })
+    }
+
+    /// `true` in the sandbox: what this kernel gives a command (Landlock, namespaces, cgroups).
+    fn probe_call(&self, _: &ShellSettings) -> Option<ProbeCall> {
+        Some(ProbeCall {
+            subject: "shell sandbox".into(),
+            tool: "run_shell_command",
+            args: serde_json::json!({"command": "true"}),
+            line: Some("Sandbox: "),
         })
     }
 

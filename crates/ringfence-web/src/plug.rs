@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError};
+use ringfence_core::plug::{
+    BuildError, FamilyEnv, FamilyPlug, Lazy, ProbeCall, SectionInput, SettingsError,
+};
 use ringfence_core::{BoxFuture, Family, FamilyInfo};
 
 use crate::settings::{self as config, WebSettings};
@@ -23,6 +25,17 @@ impl FamilyPlug for WebPlug {
 
     fn settings(&self, input: &SectionInput<'_>) -> Result<WebSettings, SettingsError> {
         WebSettings::resolve(input)
+    }
+
+    /// One search for a word, when a provider is configured: the key and the provider work.
+    fn probe_call(&self, settings: &WebSettings) -> Option<ProbeCall> {
+        let search = settings.search.as_ref()?;
+        Some(ProbeCall {
+            subject: format!("web search ({})", search.provider.name()),
+            tool: "web_search",
+            args: serde_json::json!({"query": "ringfence", "max_results": 1}),
+            line: None,
+        })
     }
 
     fn build(&self, settings: &WebSettings, _env: &FamilyEnv<'_>) -> Result<Family, BuildError> {

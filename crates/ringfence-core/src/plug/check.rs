@@ -71,3 +71,22 @@ impl Check {
         }
     }
 }
+
+/// A tool call that shows whether a family works as configured, made by `ringfence doctor`
+/// through the runner like any call (a search provider answering, a calendar server taking
+/// the login, the shell's sandbox on this kernel). It must change nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeCall {
+    /// What is checked (`web search through brave`).
+    pub subject: String,
+    pub tool: &'static str,
+    pub args: serde_json::Value,
+    /// The line of the tool's text that says what was found (`Sandbox: `), if one does.
+    pub line: Option<&'static str>,
+}
+
+/// What a family's [`probe`](super::FamilyPlug::probe) may use.
+#[derive(Debug)]
+pub struct ProbeEnv<'a> {
+    pub data_dir: &'a std::path::Path,
+}

@@ -24,7 +24,7 @@ pub mod check;
 pub mod settings;
 pub mod words;
 
-pub use check::{Check, Outcome};
+pub use check::{Check, Outcome, ProbeCall, ProbeEnv};
 
 pub use settings::{
     Env, FamilySettings, FileText, ProcessEnv, SectionInput, SettingsError, zone_setting,
@@ -153,6 +153,20 @@ pub trait FamilyPlug: Sync {
     fn checks(&self, _settings: &Self::Settings, _data_dir: &Path) -> Vec<Check> {
         Vec::new()
     }
+    /// A tool call `ringfence doctor` makes to see the family work as configured (one that
+    /// changes nothing), when the family is on.
+    fn probe_call(&self, _settings: &Self::Settings) -> Option<ProbeCall> {
+        None
+    }
+    /// What `ringfence doctor` finds by reaching what the family is configured to use beyond
+    /// its tools (a mail server: connected and logged in, nothing sent).
+    fn probe<'a>(
+        &'a self,
+        _settings: &'a Self::Settings,
+        _env: &'a ProbeEnv<'a>,
+    ) -> crate::tool::BoxFuture<'a, Vec<Check>> {
+        Box::pin(async { Vec::new() })
+    }
 }
 
 /// Resolves `plug`'s settings from the text of a configuration file and `vars`, with the data
@@ -193,6 +207,12 @@ pub trait Plug: Sync {
     fn state(&self, settings: &FamilySettings, data_dir: &Path) -> Vec<copy::Family>;
     fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, BuildError>;
     fn checks(&self, settings: &FamilySettings, data_dir: &Path) -> Vec<Check>;
+    fn probe_call(&self, settings: &FamilySettings) -> Option<ProbeCall>;
+    fn probe<'a>(
+        &'a self,
+        settings: &'a FamilySettings,
+        env: &'a ProbeEnv<'a>,
+    ) -> crate::tool::BoxFuture<'a, Vec<Check>>;
 }
 
 impl<P: FamilyPlug> Plug for P {
@@ -229,6 +249,18 @@ impl<P: FamilyPlug> Plug for P {
     fn checks(&self, settings: &FamilySettings, data_dir: &Path) -> Vec<Check> {
         let name = FamilyPlug::info(self).name;
         FamilyPlug::checks(self, settings.get::<P::Settings>(name), data_dir)
+    }
+    fn probe_call(&self, settings: &FamilySettings) -> Option<ProbeCall> {
+        let name = FamilyPlug::info(self).name;
+        FamilyPlug::probe_call(self, settings.get::<P::Settings>(name))
+    }
+    fn probe<'a>(
+        &'a self,
+        settings: &'a FamilySettings,
+        env: &'a ProbeEnv<'a>,
+    ) -> crate::tool::BoxFuture<'a, Vec<Check>> {
+        let name = FamilyPlug::info(self).name;
+        FamilyPlug::probe(self, settings.get::<P::Settings>(name), env)
     }
 }
 

@@ -5,6 +5,7 @@ mod audit;
 mod banner;
 mod calendar;
 mod call;
+mod doctor;
 mod followups;
 mod init;
 
@@ -166,6 +167,10 @@ enum Command {
     /// vscode, windsurf, zed, gemini, codex, lm-studio), keeping everything else in it and a
     /// backup of the previous file; `--print` only shows the entry.
     Setup(setup::SetupArgs),
+    /// Check the setup and say what to fix: the configuration, the data directory, the
+    /// roots, each feature, the shell's sandbox on this kernel, and what the configuration
+    /// reaches (search, calendar, mail, PostgreSQL, the model). Exit status 1 on a problem.
+    Doctor(doctor::DoctorArgs),
 }
 
 impl Cli {
@@ -185,6 +190,7 @@ impl Cli {
             | Command::Man
             | Command::Init(_)
             | Command::Setup(_)
+            | Command::Doctor(_)
             | Command::Scheduler => Vec::new(),
         };
         Overrides {
@@ -211,6 +217,7 @@ pub fn run_main() -> ExitCode {
         Command::Man => return manual(),
         Command::Init(args) => return init::run(args, cli.config.as_deref()),
         Command::Setup(args) => return setup::run(args, cli.config.as_deref()),
+        Command::Doctor(args) => return doctor::run(args, &cli.overrides()),
         _ => {}
     }
     let over = cli.overrides();
@@ -287,7 +294,11 @@ pub fn run_main() -> ExitCode {
         }
         Command::Call { tool, json, .. } => call::run(app, &tool, &json),
         Command::Tools { format } => tools::run(&app, format),
-        Command::Completions { .. } | Command::Man | Command::Init(_) | Command::Setup(_) => {
+        Command::Completions { .. }
+        | Command::Man
+        | Command::Init(_)
+        | Command::Setup(_)
+        | Command::Doctor(_) => {
             unreachable!("handled before the configuration")
         }
     }
