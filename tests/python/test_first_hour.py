@@ -397,3 +397,31 @@ def test_doctor_reaches_the_configured_search_and_mail_servers(ringfence_bin, ho
     finally:
         web.shutdown()
         mail.shutdown()
+
+
+def test_config_show_says_where_each_value_came_from_and_never_shows_a_secret(
+        ringfence_bin, home):
+    cfg = home / "ringfence.toml"
+    cfg.write_text('log = "warn"\n[limits]\nmax_read_lines = 100\n'
+                   '[calendar]\nprovider = "caldav"\nurl = "https://dav.example.org/a/"\n'
+                   'username = "a"\npassword = "hunter2-inline"\n'
+                   '[web.search]\nprovider = "brave"\napi_key = "brave-inline-key"\n'
+                   '[llm]\nprovider = "openai"\nmodel = "m"\n')
+    out = run(ringfence_bin, home, "--config", str(cfg), "--preset", "iris", "config", "show",
+              LLM_CHAT_FS_MAX_SEARCH_RESULTS="7", OPENAI_API_KEY="sk-very-secret",
+              RINGFENCE_SHELL_ENABLED="true")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    lines = {line.split(" = ")[0]: line for line in text.splitlines() if " = " in line}
+    assert lines["log"].endswith("# file"), text
+    assert lines["log_format"].endswith("# default"), text
+    assert lines["preset"].endswith("# flag"), text
+    assert lines["max_read_lines"] == "max_read_lines = 100   # file", text
+    assert lines["max_search_results"] == "max_search_results = 7   # environment", text
+    assert lines["max_read_chars"] == "max_read_chars = 30000   # default", text
+    assert "# RINGFENCE_SHELL_ENABLED = true   # environment" in text, text
+    assert "the key: set" in lines["api_key_env"], text
+    for secret in ("hunter2-inline", "brave-inline-key", "sk-very-secret"):
+        assert secret not in text, secret
+    assert "password = (set)   # file" in text and "api_key = (set)   # file" in text, text
+    assert str(cfg) in text

@@ -5,6 +5,7 @@ mod audit;
 mod banner;
 mod calendar;
 mod call;
+mod config_show;
 mod doctor;
 mod followups;
 mod init;
@@ -171,6 +172,16 @@ enum Command {
     /// roots, each feature, the shell's sandbox on this kernel, and what the configuration
     /// reaches (search, calendar, mail, PostgreSQL, the model). Exit status 1 on a problem.
     Doctor(doctor::DoctorArgs),
+    /// The configuration: `config show` prints what is in effect, each value with where it
+    /// came from (default, file, environment, flag); secrets as set or unset.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// The configuration in effect, each value with where it came from.
+    Show,
 }
 
 impl Cli {
@@ -191,6 +202,7 @@ impl Cli {
             | Command::Init(_)
             | Command::Setup(_)
             | Command::Doctor(_)
+            | Command::Config(_)
             | Command::Scheduler => Vec::new(),
         };
         Overrides {
@@ -218,6 +230,7 @@ pub fn run_main() -> ExitCode {
         Command::Init(args) => return init::run(args, cli.config.as_deref()),
         Command::Setup(args) => return setup::run(args, cli.config.as_deref()),
         Command::Doctor(args) => return doctor::run(args, &cli.overrides()),
+        Command::Config(ConfigCommand::Show) => return config_show::run(&cli.overrides()),
         _ => {}
     }
     let over = cli.overrides();
@@ -298,7 +311,8 @@ pub fn run_main() -> ExitCode {
         | Command::Man
         | Command::Init(_)
         | Command::Setup(_)
-        | Command::Doctor(_) => {
+        | Command::Doctor(_)
+        | Command::Config(_) => {
             unreachable!("handled before the configuration")
         }
     }

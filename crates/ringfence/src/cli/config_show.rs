@@ -1,0 +1,347 @@
+//! `config show`: the configuration in effect, each value with where it came from — the
+//! default, the file, the environment or a flag. Secrets are shown as set or unset, never
+//! their value.
+//!
+//! Where a value came from is found by loading the configuration again with layers left
+//! out (no flags; then no variables but those that find the file; then no file either) and
+//! seeing where the value changes. The families' tables are shown as the file writes them
+//! and the variables they read, every other key of theirs being at its default.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use ringfence_core::plug::Env;
+
+use super::{fail, print_out};
+use crate::config::{Config, Overrides, ProcessEnv};
+use crate::families::FAMILIES;
+
+/// The process environment, noting each variable read that is set.
+struct Noting<'a> {
+    inner: &'a dyn Env,
+    set: std::cell::RefCell<BTreeSet<String>>,
+}
+
+impl Env for Noting<'_> {
+    fn get(&self, key: &str) -> Option<String> {
+        let value = self.inner.get(key);
+        if value.as_deref().is_some_and(|v| !v.is_empty()) {
+            self.set.borrow_mut().insert(key.to_owned());
+        }
+        value
+    }
+}
+
+/// Variables that only say where things are (the file, the home directory): kept when the
+/// other variables are left out.
+const PLACES: &[&str] = &[
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    crate::env_vars::RINGFENCE_CONFIG,
+];
+
+/// Whether a key or variable holds a secret (its value is never shown).
+fn secret(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    !n.ends_with("_env")
+        && ([
+            "password",
+            "secret",
+            "token",
+            "api_key",
+            "apikey",
+            "database_url",
+        ]
+        .iter()
+        .any(|s| n.contains(s))
+            || n.ends_with("_key"))
+}
+
+pub(super) fn run(over: &Overrides) -> ExitCode {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let noting = Noting {
+        inner: &ProcessEnv,
+        set: Default::default(),
+    };
+    let config = match Config::load(over, &noting, &cwd) {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("configuration error: {e}")),
+    };
+    let read: BTreeSet<String> = noting.set.into_inner();
+    let places: BTreeMap<String, String> = PLACES
+        .iter()
+        .filter_map(|k| ProcessEnv.get(k).map(|v| ((*k).to_owned(), v)))
+        .collect();
+    let no_flags = Overrides {
+        config: over.config.clone(),
+        ..Overrides::default()
+    };
+    let mut no_file_env = places.clone();
+    no_file_env.remove(crate::env_vars::RINGFENCE_CONFIG);
+    // Nowhere: the default file is not found.
+    no_file_env.insert(
+        "XDG_CONFIG_HOME".into(),
+        "/nonexistent/ringfence-config-show".into(),
+    );
+    let layers = [
+        Some(core(&config)),
+        Config::load(&no_flags, &ProcessEnv, &cwd)
+            .ok()
+            .map(|c| core(&c)),
+        Config::load(&no_flags, &places, &cwd)
+            .ok()
+            .map(|c| core(&c)),
+        Config::load(&Overrides::default(), &no_file_env, &cwd)
+            .ok()
+            .map(|c| core(&c)),
+    ];
+    print_out(&render(&config, &layers, &read, &cwd));
+    ExitCode::SUCCESS
+}
+
+/// The core's settings as `key = value` lines, in the file's terms.
+fn core(c: &Config) -> Vec<(String, String)> {
+    let q = |s: &str| toml::Value::String(s.to_owned()).to_string();
+    let list = |items: &[String]| {
+        let quoted: Vec<String> = items.iter().map(|s| q(s)).collect();
+        format!("[{}]", quoted.join(", "))
+    };
+    let mut out = vec![
+        ("data_dir".to_owned(), q(&c.data_dir.display().to_string())),
+        (
+            "roots".to_owned(),
+            if c.roots.is_empty() {
+                format!(
+                    "[] # the default workspace, {}",
+                    c.data_dir.join("workspace").display()
+                )
+            } else {
+                let roots: Vec<String> = c
+                    .roots
+                    .iter()
+                    .map(|r| {
+                        let ro = if r.access == ringfence_fs::Access::ReadOnly {
+                            ":ro"
+                        } else {
+                            ""
+                        };
+                        format!("{}{ro}", r.path.display())
+                    })
+                    .collect();
+                list(&roots)
+            },
+        ),
+        ("denylist".to_owned(), list(&c.denylist)),
+        ("log".to_owned(), q(&c.log)),
+        (
+            "log_format".to_owned(),
+            q(if c.log_json { "json" } else { "text" }),
+        ),
+        ("client_roots".to_owned(), q(c.client_roots.as_str())),
+        (
+            "tools.preset".to_owned(),
+            q(c.tools.preset.as_deref().unwrap_or("full")),
+        ),
+        (
+            "tools.enable".to_owned(),
+            c.tools
+                .enable
+                .as_deref()
+                .map_or("(every tool of the preset)".to_owned(), list),
+        ),
+        ("tools.add".to_owned(), list(&c.tools.add)),
+        ("tools.disable".to_owned(), list(&c.tools.disable)),
+    ];
+    if let Ok(serde_json::Value::Object(limits)) = serde_json::to_value(&c.limits) {
+        for (k, v) in limits {
+            out.push((format!("limits.{k}"), v.to_string()));
+        }
+    }
+    match &c.store {
+        crate::config::StoreSettings::Sqlite => out.push(("store.backend".into(), q("sqlite"))),
+        crate::config::StoreSettings::Postgres(pg) => {
+            out.push(("store.backend".into(), q("postgres")));
+            out.push((
+                "store.url".into(),
+                if pg.url.is_empty() {
+                    "(unset)"
+                } else {
+                    "(set)"
+                }
+                .into(),
+            ));
+            out.push(("store.pool_size".into(), pg.pool_size.to_string()));
+        }
+    }
+    if let Some(llm) = &c.llm {
+        out.push(("llm.provider".into(), q(llm.provider_name())));
+        if let ringfence_llm::LlmSource::Api(api) = &llm.source {
+            out.push(("llm.model".into(), q(&api.model)));
+            out.push((
+                "llm.base_url".into(),
+                q(api
+                    .base_url
+                    .as_deref()
+                    .unwrap_or(api.provider.default_base_url())),
+            ));
+            let var = api.key_var();
+            let set = ProcessEnv.get(&var).is_some_and(|v| !v.trim().is_empty());
+            out.push((
+                "llm.api_key_env".into(),
+                format!(
+                    "{} # the key: {}",
+                    q(&var),
+                    if set { "set" } else { "UNSET" }
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// Where `key`'s value came from: the first layer (flags, variables, file, defaults) whose
+/// removal changes it.
+fn source(key: &str, layers: &[Option<Vec<(String, String)>>; 4]) -> &'static str {
+    let value = |i: usize| {
+        layers[i]
+            .as_ref()
+            .and_then(|l| l.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
+    };
+    let names = ["flag", "environment", "file"];
+    for (i, name) in names.iter().enumerate() {
+        match (value(i), value(i + 1)) {
+            // A layer that cannot load without the removed one: the removed one matters.
+            (_, None) if layers[i + 1].is_none() => return name,
+            (a, b) if a != b => return name,
+            _ => {}
+        }
+    }
+    "default"
+}
+
+fn render(
+    config: &Config,
+    layers: &[Option<Vec<(String, String)>>; 4],
+    read: &BTreeSet<String>,
+    cwd: &Path,
+) -> String {
+    let _ = cwd;
+    let mut out = String::from(
+        "# The configuration in effect; after each value, where it came from\n# (default, file, environment, flag). Secrets show as set or unset.\n",
+    );
+    out.push_str(&match &config.config_file {
+        Some(f) => format!("# file: {}\n", f.display()),
+        None => "# file: none (the embedded defaults)\n".to_owned(),
+    });
+    let mut table = "";
+    for (key, value) in layers[0].as_deref().unwrap_or_default() {
+        let (t, k) = key
+            .split_once('.')
+            .map_or(("", key.as_str()), |(t, k)| (t, k));
+        if t != table {
+            table = t;
+            out.push_str(&format!("\n[{t}]\n"));
+        }
+        out.push_str(&format!("{k} = {value}   # {}\n", source(key, layers)));
+    }
+    // The variables the core read, beyond what the lines above show.
+    let families: Vec<(&str, Option<&str>, &[&str])> = FAMILIES
+        .iter()
+        .map(|p| (p.info().name, p.section(), p.env_vars()))
+        .collect();
+    let file_tables = config
+        .config_file
+        .as_ref()
+        .and_then(|f| {
+            #[allow(clippy::disallowed_methods)] // the configuration file, read again
+            let text = std::fs::read_to_string(f).ok()?;
+            text.parse::<toml::Table>().ok()
+        })
+        .unwrap_or_default();
+    for (family, section, vars) in families {
+        let Some(section) = section else {
+            continue;
+        };
+        out.push_str(&format!("\n[{section}]   # the {family} family\n"));
+        let mut any = false;
+        if let Some(toml::Value::Table(t)) = file_tables.get(section) {
+            for line in table_lines(section, t) {
+                out.push_str(&line);
+                any = true;
+            }
+        }
+        for var in vars.iter().filter(|v| read.contains(**v)) {
+            let shown = if secret(var) {
+                "(set)".to_owned()
+            } else {
+                ProcessEnv.get(var).unwrap_or_default()
+            };
+            out.push_str(&format!("# {var} = {shown}   # environment\n"));
+            any = true;
+        }
+        out.push_str(if any {
+            "# every other key: its default (docs/configuration.md)\n"
+        } else {
+            "# every key: its default (docs/configuration.md)\n"
+        });
+    }
+    // Variables the file names for secrets (`password_env = "…"`): set or not.
+    if !config.named_vars.is_empty() {
+        out.push_str("\n# Variables the file names for secrets\n");
+        for var in &config.named_vars {
+            let set = ProcessEnv.get(var).is_some_and(|v| !v.trim().is_empty());
+            out.push_str(&format!("# {var}: {}\n", if set { "set" } else { "UNSET" }));
+        }
+    }
+    out
+}
+
+/// A family's table as the file writes it, secrets masked, subtables under their names.
+fn table_lines(name: &str, table: &toml::Table) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut subtables = Vec::new();
+    for (k, v) in table {
+        match v {
+            toml::Value::Table(t) => subtables.push((format!("{name}.{k}"), t)),
+            _ if secret(k) => lines.push(format!("{k} = (set)   # file\n")),
+            _ => lines.push(format!("{k} = {v}   # file\n")),
+        }
+    }
+    for (sub, t) in subtables {
+        lines.push(format!("[{sub}]\n"));
+        lines.extend(table_lines(&sub, t));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::secret;
+
+    #[test]
+    fn secrets_are_known_by_their_names() {
+        for s in [
+            "password",
+            "api_key",
+            "secret",
+            "client_secret",
+            "RINGFENCE_DATABASE_URL",
+            "BRAVE_API_KEY",
+            "token",
+        ] {
+            assert!(secret(s), "{s}");
+        }
+        for s in [
+            "password_env",
+            "api_key_env",
+            "url",
+            "base_url",
+            "model",
+            "RINGFENCE_SHELL_ENABLED",
+        ] {
+            assert!(!secret(s), "{s}");
+        }
+    }
+}
