@@ -425,3 +425,144 @@ def test_config_show_says_where_each_value_came_from_and_never_shows_a_secret(
         assert secret not in text, secret
     assert "password = (set)   # file" in text and "api_key = (set)   # file" in text, text
     assert str(cfg) in text
+
+
+def call(bin_path: Path, home: Path, tool: str, args: dict, *flags: str,
+         **extra: str) -> subprocess.CompletedProcess[str]:
+    return run(bin_path, home, "call", tool, json.dumps(args), *flags, **extra)
+
+
+def test_memory_from_the_shell_for_one_user(ringfence_bin, home):
+    for fact in ("Alice is vegetarian", "Alice's sister is called Jo"):
+        out = call(ringfence_bin, home, "store_truth", {"truthContent": fact}, "--user", "alice")
+        assert out.returncode == 0, out.stderr
+    out = call(ringfence_bin, home, "store_memory",
+               {"memoryContent": "Alice visited Lisbon in May", "memoryType": "event"},
+               "--user", "alice")
+    assert out.returncode == 0, out.stderr
+    # Someone else's rows stay theirs.
+    assert call(ringfence_bin, home, "store_truth", {"truthContent": "Bob is a runner"},
+                "--user", "bob").returncode == 0
+    listed = run(ringfence_bin, home, "memory", "list", "--user", "alice")
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 3, listed.stdout
+    assert "Bob" not in listed.stdout
+    found = run(ringfence_bin, home, "memory", "search", "Lisbon", "--user", "alice")
+    assert found.returncode == 0 and "memory #1" in found.stdout, found.stdout
+    assert run(ringfence_bin, home, "memory", "search", "Lisbon", "--user", "bob").stdout.strip() == ""
+    shown = run(ringfence_bin, home, "memory", "show", "memory", "1", "--user", "alice")
+    assert "type: event" in shown.stdout and "created: " in shown.stdout, shown.stdout
+    edited = run(ringfence_bin, home, "memory", "edit", "truth", "1", "Alice is vegan",
+                 "--user", "alice")
+    assert edited.returncode == 0 and "Alice is vegan" in edited.stdout, edited.stderr
+    assert "was: Alice is vegetarian" in edited.stderr
+    pinned = run(ringfence_bin, home, "memory", "pin", "1", "--user", "alice")
+    assert pinned.returncode == 0 and "pinned" in pinned.stdout, pinned.stderr
+    unpinned = run(ringfence_bin, home, "memory", "unpin", "1", "--user", "alice")
+    assert unpinned.returncode == 0 and "pinned" not in unpinned.stdout
+    missing = run(ringfence_bin, home, "memory", "pin", "1", "--user", "carol")
+    assert missing.returncode == 2 and "carol has no truth #1" in missing.stderr
+    deleted = run(ringfence_bin, home, "memory", "delete", "truth", "2", "--user", "alice")
+    assert deleted.returncode == 0 and "sister" in deleted.stdout
+    refused = run(ringfence_bin, home, "memory", "clear", "--user", "alice")
+    assert refused.returncode == 2 and "--yes" in refused.stderr and "2 rows" in refused.stderr
+    cleared = run(ringfence_bin, home, "memory", "clear", "--user", "alice", "--yes")
+    assert cleared.returncode == 0 and "deleted 2 rows" in cleared.stderr, cleared.stderr
+    left = run(ringfence_bin, home, "memory", "list")
+    assert left.stdout.splitlines() == [l for l in left.stdout.splitlines() if "bob" in l]
+    assert "Bob is a runner" in left.stdout
+
+
+def test_followups_from_the_shell_cancel_and_reschedule(ringfence_bin, home):
+    for n in (1, 2):
+        out = call(ringfence_bin, home, "schedule_followup",
+                   {"context": f"check on task {n}", "minutes_from_now": 60}, "--user", "alice")
+        assert out.returncode == 0, out.stderr
+    moved = run(ringfence_bin, home, "followups", "reschedule", "1", "--user", "alice",
+                "--in", "3d")
+    assert moved.returncode == 0 and "rescheduled" in moved.stderr, moved.stderr
+    at = run(ringfence_bin, home, "followups", "reschedule", "2", "--user", "alice",
+             "--at", "2099-01-01T09:00:00+01:00")
+    assert at.returncode == 2 and "366 days" in at.stderr, at.stderr
+    gone = run(ringfence_bin, home, "followups", "cancel", "2", "--user", "alice",
+               "--reason", "done already")
+    assert gone.returncode == 0 and "cancelled" in gone.stdout, gone.stderr
+    again = run(ringfence_bin, home, "followups", "cancel", "2", "--user", "alice")
+    assert again.returncode == 2 and "no longer pending" in again.stderr
+    other = run(ringfence_bin, home, "followups", "cancel", "1", "--user", "bob")
+    assert other.returncode == 2 and "bob has no follow-up #1" in other.stderr
+    listed = run(ringfence_bin, home, "followups", "list", "--user", "alice")
+    rows = {l.split("\t")[1]: l for l in listed.stdout.splitlines()}
+    assert "\tpending\t" in rows["#1"] and "cancelled: done already" in rows["#2"], rows
+
+
+def test_call_as_a_user_and_over_an_existing_file(ringfence_bin, home):
+    (home / "notes").mkdir()
+    (home / "notes" / "todo.txt").write_text("old\n")
+    args = {"path": "todo.txt", "content": "new\n"}
+    gated = call(ringfence_bin, home, "write_file", args, "--root", "~/notes")
+    assert gated.returncode == 1 and "--overwrite" in gated.stderr, gated
+    assert (home / "notes" / "todo.txt").read_text() == "old\n"
+    written = call(ringfence_bin, home, "write_file", args, "--root", "~/notes", "--overwrite")
+    assert written.returncode == 0, written.stdout
+    assert (home / "notes" / "todo.txt").read_text() == "new\n"
+
+
+def serve_calls(bin_path: Path, home: Path, *tools: str) -> None:
+    """A stdio session that makes `tools` calls (audited as `serve` audits them)."""
+    lines = handshake().splitlines()[:2]
+    for i, tool in enumerate(tools):
+        lines.append(json.dumps({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
+                                 "params": {"name": tool, "arguments": {"path": "."}}}))
+    out = run(bin_path, home, "serve", stdin="\n".join(lines) + "\n")
+    assert out.returncode == 0, out.stderr
+
+
+def test_audit_compares_instants_and_refuses_what_it_cannot_read(ringfence_bin, home):
+    serve_calls(ringfence_bin, home, "list_directory", "directory_tree")
+    every = run(ringfence_bin, home, "audit")
+    lines = [json.loads(l) for l in every.stdout.splitlines()]
+    assert [l["tool"] for l in lines] == ["list_directory", "directory_tree"], every.stdout
+    first = lines[0]["time"]
+    # The same instant with an offset finds the same calls; a relative time too.
+    import datetime as dt
+    t = dt.datetime.fromisoformat(first.replace("Z", "+00:00")) - dt.timedelta(seconds=1)
+    with_offset = t.astimezone(dt.timezone(dt.timedelta(hours=5, minutes=30))).isoformat()
+    assert len(run(ringfence_bin, home, "audit", "--since", with_offset).stdout.splitlines()) == 2
+    assert len(run(ringfence_bin, home, "audit", "--since", "1h").stdout.splitlines()) == 2
+    assert run(ringfence_bin, home, "audit", "--until", with_offset).stdout.strip() == ""
+    assert len(run(ringfence_bin, home, "audit", "--since", "yesterday").stdout.splitlines()) == 2
+    bad = run(ringfence_bin, home, "audit", "--since", "garbage")
+    assert bad.returncode == 2 and "RFC 3339" in bad.stderr and "2h" in bad.stderr
+
+
+def test_audit_is_a_table_on_a_terminal_and_follows(ringfence_bin, home):
+    import os as _os
+    import pty
+    import select
+    import time
+    serve_calls(ringfence_bin, home, "list_directory")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([str(ringfence_bin), "audit", "--follow"], stdout=follower,
+                            stderr=subprocess.PIPE, env=env_for(home))
+    _os.close(follower)
+    seen = b""
+    try:
+        def read_until(needle: bytes, deadline_s: float) -> bytes:
+            nonlocal seen
+            end = time.monotonic() + deadline_s
+            while needle not in seen and time.monotonic() < end:
+                ready, _, _ = select.select([leader], [], [], 0.5)
+                if ready:
+                    seen += _os.read(leader, 4096)
+            return seen
+        read_until(b"list_directory", 60)
+        assert b"list_directory" in seen and b"local" in seen and b" ms" in seen, seen
+        assert b"{" not in seen, seen  # a table, not JSON
+        serve_calls(ringfence_bin, home, "directory_tree")
+        read_until(b"directory_tree", 60)
+        assert b"directory_tree" in seen, seen
+        assert seen.count(b"list_directory") == 1, seen
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        _os.close(leader)

@@ -12,6 +12,7 @@
 //! here knows MCP.
 
 pub mod args;
+pub mod console;
 pub mod error;
 pub mod family;
 pub mod limits;

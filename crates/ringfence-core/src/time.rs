@@ -197,6 +197,60 @@ fn split_offset(s: &str) -> Option<(&str, i64)> {
     Some((s, 0))
 }
 
+/// A time a person typed on the command line that cannot be understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not a time ringfence understands; use an RFC 3339 time with its offset (2026-12-02T15:00:00+01:00 or …Z), a date (2026-12-02, midnight in your zone), `today`, `yesterday`, `now`, or a duration ago such as 30m, 2h, 3d, 1w"
+)]
+pub struct TimeInputError(pub String);
+
+/// A span a person typed: a number and a unit (`90s`, `30m`, `2h`, `3d`, `1w`).
+pub fn parse_span(text: &str) -> Option<Duration> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = t.split_at(split);
+    let n: u64 = n.parse().ok()?;
+    let secs = match unit {
+        "s" | "sec" | "secs" => 1,
+        "m" | "min" | "mins" => 60,
+        "h" | "hour" | "hours" => 3600,
+        "d" | "day" | "days" => 86_400,
+        "w" | "week" | "weeks" => 604_800,
+        _ => return None,
+    };
+    Some(Duration::from_secs(n.checked_mul(secs)?))
+}
+
+/// The instant a person means by `text`, `now_ms` being now and `zone` theirs: an RFC 3339
+/// time with an offset, a date (its midnight in `zone`), `now`, `today`, `yesterday`, or a
+/// span ago (`2h`). Anything else is an error saying what works.
+pub fn parse_instant(text: &str, now_ms: i64, zone: &TimeZone) -> Result<i64, TimeInputError> {
+    let t = text.trim();
+    let bad = || TimeInputError(text.to_owned());
+    let midnight = |date: jiff::civil::Date| -> Result<i64, TimeInputError> {
+        date.to_zoned_datetime(zone.clone())
+            .map(|z| z.timestamp().as_millisecond())
+            .map_err(|_| bad())
+    };
+    let today = || timestamp_ms(now_ms).to_zoned_datetime(zone.clone()).date();
+    match t {
+        "now" => return Ok(now_ms),
+        "today" => return midnight(today()),
+        "yesterday" => return midnight(today().yesterday().map_err(|_| bad())?),
+        _ => {}
+    }
+    if let Some(span) = parse_span(t) {
+        return Ok(now_ms.saturating_sub(span.as_millis().min(i64::MAX as u128) as i64));
+    }
+    if let Ok(ts) = t.parse::<Timestamp>() {
+        return Ok(ts.as_millisecond());
+    }
+    if let Ok(date) = t.parse::<jiff::civil::Date>() {
+        return midnight(date);
+    }
+    Err(bad())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,5 +351,46 @@ mod tests {
         let (max, min) = (format_iso_ms(i64::MAX), format_iso_ms(i64::MIN));
         assert!(max.starts_with("9999-12-"), "{max}");
         assert!(min.starts_with("-9999-01-"), "{min}");
+    }
+
+    #[test]
+    fn a_persons_times_are_instants() {
+        use super::{TimeZone, parse_instant, parse_span};
+        let berlin = TimeZone::get("Europe/Berlin").unwrap();
+        // 2026-12-06T12:00:00Z
+        let now = 1_796_558_400_000;
+        assert_eq!(parse_instant("now", now, &berlin), Ok(now));
+        assert_eq!(parse_instant("2h", now, &berlin), Ok(now - 7_200_000));
+        assert_eq!(parse_instant("3d", now, &berlin), Ok(now - 3 * 86_400_000));
+        // An offset is honoured: the same instant written two ways.
+        assert_eq!(
+            parse_instant("2026-12-06T13:00:00+01:00", now, &berlin),
+            parse_instant("2026-12-06T12:00:00Z", now, &berlin)
+        );
+        assert_eq!(parse_instant("2026-12-06T12:00:00Z", now, &berlin), Ok(now));
+        // A date is its midnight in the person's zone (23:00 UTC the day before in Berlin).
+        assert_eq!(
+            parse_instant("2026-12-06", now, &berlin),
+            Ok(now - 13 * 3_600_000)
+        );
+        assert_eq!(
+            parse_instant("today", now, &berlin),
+            Ok(now - 13 * 3_600_000)
+        );
+        assert_eq!(
+            parse_instant("yesterday", now, &berlin),
+            Ok(now - 37 * 3_600_000)
+        );
+        for bad in ["garbage", "2026-13-01", "12:00", "2h ago", "-2h", ""] {
+            let e = parse_instant(bad, now, &berlin).unwrap_err().to_string();
+            assert!(e.contains("RFC 3339") && e.contains("2h"), "{bad}: {e}");
+        }
+        assert_eq!(parse_span("90s"), Some(std::time::Duration::from_secs(90)));
+        assert_eq!(
+            parse_span("1w"),
+            Some(std::time::Duration::from_secs(604_800))
+        );
+        assert_eq!(parse_span("2x"), None);
+        assert_eq!(parse_span("h"), None);
     }
 }

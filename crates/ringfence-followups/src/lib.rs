@@ -9,6 +9,7 @@
 //! [`FollowupsPlug`] builds the family for a binary.
 
 mod cancel_followup;
+pub mod cli;
 mod due;
 
 mod list_followups;

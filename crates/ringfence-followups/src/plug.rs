@@ -162,9 +162,7 @@ impl DeliveryPolicy for Policy {
         let s = &self.0;
         let own = s.users.get(user);
         let serving: Vec<_> = s.channels.iter().filter(|c| c.serves(user)).collect();
-        let (zone_name, zone) = own
-            .and_then(|u| u.zone.clone())
-            .unwrap_or_else(|| (s.zone_name.clone(), s.zone.clone()));
+        let (zone_name, zone) = s.zone_of(user);
         UserDelivery {
             proactive: s.proactive_for(user),
             enable_hint: format!(

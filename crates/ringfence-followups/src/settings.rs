@@ -323,6 +323,14 @@ impl FollowupSettings {
         self.proactive || self.users.values().any(|u| u.proactive == Some(true))
     }
 
+    /// `user`'s time zone (their own, else the default) and its name.
+    pub fn zone_of(&self, user: &str) -> (String, TimeZone) {
+        self.users
+            .get(user)
+            .and_then(|u| u.zone.clone())
+            .unwrap_or_else(|| (self.zone_name.clone(), self.zone.clone()))
+    }
+
     /// Whether `user`'s follow-ups are delivered.
     pub fn proactive_for(&self, user: &str) -> bool {
         self.users

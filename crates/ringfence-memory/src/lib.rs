@@ -6,6 +6,7 @@
 //! implemented by [`store`] (the search engine over `memory.db` or PostgreSQL's tables, with
 //! an embedder for meaning). [`MemoryPlug`] builds the family from its `[memory]` settings.
 
+pub mod cli;
 mod delete_memory;
 mod delete_truth;
 mod pinned;

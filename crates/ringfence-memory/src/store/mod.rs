@@ -504,6 +504,36 @@ impl MemoryDb {
     fn pinned_rows(&self, user: &str) -> Result<Vec<Item>, StoreError> {
         self.rows.pinned(user)
     }
+
+    /// `user`'s row of `kind` numbered `id`.
+    pub fn get(&self, user: &str, kind: Kind, id: i64) -> Result<Option<Item>, StoreError> {
+        Ok(self.rows.find(user, kind, id)?.map(|(_, item)| item))
+    }
+
+    /// Pins (or unpins) `user`'s truth `id`: pinned truths are always in view (the resource,
+    /// the prompt, the instructions when configured). `None`: no such truth.
+    pub fn set_pinned(
+        &self,
+        user: &str,
+        id: i64,
+        pinned: bool,
+    ) -> Result<Option<Item>, StoreError> {
+        let _guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
+        self.rows.set_pinned(user, id, pinned)
+    }
+
+    /// Deletes every row of `user` of `kind` (both when `None`), one at a time (each durable
+    /// as it goes: an interrupted clear is finished by running it again). Returns how many.
+    pub fn clear(&self, user: &str, kind: Option<Kind>) -> Result<usize, StoreError> {
+        let rows = self.rows.export(Some(user), kind, false)?;
+        let mut removed = 0;
+        for row in rows {
+            if self.delete_row(user, row.item.kind, row.item.id)?.is_some() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
 }
 
 impl Drop for MemoryDb {

@@ -464,6 +464,28 @@ impl MemoryRows for PgMemory {
         })
     }
 
+    fn set_pinned(
+        &self,
+        user: &str,
+        number: i64,
+        pinned: bool,
+    ) -> Result<Option<Item>, StoreError> {
+        let pinned = pinned as i64;
+        self.pg.run(async |c| {
+            Ok(c.query_opt(
+                &format!(
+                    "UPDATE memory_items SET pinned = $3
+                     WHERE \"user\" = $1 AND kind = 'truth' AND number = $2
+                     RETURNING {ITEM_COLUMNS}"
+                ),
+                &[&user, &number, &pinned],
+            )
+            .await?
+            .as_ref()
+            .map(|r| item(r).1))
+        })
+    }
+
     fn pinned(&self, user: &str) -> Result<Vec<Item>, StoreError> {
         self.pg.run(async |c| {
             Ok(c.query(

@@ -146,6 +146,10 @@ pub(crate) trait MemoryRows: Send + Sync + 'static {
     /// `user`'s pinned truths, by number.
     fn pinned(&self, user: &str) -> Result<Vec<Item>, StoreError>;
 
+    /// Pins or unpins `user`'s truth numbered `number`, returning it (`None`: no such truth).
+    fn set_pinned(&self, user: &str, number: i64, pinned: bool)
+    -> Result<Option<Item>, StoreError>;
+
     /// How many rows of `kind` `user` has.
     fn count(&self, user: &str, kind: Kind) -> Result<i64, StoreError>;
 
@@ -462,6 +466,26 @@ impl MemoryRows for SqliteRows {
                 item_from_row,
             )
             .optional()?)
+    }
+
+    fn set_pinned(
+        &self,
+        user: &str,
+        number: i64,
+        pinned: bool,
+    ) -> Result<Option<Item>, StoreError> {
+        Ok(self
+            .store
+            .conn()
+            .query_row(
+                &format!(
+                    "UPDATE items SET pinned = ?3 WHERE user = ?1 AND kind = 'truth' AND number = ?2 RETURNING {ITEM_COLUMNS}"
+                ),
+                params![user, number, pinned as i64],
+                item_from_row,
+            )
+            .optional()?
+            .map(|(_, item)| item))
     }
 
     fn pinned(&self, user: &str) -> Result<Vec<Item>, StoreError> {

@@ -99,6 +99,7 @@ ringfence_store::on_both_beds!(
     words_only_search_applies_type_category_and_tag_filters,
     an_embedder_that_fails_leaves_stores_working_and_search_to_words,
     words_of_users_with_similar_names_stay_apart,
+    pinning_and_clearing_touch_one_user_only,
 );
 
 fn memory(content: &str) -> NewItem {
@@ -676,5 +677,48 @@ fn words_of_users_with_similar_names_stay_apart(t: &dyn Bed) {
             .hits
             .len(),
         1
+    );
+}
+
+fn pinning_and_clearing_touch_one_user_only(t: &dyn Bed) {
+    let db = open(t, true);
+    stored(
+        db.store("u", Kind::Truth, memory("User is vegetarian"))
+            .unwrap(),
+    );
+    stored(
+        db.store("u", Kind::Memory, memory("User visited Lisbon"))
+            .unwrap(),
+    );
+    stored(
+        db.store("v", Kind::Truth, memory("User is vegetarian"))
+            .unwrap(),
+    );
+    let pinned = db.set_pinned("u", 1, true).unwrap().expect("truth 1");
+    assert!(pinned.pinned && pinned.content == "User is vegetarian");
+    assert_eq!(db.pinned("u").unwrap().len(), 1);
+    assert!(
+        db.pinned("v").unwrap().is_empty(),
+        "another user's truth stays unpinned"
+    );
+    // Another user's number, or a memory's, is no truth of this user.
+    assert!(db.set_pinned("w", 1, true).unwrap().is_none());
+    assert!(db.set_pinned("u", 9, true).unwrap().is_none());
+    assert!(!db.set_pinned("u", 1, false).unwrap().unwrap().pinned);
+    assert_eq!(
+        db.get("u", Kind::Memory, 1).unwrap().unwrap().content,
+        "User visited Lisbon"
+    );
+    assert_eq!(db.clear("u", Some(Kind::Memory)).unwrap(), 1);
+    assert!(db.get("u", Kind::Memory, 1).unwrap().is_none());
+    assert!(
+        found(&db, "u", Kind::Memory, "Lisbon").is_empty(),
+        "gone from the index too"
+    );
+    assert_eq!(db.clear("u", None).unwrap(), 1);
+    assert!(db.get("u", Kind::Truth, 1).unwrap().is_none());
+    assert_eq!(
+        db.get("v", Kind::Truth, 1).unwrap().unwrap().content,
+        "User is vegetarian"
     );
 }

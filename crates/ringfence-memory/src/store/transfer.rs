@@ -21,6 +21,22 @@ impl MemoryDb {
         self.rows.users()
     }
 
+    /// Every row of `user` (all users when `None`) of `kind` (both when `None`), with its
+    /// user, by user, kind and number.
+    pub fn items(
+        &self,
+        user: Option<&str>,
+        kind: Option<Kind>,
+    ) -> Result<Vec<(String, crate::Item)>, StoreError> {
+        self.flush();
+        Ok(self
+            .rows
+            .export(user, kind, false)?
+            .into_iter()
+            .map(|r| (r.user, r.item))
+            .collect())
+    }
+
     /// Every row of `user` (all users when `None`), by user, kind and number.
     pub fn export(
         &self,

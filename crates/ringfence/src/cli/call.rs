@@ -1,4 +1,4 @@
-//! `call TOOL JSON`: one tool call as the local user; the result on stdout.
+//! `call TOOL JSON`: one tool call as the local user (or `--user`); the result on stdout.
 
 use std::io::Read;
 use std::process::ExitCode;
@@ -10,7 +10,7 @@ use ringfence_core::{CallRequest, Progress};
 use super::{fail, print_out, raise_fd_limit, runtime};
 use crate::app::App;
 
-pub(super) fn run(app: App, tool_name: &str, json: &str) -> ExitCode {
+pub(super) fn run(app: App, tool_name: &str, json: &str, user: Option<&str>) -> ExitCode {
     raise_fd_limit();
     let runner = app.runner(None, None);
     if let Some(why) = runner.not_offered(tool_name) {
@@ -37,7 +37,10 @@ pub(super) fn run(app: App, tool_name: &str, json: &str) -> ExitCode {
         Err(e) => return fail(&format!("arguments are not valid JSON: {e}")),
     };
     let received = std::time::Instant::now();
-    let scope = match app.sessions.local() {
+    let scope = match app
+        .sessions
+        .scope_for(user.unwrap_or(ringfence_core::LOCAL_USER))
+    {
         Ok(s) => s,
         Err(e) => return fail(&e.to_string()),
     };
@@ -63,6 +66,13 @@ pub(super) fn run(app: App, tool_name: &str, json: &str) -> ExitCode {
         }
         Ok(Err(err)) => {
             print_out(&format!("Error: {}", err.message));
+            if matches!(
+                err.kind,
+                ringfence_core::error::ToolErrorKind::NotReadFirst
+                    | ringfence_core::error::ToolErrorKind::Stale
+            ) {
+                super::say("(From the command line, `ringfence call --overwrite …` writes over it: the read-first rule is for models.)");
+            }
             ExitCode::from(1)
         }
     }

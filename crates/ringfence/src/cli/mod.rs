@@ -107,28 +107,21 @@ enum Command {
         /// Roots for this call (`PATH` or `PATH:ro`); repeatable.
         #[arg(long = "root", value_name = "ROOT")]
         roots: Vec<String>,
+        /// Make the call as this user (their memories, follow-ups, calendar and per-user
+        /// roots); default `local`, the stdio user.
+        #[arg(long)]
+        user: Option<String>,
+        /// Let write_file, edit_file and the other writing tools change an existing file
+        /// that this one-shot call has not read first. The read-first rule is there for
+        /// models, which must see what they replace; a person at the keyboard has.
+        #[arg(long)]
+        overwrite: bool,
     },
     /// Read a bearer token from stdin and print the hash to put in `[http] tokens`.
     TokenHash,
-    /// Print audit-trail lines (JSON, oldest first) matching every filter given.
-    Audit {
-        #[arg(long)]
-        user: Option<String>,
-        #[arg(long)]
-        tool: Option<String>,
-        /// `ok` or `error`.
-        #[arg(long)]
-        outcome: Option<String>,
-        #[arg(long)]
-        session: Option<String>,
-        /// Lines at or after this time (RFC 3339 UTC, e.g. 2026-12-02T15:00:00Z or a prefix
-        /// such as 2026-12-02).
-        #[arg(long)]
-        since: Option<String>,
-        /// Lines before this time.
-        #[arg(long)]
-        until: Option<String>,
-    },
+    /// Print the audit trail's calls matching every filter given, oldest first: a table on
+    /// a terminal, JSON lines otherwise (or with --json).
+    Audit(audit::AuditArgs),
     /// Print the tool definitions.
     Tools {
         #[arg(long, value_enum, default_value_t = tools::Format::Mcp)]
@@ -137,15 +130,16 @@ enum Command {
     /// The embedding model that memory search uses (all-MiniLM-L6-v2).
     #[command(subcommand)]
     Model(model::ModelCommand),
-    /// Truths and memories: list, back up, move (JSON lines).
+    /// Truths and memories: list, search, show, edit, pin, unpin, delete, clear, export,
+    /// import.
     #[command(subcommand)]
-    Memory(memory::MemoryCommand),
+    Memory(ringfence_memory::cli::MemoryCommand),
     /// Deliver follow-ups as they fall due, until SIGTERM or SIGINT (beside `serve` or
     /// instead of it; any number may share a data directory).
     Scheduler,
-    /// Follow-ups: list, back up, move (JSON lines).
+    /// Follow-ups: list, cancel, reschedule, export, import.
     #[command(subcommand)]
-    Followups(followups::FollowupsCommand),
+    Followups(ringfence_followups::cli::FollowupsCommand),
     /// The local calendar: back up, move events in and out (iCalendar files).
     #[command(subcommand)]
     Calendar(calendar::CalendarCommand),
@@ -191,7 +185,7 @@ impl Cli {
             Command::Serve { roots, .. } | Command::Call { roots, .. } => roots.clone(),
             Command::Tools { .. }
             | Command::TokenHash
-            | Command::Audit { .. }
+            | Command::Audit(_)
             | Command::Model(_)
             | Command::Memory(_)
             | Command::Followups(_)
@@ -235,10 +229,16 @@ pub fn run_main() -> ExitCode {
     }
     let over = cli.overrides();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let config = match Config::load(&over, &ProcessEnv, &cwd) {
+    let mut config = match Config::load(&over, &ProcessEnv, &cwd) {
         Ok(c) => c,
         Err(e) => return fail(&format!("configuration error: {e}")),
     };
+    if let Command::Call {
+        overwrite: true, ..
+    } = &cli.command
+    {
+        config.limits.require_read_before_write = false;
+    }
     if let Err(e) = init_logging(&config.log, config.log_json) {
         return fail(&e);
     }
@@ -268,24 +268,7 @@ pub fn run_main() -> ExitCode {
     };
     match cli.command {
         Command::TokenHash => token_hash::run(),
-        Command::Audit {
-            user,
-            tool,
-            outcome,
-            session,
-            since,
-            until,
-        } => audit::run(
-            &app,
-            crate::audit::Query {
-                user,
-                tool,
-                outcome,
-                session,
-                since,
-                until,
-            },
-        ),
+        Command::Audit(args) => audit::run(&app, args),
         Command::Model(cmd) => model::run(&config, cmd),
         Command::Memory(cmd) => memory::run(&config, cmd),
         Command::Scheduler => scheduler::run(&config),
@@ -305,7 +288,9 @@ pub fn run_main() -> ExitCode {
                 None => serve::run(app),
             }
         }
-        Command::Call { tool, json, .. } => call::run(app, &tool, &json),
+        Command::Call {
+            tool, json, user, ..
+        } => call::run(app, &tool, &json, user.as_deref()),
         Command::Tools { format } => tools::run(&app, format),
         Command::Completions { .. }
         | Command::Man
@@ -425,19 +410,6 @@ fn fail(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Writes `rows` as JSON lines with [`write_output`].
-fn write_json_lines<T: serde::Serialize>(
-    rows: &[T],
-    output: Option<&std::path::Path>,
-) -> Result<(), String> {
-    let mut text = String::new();
-    for r in rows {
-        text.push_str(&serde_json::to_string(r).map_err(|e| e.to_string())?);
-        text.push('\n');
-    }
-    write_output(&text, output)
-}
-
 /// Writes an export to `output` (beside, then renamed: an interrupted export never leaves a
 /// half file under the name asked for), or to stdout.
 #[allow(clippy::disallowed_methods)] // the operator's own export file
@@ -461,6 +433,45 @@ fn read_input(file: &std::path::Path) -> Result<String, String> {
         Ok(s)
     } else {
         std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))
+    }
+}
+
+/// The terminal a family's own commands talk to.
+struct Terminal;
+
+impl ringfence_core::console::Console for Terminal {
+    fn out(&mut self, text: &str) {
+        print_out(text);
+    }
+    fn note(&mut self, line: &str) {
+        say(line);
+    }
+    fn is_terminal(&self) -> bool {
+        std::io::IsTerminal::is_terminal(&std::io::stdout())
+    }
+    fn read_input(
+        &mut self,
+        file: &std::path::Path,
+    ) -> Result<String, ringfence_core::console::CommandError> {
+        read_input(file).map_err(Into::into)
+    }
+    fn write_output(
+        &mut self,
+        text: &str,
+        output: Option<&std::path::Path>,
+    ) -> Result<(), ringfence_core::console::CommandError> {
+        write_output(text, output).map_err(Into::into)
+    }
+}
+
+/// The exit status of a family's command: 0 done, 1 partly, 2 (said) stopped.
+fn ended(
+    result: Result<ringfence_core::console::Ended, ringfence_core::console::CommandError>,
+) -> ExitCode {
+    match result {
+        Ok(ringfence_core::console::Ended::Done) => ExitCode::SUCCESS,
+        Ok(ringfence_core::console::Ended::Partly) => ExitCode::from(1),
+        Err(e) => fail(&e.to_string()),
     }
 }
 
