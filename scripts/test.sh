@@ -112,6 +112,22 @@ start_postgres() {
     export RINGFENCE_TEST_DATABASE_URL RINGFENCE_REQUIRE_POSTGRES=1
 }
 
+# --- 1d. A session bus for the desktop follow-up channel's tests ----------------------
+ensure_dbus() {
+    command -v dbus-daemon >/dev/null && return 0
+    echo "dbus-daemon is not installed: installing Debian's package" >&2
+    local sudo=""
+    [[ $(id -u) -eq 0 ]] || sudo="sudo"
+    command -v apt-get >/dev/null || { echo "no apt-get here: install dbus-daemon" >&2; return 1; }
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q dbus-daemon >&2 ||
+        { $sudo apt-get update -q >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q dbus-daemon >&2; }
+}
+
+section "dbus-daemon (a session bus for the desktop notification tests)"
+if ! run_step "dbus-daemon" ensure_dbus; then
+    exit 1
+fi
+
 section "PostgreSQL test cluster (scripts/postgres.sh)"
 if ! run_step "postgres cluster" start_postgres; then
     exit 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ def home(tmp_path: Path) -> Path:
 def env_for(home: Path, **extra: str) -> dict[str, str]:
     """A person's environment: their HOME, nothing of ringfence's set."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RINGFENCE_", "XDG_", "IRIS_", "LLM_CHAT_"))}
+           if not k.startswith(("RINGFENCE_", "XDG_", "IRIS_", "LLM_CHAT_", "DBUS_"))}
     env.update(store_env())
     env["HOME"] = str(home)
     env.update(extra)
@@ -521,7 +522,9 @@ def test_audit_compares_instants_and_refuses_what_it_cannot_read(ringfence_bin, 
     serve_calls(ringfence_bin, home, "list_directory", "directory_tree")
     every = run(ringfence_bin, home, "audit")
     lines = [json.loads(l) for l in every.stdout.splitlines()]
-    assert [l["tool"] for l in lines] == ["list_directory", "directory_tree"], every.stdout
+    # The two calls run at once: either may finish (and be written) first.
+    assert sorted(l["tool"] for l in lines) == ["directory_tree", "list_directory"], every.stdout
+    assert [l["time"] for l in lines] == sorted(l["time"] for l in lines), "oldest first"
     first = lines[0]["time"]
     # The same instant with an offset finds the same calls; a relative time too.
     import datetime as dt
@@ -566,3 +569,87 @@ def test_audit_is_a_table_on_a_terminal_and_follows(ringfence_bin, home):
         proc.terminate()
         proc.wait(timeout=30)
         _os.close(leader)
+
+
+@pytest.fixture
+def session_bus(tmp_path: Path):
+    """A private session bus (dbus-daemon) with a stand-in notification service on it;
+    yields (address, the file each Notify call is written to)."""
+    import shutil
+    import time
+    daemon = shutil.which("dbus-daemon")
+    assert daemon, "dbus-daemon is needed (scripts/test.sh installs it)"
+    socket = tmp_path / "bus"
+    conf = tmp_path / "bus.conf"
+    conf.write_text(f"""<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig><type>session</type><listen>unix:path={socket}</listen><auth>EXTERNAL</auth>
+<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/>
+<allow own="*"/></policy></busconfig>""")
+    bus = subprocess.Popen([daemon, f"--config-file={conf}", "--nofork", "--print-address"],
+                           stdout=subprocess.PIPE, text=True)
+    address = bus.stdout.readline().strip()
+    assert address.startswith("unix:"), address
+    shown = tmp_path / "notifications.jsonl"
+    standin = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("notification_standin.py")), str(shown)],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "DBUS_SESSION_BUS_ADDRESS": address})
+    assert standin.stdout.readline().strip() == "ready"
+    try:
+        yield address, shown
+    finally:
+        for p in (standin, bus):
+            p.terminate()
+            p.wait(timeout=30)
+
+
+def test_follow_ups_reach_the_desktop_as_notifications(ringfence_bin, home, session_bus):
+    import time
+    address, shown = session_bus
+    cfg = home / "ringfence.toml"
+    cfg.write_text('[followups]\nproactive = true\n[[followups.channels]]\nkind = "desktop"\n')
+    env = {"DBUS_SESSION_BUS_ADDRESS": address}
+    # doctor finds the service without showing anything.
+    code, findings = doctor(ringfence_bin, home, "--config", str(cfg), **env)
+    desktop = finding(findings, "followups", "desktop")
+    assert desktop["outcome"] == "ok" and "standin" in desktop["detail"], desktop
+    assert not shown.exists() or shown.read_text() == ""
+    out = call(ringfence_bin, home, "schedule_followup",
+               {"context": "Ask how the dentist appointment went", "minutes_from_now": 0.02},
+               "--config", str(cfg), **env)
+    assert out.returncode == 0, out.stderr
+    scheduler = subprocess.Popen([str(ringfence_bin), "--config", str(cfg), "scheduler"],
+                                 stderr=subprocess.PIPE, text=True, env=env_for(home, **env))
+    try:
+        end = time.monotonic() + 90
+        while time.monotonic() < end and not (shown.exists() and shown.read_text()):
+            time.sleep(0.2)
+    finally:
+        scheduler.terminate()
+        _, err = scheduler.communicate(timeout=60)
+    lines = [json.loads(l) for l in shown.read_text().splitlines()] if shown.exists() else []
+    assert len(lines) == 1, err
+    note = lines[0]
+    assert note["app_name"] == "ringfence"
+    assert note["summary"] == "Ask how the dentist appointment went"
+    assert note["body"] == "Ask how the dentist appointment went"
+    listed = run(ringfence_bin, home, "--config", str(cfg), "followups", "list", **env)
+    assert "completed" in listed.stdout and "via desktop" in listed.stdout, listed.stdout
+
+
+def test_without_a_session_bus_the_desktop_channel_says_so(ringfence_bin, home):
+    cfg = home / "ringfence.toml"
+    cfg.write_text('[followups]\nproactive = true\n[[followups.channels]]\nkind = "desktop"\n')
+    code, findings = doctor(ringfence_bin, home, "--config", str(cfg))
+    desktop = finding(findings, "followups", "desktop")
+    assert code == 1 and desktop["outcome"] == "problem", findings
+    assert "DBUS_SESSION_BUS_ADDRESS" in desktop["detail"], desktop
+
+
+def test_init_on_a_desktop_sends_follow_ups_to_notifications(ringfence_bin, home):
+    out = run(ringfence_bin, home, "init", "--print",
+              DBUS_SESSION_BUS_ADDRESS="unix:path=/nonexistent/bus")
+    assert '\n[[followups.channels]]\nkind = "desktop"' in out.stdout, out.stdout
+    assert '\n[[followups.channels]]\nkind = "mcp"' in out.stdout, out.stdout
+    plain = run(ringfence_bin, home, "init", "--print")
+    assert '\n# [[followups.channels]]\n# kind = "desktop"' in plain.stdout

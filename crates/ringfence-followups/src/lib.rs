@@ -10,6 +10,7 @@
 
 mod cancel_followup;
 pub mod cli;
+pub mod desktop;
 mod due;
 
 mod list_followups;

@@ -80,8 +80,34 @@ impl FamilyPlug for FollowupsPlug {
         Box::pin(async move {
             let mut checks = Vec::new();
             for c in &settings.channels {
-                if let crate::settings::ChannelKind::Email(mail) = &c.kind {
-                    checks.push(crate::scheduler::probe_smtp(mail).await);
+                match &c.kind {
+                    crate::settings::ChannelKind::Email(mail) => {
+                        checks.push(crate::scheduler::probe_smtp(mail).await)
+                    }
+                    crate::settings::ChannelKind::Desktop { timeout } => {
+                        let timeout = *timeout;
+                        let found = tokio::task::spawn_blocking(move || {
+                            crate::desktop::server_information(timeout)
+                        })
+                        .await;
+                        checks.push(match found {
+                            Ok(Ok(server)) => Check::ok(
+                                "follow-up desktop notifications",
+                                format!("the notification service answers: {server}"),
+                            ),
+                            Ok(Err(e)) => Check::problem(
+                                "follow-up desktop notifications",
+                                e.to_string(),
+                                "run ringfence inside your desktop session (DBUS_SESSION_BUS_ADDRESS set, a notification service running), or use another channel",
+                            ),
+                            Err(e) => Check::problem(
+                                "follow-up desktop notifications",
+                                e.to_string(),
+                                "report this",
+                            ),
+                        });
+                    }
+                    _ => {}
                 }
             }
             checks

@@ -426,6 +426,7 @@ async fn deliver(
         } => webhook(http, url, secret, *timeout, body, key).await,
         ChannelKind::Command { argv, timeout } => command(argv, *timeout, body).await,
         ChannelKind::Email(mail) => email(mail, to.address.as_deref(), doc, key).await,
+        ChannelKind::Desktop { timeout } => desktop(doc, *timeout).await,
         ChannelKind::Mcp => {
             let live = to.live.as_ref().ok_or(NOBODY_LISTENING)?;
             let notice = Notice {
@@ -534,6 +535,22 @@ async fn email(
         .await
         .map(|_| ())
         .map_err(|e| format!("SMTP {}:{}: {e}", mail.host, mail.port))
+}
+
+/// Shows the follow-up on the desktop: the check-in as the title, the context as the body.
+async fn desktop(doc: &serde_json::Value, timeout: Duration) -> Result<(), String> {
+    let text = |k: &str| doc[k].as_str().unwrap_or_default().to_owned();
+    let (title, body) = (text("message"), text("context"));
+    let title = if title.is_empty() {
+        body.clone()
+    } else {
+        title
+    };
+    tokio::task::spawn_blocking(move || crate::desktop::notify(&title, &body, timeout))
+        .await
+        .map_err(|e| format!("the desktop notification task failed: {e}"))?
+        .map(|_| ())
+        .map_err(|e| format!("desktop notification: {e}"))
 }
 
 /// Whether the e-mail channel's server takes a connection, STARTTLS and the login, as a

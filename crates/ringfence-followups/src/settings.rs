@@ -24,10 +24,12 @@ pub const SAMPLE: &str = r#"## Follow-ups: "I'll check in on that later" — del
 # proactive = true                 # RINGFENCE_FOLLOWUPS_PROACTIVE=true
 # timezone = "Europe/Berlin"       # default: the system's zone
 # quiet_hours = "22:00-07:00"      # held until they end
+## Where they go. Without any channel listed, to the connected MCP client only; webhook,
+## command and email channels: docs/followups.md.
 # [[followups.channels]]
-# kind = "webhook"                 # webhook | command | email | mcp (mcp is on by default)
-# url = "https://hooks.example.org/ringfence"
-# secret_env = "RINGFENCE_HOOK_SECRET"   # the variable holding the HMAC key"#;
+# kind = "desktop"                 # a desktop notification (the session bus)
+# [[followups.channels]]
+# kind = "mcp"                     # the connected MCP client"#;
 /// `true` turns delivery on (over `[followups] proactive`).
 pub const RINGFENCE_FOLLOWUPS_PROACTIVE: &str = "RINGFENCE_FOLLOWUPS_PROACTIVE";
 /// The variables this family reads.
@@ -68,7 +70,7 @@ struct UserTable {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ChannelTable {
-    /// webhook | command | email | mcp
+    /// webhook | command | email | desktop | mcp
     kind: String,
     /// Only these users' follow-ups (default: everyone's).
     users: Option<Vec<String>>,
@@ -109,6 +111,8 @@ pub enum ChannelKind {
     },
     /// A mail through an SMTP server.
     Email(EmailChannel),
+    /// A desktop notification through the session bus's notification service.
+    Desktop { timeout: Duration },
     /// The user's connected MCP sessions.
     Mcp,
 }
@@ -133,6 +137,9 @@ impl std::fmt::Debug for ChannelKind {
                 .field("argv", argv)
                 .field("timeout", timeout)
                 .finish(),
+            ChannelKind::Desktop { timeout } => {
+                f.debug_struct("Desktop").field("timeout", timeout).finish()
+            }
             ChannelKind::Email(e) => f
                 .debug_struct("Email")
                 .field("host", &e.host)
@@ -171,6 +178,7 @@ impl Channel {
             ChannelKind::Webhook { .. } => "webhook",
             ChannelKind::Command { .. } => "command",
             ChannelKind::Email(_) => "email",
+            ChannelKind::Desktop { .. } => "desktop",
             ChannelKind::Mcp => "mcp",
         }
     }
@@ -180,6 +188,7 @@ impl Channel {
         match &self.kind {
             ChannelKind::Webhook { timeout, .. } | ChannelKind::Command { timeout, .. } => *timeout,
             ChannelKind::Email(e) => e.timeout,
+            ChannelKind::Desktop { timeout } => *timeout,
             ChannelKind::Mcp => Duration::from_secs(10),
         }
     }
@@ -423,11 +432,14 @@ fn resolve_channel(
             "to",
             "timeout_secs",
         ],
+        "desktop" => &["timeout_secs"],
         "mcp" => &[],
         other => {
             return Err(SettingsError::invalid(
                 key("kind"),
-                format!("`{other}` is not a channel kind; use webhook, command, email or mcp"),
+                format!(
+                    "`{other}` is not a channel kind; use webhook, command, email, desktop or mcp"
+                ),
             ));
         }
     };
@@ -547,6 +559,7 @@ fn resolve_channel(
                 timeout,
             })
         }
+        "desktop" => ChannelKind::Desktop { timeout },
         _ => ChannelKind::Mcp,
     };
     Ok(Channel {

@@ -71,7 +71,9 @@ pub(super) fn run(app: App, tool_name: &str, json: &str, user: Option<&str>) -> 
                 ringfence_core::error::ToolErrorKind::NotReadFirst
                     | ringfence_core::error::ToolErrorKind::Stale
             ) {
-                super::say("(From the command line, `ringfence call --overwrite …` writes over it: the read-first rule is for models.)");
+                super::say(
+                    "(From the command line, `ringfence call --overwrite …` writes over it: the read-first rule is for models.)",
+                );
             }
             ExitCode::from(1)
         }

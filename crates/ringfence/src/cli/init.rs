@@ -176,6 +176,10 @@ fn configuration(args: &InitArgs) -> Result<String, String> {
     if args.proactive {
         text = activate(&text, "followups", &[("proactive", "true".into())])?;
     }
+    if session_bus() {
+        // On a desktop, follow-ups show as notifications (and still reach the client).
+        text = uncomment_array(&text, "followups.channels");
+    }
     if let Some(p) = &args.llm {
         let mut keys = vec![("provider", toml_string(p))];
         if let Some(m) = &args.model {
@@ -209,6 +213,31 @@ const CORE: &str = "
 # preset = \"full\"
 # disable = [\"delete_file\"]
 ";
+
+/// Whether this process runs in a desktop session (a session bus is named).
+fn session_bus() -> bool {
+    std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some_and(|a| !a.is_empty())
+}
+
+/// `text` with every commented `[[table]]` block made settings.
+fn uncomment_array(text: &str, table: &str) -> String {
+    let header = format!("# [[{table}]]");
+    let mut inside = false;
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.trim_end() == header {
+            inside = true;
+        } else if !line.starts_with("# ") || line.starts_with("# [") {
+            inside = false;
+        }
+        out.push_str(match line.strip_prefix("# ") {
+            Some(setting) if inside => setting,
+            _ => line,
+        });
+        out.push('\n');
+    }
+    out
+}
 
 /// `s` as a TOML basic string.
 fn toml_string(s: &str) -> String {
@@ -385,6 +414,22 @@ mod tests {
         assert!(config.llm.is_some());
         // The rest stays commented.
         assert!(text.contains("\n# network = \"none\""), "{text}");
+    }
+
+    #[test]
+    fn on_a_desktop_follow_ups_go_to_notifications_and_the_client() {
+        let text = uncomment_array(&configuration(&args()).unwrap(), "followups.channels");
+        assert!(
+            text.contains("\n[[followups.channels]]\nkind = \"desktop\"")
+                && text.contains("\n[[followups.channels]]\nkind = \"mcp\""),
+            "{text}"
+        );
+        // The rest of [followups] stays as it was.
+        assert!(
+            text.contains("\n# [followups]\n# proactive = true"),
+            "{text}"
+        );
+        load(&text, &[]).unwrap();
     }
 
     #[test]
