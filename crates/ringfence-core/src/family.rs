@@ -24,6 +24,17 @@ pub struct FamilyInfo {
     pub presets: &'static [PresetPart],
 }
 
+/// In a [`PresetPart`]: every tool of the family, whatever it has.
+pub const EVERY_TOOL: &[&str] = &["*"];
+
+/// The preset for a person's assistant: every tool, less those that do what another does
+/// (the llm-chat file tools beside the Iris ones). A family with nothing to drop declares
+/// its part as [`EVERY_TOOL`].
+pub const ASSISTANT: &str = "assistant";
+
+/// What the assistant preset is, for messages.
+pub const ASSISTANT_SUMMARY: &str = "every feature, less the file tools that do what another does";
+
 /// A family's part of a named tool set.
 #[derive(Debug, PartialEq, Eq)]
 pub struct PresetPart {
@@ -187,7 +198,14 @@ impl Catalogue {
                 f.presets
                     .iter()
                     .filter(|p| p.name == name)
-                    .flat_map(|p| p.tools.iter().copied())
+                    .flat_map(|p| {
+                        if p.tools == EVERY_TOOL {
+                            f.tools
+                        } else {
+                            p.tools
+                        }
+                    })
+                    .copied()
                     .filter(|t| f.tools.contains(t))
             })
             .collect();

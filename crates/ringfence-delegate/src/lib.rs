@@ -34,7 +34,11 @@ pub const INFO: FamilyInfo = FamilyInfo {
     name: FAMILY,
     summary: "delegate a task to a sub-agent that has only the file tools and the sandboxed shell (off unless [delegate] enabled = true, the shell is on and [llm] is configured)",
     tools: &["delegate_task"],
-    presets: &[],
+    presets: &[ringfence_core::PresetPart {
+        name: ringfence_core::family::ASSISTANT,
+        summary: ringfence_core::family::ASSISTANT_SUMMARY,
+        tools: ringfence_core::family::EVERY_TOOL,
+    }],
 };
 
 /// Where the sub-agent's model comes from, asked at each call (the model may be the

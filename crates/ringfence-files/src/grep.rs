@@ -76,7 +76,7 @@ pub struct GrepArgs {
 
 pub struct Grep;
 
-const DESCRIPTION: &str = "Search file contents using a regular expression pattern within the workspace. Supports three output modes (`files_with_matches` default, `content` as `path:line: text`, `count` per file) and optional scoping by subdirectory, glob or file type.\n\nRespects .gitignore and .ignore files, skips .git and binary files, searches hidden files. Results are sorted by path and capped at 100 matches; when cut, a notice says how many there were and where the full output was saved. Page with head_limit and offset. Context lines (before_context/after_context/context), case_insensitive and multiline are available.";
+const DESCRIPTION: &str = "Search file contents for a regular expression within the workspace, optionally scoped by subdirectory, glob or file type. Respects .gitignore and .ignore files, skips .git and binary files, searches hidden files. Results are sorted by path and capped at 100 matches; when cut, a notice says how many there were and where the full output was saved (page with head_limit and offset).";
 
 impl BlockingTool for Grep {
     type Args = GrepArgs;

@@ -74,12 +74,35 @@ pub const INFO: FamilyInfo = FamilyInfo {
     presets: &[
         PresetPart {
             name: "iris",
-            summary: "seed 000's five file tools",
+            summary: "the Iris workspace tools: five file tools",
             tools: &["read_file", "write_file", "edit_file", "grep", "glob"],
         },
         PresetPart {
+            name: ringfence_core::family::ASSISTANT,
+            summary: ringfence_core::family::ASSISTANT_SUMMARY,
+            // Not the llm-chat tools that repeat these (search_entries, the three line and
+            // content editors, entry_info), directory_tree (list_directory's recursive) nor
+            // switch_workspace (absolute paths reach every root).
+            tools: &[
+                "read_file",
+                "write_file",
+                "edit_file",
+                "multi_edit",
+                "grep",
+                "glob",
+                "list_directory",
+                "move_file",
+                "copy_file",
+                "delete_file",
+                "create_folder",
+                "undo_edit",
+                "read_media_file",
+                "file_access_info",
+            ],
+        },
+        PresetPart {
             name: "llm-chat",
-            summary: "seed 002's thirteen",
+            summary: "the llm-chat file tools: thirteen",
             tools: &[
                 "search_entries",
                 "list_directory",

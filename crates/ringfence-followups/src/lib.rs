@@ -60,7 +60,11 @@ pub const INFO: FamilyInfo = FamilyInfo {
         "update_followup",
         "cancel_followup",
     ],
-    presets: &[],
+    presets: &[ringfence_core::PresetPart {
+        name: ringfence_core::family::ASSISTANT,
+        summary: ringfence_core::family::ASSISTANT_SUMMARY,
+        tools: ringfence_core::family::EVERY_TOOL,
+    }],
 };
 
 /// Where a follow-up is in its life.

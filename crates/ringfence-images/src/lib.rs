@@ -34,7 +34,11 @@ pub const INFO: FamilyInfo = FamilyInfo {
     name: FAMILY,
     summary: "generate images from a description through a configured images API (OpenAI gpt-image-1 or compatible), saved in the workspace",
     tools: &["generate_image"],
-    presets: &[],
+    presets: &[ringfence_core::PresetPart {
+        name: ringfence_core::family::ASSISTANT,
+        summary: ringfence_core::family::ASSISTANT_SUMMARY,
+        tools: ringfence_core::family::EVERY_TOOL,
+    }],
 };
 
 /// The sizes `generate_image` offers (seed 003).

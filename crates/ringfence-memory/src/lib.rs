@@ -270,7 +270,11 @@ pub const INFO: FamilyInfo = FamilyInfo {
         "update_memory",
         "delete_memory",
     ],
-    presets: &[],
+    presets: &[ringfence_core::PresetPart {
+        name: ringfence_core::family::ASSISTANT,
+        summary: ringfence_core::family::ASSISTANT_SUMMARY,
+        tools: ringfence_core::family::EVERY_TOOL,
+    }],
 };
 
 /// What the memory family is built from.

@@ -36,7 +36,11 @@ pub const INFO: FamilyInfo = FamilyInfo {
     name: FAMILY,
     summary: "run shell commands in a kernel sandbox confined to the roots (off unless [shell] enabled = true)",
     tools: &[TOOL],
-    presets: &[],
+    presets: &[ringfence_core::PresetPart {
+        name: ringfence_core::family::ASSISTANT,
+        summary: ringfence_core::family::ASSISTANT_SUMMARY,
+        tools: ringfence_core::family::EVERY_TOOL,
+    }],
 };
 
 /// Command words refused at once (the seed's "privilege escalation commands").

@@ -38,7 +38,11 @@ pub const INFO: FamilyInfo = FamilyInfo {
         "update_calendar_event",
         "delete_calendar_event",
     ],
-    presets: &[],
+    presets: &[ringfence_core::PresetPart {
+        name: ringfence_core::family::ASSISTANT,
+        summary: ringfence_core::family::ASSISTANT_SUMMARY,
+        tools: ringfence_core::family::EVERY_TOOL,
+    }],
 };
 
 /// The longest title, location and description accepted, in characters.

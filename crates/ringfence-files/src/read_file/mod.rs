@@ -16,24 +16,20 @@ use ringfence_core::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadFileArgs {
-    /// One file: workspace-relative path (e.g. `notes/todo.md`). `~/notes/todo.md` and
-    /// absolute paths inside the configured directories work too. Use either `path` (with
-    /// offset/limit) or `paths` (with start_line/end_line/max_chars), not both.
+    /// One file: workspace-relative path (e.g. `notes/todo.md`); `~/notes/todo.md` and
+    /// absolute paths inside the configured directories work too.
     #[serde(default)]
     pub path: Option<String>,
-    /// With `path`: 1-based line number to start reading from (0 is read as 1). Bypasses the
-    /// max-bytes threshold when provided.
+    /// With `path`: 1-based line to start from (0 reads as 1); lifts the 1 MB threshold.
     #[serde(default)]
     pub offset: Option<u64>,
-    /// With `path`: maximum number of lines to return (default: 2000). Bypasses the
-    /// max-bytes threshold when provided.
+    /// With `path`: lines to return (default 2000); lifts the 1 MB threshold.
     #[serde(default)]
     pub limit: Option<u64>,
-    /// Array of file paths to read (absolute, or relative to workspace root): `["file.txt"]`
-    /// for one file, `["a.txt", "b.txt"]` for a batch. Each file gets its own result.
+    /// Files to read (absolute, or relative to the workspace root): `["a.txt"]`, or several.
     #[serde(default)]
     pub paths: Option<Vec<String>>,
-    /// With `paths`: maximum characters to return per file (default: config max, 10,000).
+    /// With `paths`: characters per file (default 10,000).
     #[serde(default)]
     pub max_chars: Option<u64>,
     /// With `paths`: first line to read (1-indexed, inclusive).
@@ -46,7 +42,7 @@ pub struct ReadFileArgs {
 
 pub struct ReadFile;
 
-const DESCRIPTION: &str = "Read the contents of a file within the workspace. Give either `path` (one file) or `paths` (an array of one or more): one of the two is required. Returns the file content with 1-based line numbers in cat -n style (`     1\\tline content`). Registers the path as \"read\" in the session, which is required before write_file can overwrite an existing file or edit_file can modify a file.\n\nFiles larger than 1 MB need `offset`/`limit`. Output is capped at 500 lines or 30,000 characters; when cut, a notice says which lines were shown and where the full output was saved. Page through large files with offset and limit. Text in UTF-8, UTF-16 (with a byte-order mark) and legacy encodings (windows-1252, ISO-8859-x, Shift_JIS, …) is read as text; images and audio come back as media content; other binary files are refused.\n\nBatch form: pass `paths` (an array: [\"file.txt\"] for one file, [\"a.txt\", \"b.txt\"] for several) with optional `start_line`/`end_line` (1-indexed, inclusive) and `max_chars` (per file, default 10,000). Each file then gets its own result, headed `--- /abs/path (lines A-B of N) ---` with the plain content; a file that fails gets its own error without failing the others. Do not mix the two forms in one call.";
+const DESCRIPTION: &str = "Read a file within the workspace. Give `path` (one file) or `paths` (an array of one or more): one of the two is required. Returns the content with 1-based line numbers in cat -n style (`     1\\tline content`) and registers the file as read, which write_file and edit_file require before changing an existing file.\n\nFiles over 1 MB need `offset`/`limit`. Output is capped at 500 lines or 30,000 characters; when cut, a notice says which lines were shown and where the full output was saved (page with offset and limit). UTF-8, UTF-16 (with a byte-order mark) and legacy encodings (windows-1252, ISO-8859-x, Shift_JIS, …) are read as text; images and audio come back as media content; other binary files are refused.\n\nWith `paths` (and optionally `start_line`/`end_line`, 1-indexed and inclusive, and `max_chars` per file, default 10,000), each file gets its own result headed `--- /abs/path (lines A-B of N) ---`; a file that fails gets its own error. Do not mix the two forms.";
 
 impl BlockingTool for ReadFile {
     type Args = ReadFileArgs;

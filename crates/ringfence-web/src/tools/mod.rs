@@ -26,7 +26,11 @@ pub const INFO: FamilyInfo = FamilyInfo {
     name: FAMILY,
     summary: "fetch web pages as clean Markdown (behind an SSRF guard) and search the web through a configured provider",
     tools: &["web_fetch", "web_search"],
-    presets: &[],
+    presets: &[ringfence_core::PresetPart {
+        name: ringfence_core::family::ASSISTANT,
+        summary: ringfence_core::family::ASSISTANT_SUMMARY,
+        tools: ringfence_core::family::EVERY_TOOL,
+    }],
 };
 
 /// How `web_fetch` should render what it fetched.

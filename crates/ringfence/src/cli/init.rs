@@ -207,11 +207,14 @@ const CORE: &str = "
 ## Files never shown or changed, whatever the roots (gitignore patterns).
 # denylist = [\".env\", \"*.pem\", \"id_*\"]
 
-## Which tools your assistant gets: the preset \"full\" (every tool on), \"iris\" or
-## \"llm-chat\" (file tools only), then additions and removals (tools or families).
-# [tools]
-# preset = \"full\"
-# disable = [\"delete_file\"]
+## Which tools your assistant gets. \"assistant\" leaves out the file tools that do what
+## another does (a third fewer tools for every conversation to carry); \"full\" is every
+## tool (what ringfence offers without a file: agents written for the llm-chat file tools
+## need it); \"iris\" and \"llm-chat\" are file tools only. `ringfence tools --names`
+## lists the set.
+[tools]
+preset = \"assistant\"
+# disable = [\"delete_file\"]   # tools or families to leave out
 ";
 
 /// Whether this process runs in a desktop session (a session bus is named).
@@ -351,7 +354,6 @@ mod tests {
             "[llm]",
             "[memory]",
             "[delegate]",
-            "[tools]",
         ] {
             assert!(text.contains(&format!("\n# {table}\n")), "{table}:\n{text}");
         }

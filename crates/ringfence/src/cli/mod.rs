@@ -47,8 +47,9 @@ struct Cli {
     /// [env: RINGFENCE_DENYLIST, comma-separated]
     #[arg(long = "deny", global = true, value_name = "PATTERN")]
     deny: Vec<String>,
-    /// Tool preset: full (every tool, the default), iris (the Iris workspace tools: five
-    /// file tools), llm-chat (the llm-chat file tools: thirteen). [env: RINGFENCE_PRESET]
+    /// Tool preset: full (every tool, the default), assistant (every feature, less the file
+    /// tools that do what another does), iris (the Iris workspace tools: five file tools),
+    /// llm-chat (the llm-chat file tools: thirteen). [env: RINGFENCE_PRESET]
     #[arg(long, global = true, value_name = "PRESET")]
     preset: Option<String>,
     /// Offer only these tools or families (comma-separated), instead of a preset.
@@ -126,6 +127,9 @@ enum Command {
     Tools {
         #[arg(long, value_enum, default_value_t = tools::Format::Mcp)]
         format: tools::Format,
+        /// Only the tools' names, one a line (and, on stderr, what tools/list weighs).
+        #[arg(long, conflicts_with = "format")]
+        names: bool,
     },
     /// The embedding model that memory search uses (all-MiniLM-L6-v2).
     #[command(subcommand)]
@@ -291,7 +295,7 @@ pub fn run_main() -> ExitCode {
         Command::Call {
             tool, json, user, ..
         } => call::run(app, &tool, &json, user.as_deref()),
-        Command::Tools { format } => tools::run(&app, format),
+        Command::Tools { format, names } => tools::run(&app, format, names),
         Command::Completions { .. }
         | Command::Man
         | Command::Init(_)

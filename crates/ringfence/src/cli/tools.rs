@@ -18,7 +18,24 @@ pub(super) enum Format {
     Anthropic,
 }
 
-pub(super) fn run(app: &App, format: Format) -> ExitCode {
+pub(super) fn run(app: &App, format: Format, names: bool) -> ExitCode {
+    if names {
+        // The set a client sees, one name a line, and what all of it costs a conversation.
+        let listed: Vec<&str> = app.toolbox.iter().map(|t| t.name()).collect();
+        print_out(&listed.join("\n"));
+        let bytes = serde_json::to_string(&serde_json::json!({
+            "tools": app.toolbox.definitions(DefinitionFormat::Mcp)
+        }))
+        .map_or(0, |s| s.len());
+        let _ = writeln!(
+            std::io::stderr(),
+            "{} tools; tools/list is {} bytes (about {} tokens at 4 bytes a token)",
+            listed.len(),
+            bytes,
+            bytes / 4
+        );
+        return ExitCode::SUCCESS;
+    }
     let f = match format {
         Format::Mcp => DefinitionFormat::Mcp,
         Format::Openai => DefinitionFormat::OpenAi,
