@@ -374,8 +374,8 @@ impl Reader<'_> {
         })
     }
 
-    fn string(&mut self) -> Result<String, DesktopError> {
-        let len = self.u32()? as usize;
+    /// `len` bytes of text, then the NUL that ends them.
+    fn text(&mut self, len: usize) -> Result<String, DesktopError> {
         let b = self
             .bytes
             .get(self.at..self.at + len)
@@ -384,14 +384,14 @@ impl Reader<'_> {
         Ok(String::from_utf8_lossy(b).into_owned())
     }
 
+    fn string(&mut self) -> Result<String, DesktopError> {
+        let len = self.u32()? as usize;
+        self.text(len)
+    }
+
     fn signature(&mut self) -> Result<String, DesktopError> {
         let len = self.byte()? as usize;
-        let b = self
-            .bytes
-            .get(self.at..self.at + len)
-            .ok_or_else(Self::short)?;
-        self.at += len + 1;
-        Ok(String::from_utf8_lossy(b).into_owned())
+        self.text(len)
     }
 }
 
