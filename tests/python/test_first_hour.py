@@ -407,6 +407,8 @@ def test_config_show_says_where_each_value_came_from_and_never_shows_a_secret(
                    '[calendar]\nprovider = "caldav"\nurl = "https://dav.example.org/a/"\n'
                    'username = "a"\npassword = "hunter2-inline"\n'
                    '[web.search]\nprovider = "brave"\napi_key = "brave-inline-key"\n'
+                   '[followups]\n[[followups.channels]]\nkind = "webhook"\n'
+                   'url = "https://hooks.example.org/T0/B0/hook-path-secret"\nsecret = "s-inline"\n'
                    '[llm]\nprovider = "openai"\nmodel = "m"\n')
     out = run(ringfence_bin, home, "--config", str(cfg), "--preset", "iris", "config", "show",
               LLM_CHAT_FS_MAX_SEARCH_RESULTS="7", OPENAI_API_KEY="sk-very-secret",
@@ -422,9 +424,12 @@ def test_config_show_says_where_each_value_came_from_and_never_shows_a_secret(
     assert lines["max_read_chars"] == "max_read_chars = 30000   # default", text
     assert "# RINGFENCE_SHELL_ENABLED = true   # environment" in text, text
     assert "the key: set" in lines["api_key_env"], text
-    for secret in ("hunter2-inline", "brave-inline-key", "sk-very-secret"):
+    for secret in ("hunter2-inline", "brave-inline-key", "sk-very-secret", "hook-path-secret",
+                   "s-inline"):
         assert secret not in text, secret
     assert "password = (set)   # file" in text and "api_key = (set)   # file" in text, text
+    assert '[[followups.channels]]\nkind = "webhook"' in text, text
+    assert 'url = "https://hooks.example.org/…"' in text, text
     assert str(cfg) in text
 
 

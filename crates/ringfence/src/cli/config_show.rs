@@ -298,27 +298,79 @@ fn render(
     out
 }
 
-/// A family's table as the file writes it, secrets masked, subtables under their names.
+/// A family's table as the file writes it, secrets masked, subtables and arrays of tables
+/// under their names.
 fn table_lines(name: &str, table: &toml::Table) -> Vec<String> {
     let mut lines = Vec::new();
     let mut subtables = Vec::new();
     for (k, v) in table {
         match v {
-            toml::Value::Table(t) => subtables.push((format!("{name}.{k}"), t)),
-            _ if secret(k) => lines.push(format!("{k} = (set)   # file\n")),
-            _ => lines.push(format!("{k} = {v}   # file\n")),
+            toml::Value::Table(t) => subtables.push((format!("[{name}.{k}]"), t)),
+            toml::Value::Array(items)
+                if !items.is_empty() && items.iter().all(toml::Value::is_table) =>
+            {
+                for item in items.iter().filter_map(toml::Value::as_table) {
+                    subtables.push((format!("[[{name}.{k}]]"), item));
+                }
+            }
+            _ => lines.push(format!("{k} = {}   # file\n", shown(k, v))),
         }
     }
-    for (sub, t) in subtables {
-        lines.push(format!("[{sub}]\n"));
-        lines.extend(table_lines(&sub, t));
+    for (header, t) in subtables {
+        lines.push(format!("{header}\n"));
+        let inner = header.trim_matches(['[', ']']);
+        lines.extend(table_lines(inner, t));
     }
     lines
+}
+
+/// A value as `config show` prints it: a secret as `(set)`, an address without its path and
+/// query (a webhook's path is its secret; a URL may carry a login), anything else as written.
+fn shown(key: &str, value: &toml::Value) -> String {
+    if secret(key) {
+        return "(set)".to_owned();
+    }
+    if (key == "url" || key.ends_with("_url"))
+        && let Some(text) = value.as_str()
+    {
+        return match url::Url::parse(text) {
+            Ok(u) if u.path() != "/" || u.query().is_some() || !u.username().is_empty() => {
+                format!(
+                    "\"{}://{}/…\"",
+                    u.scheme(),
+                    u.host_str().unwrap_or_default()
+                )
+            }
+            Ok(_) => value.to_string(),
+            Err(_) => "(set)".to_owned(),
+        };
+    }
+    value.to_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::secret;
+
+    #[test]
+    fn addresses_lose_their_paths_and_logins() {
+        use super::shown;
+        let v = |s: &str| toml::Value::String(s.into());
+        assert_eq!(
+            shown("url", &v("https://hooks.example.org/T000/B000/secret")),
+            "\"https://hooks.example.org/…\""
+        );
+        assert_eq!(
+            shown("url", &v("https://u:p@dav.example.org/")),
+            "\"https://dav.example.org/…\""
+        );
+        assert_eq!(
+            shown("base_url", &v("http://127.0.0.1:11434/")),
+            "\"http://127.0.0.1:11434/\""
+        );
+        assert_eq!(shown("url", &v("not a url")), "(set)");
+        assert_eq!(shown("model", &v("m")), "\"m\"");
+    }
 
     #[test]
     fn secrets_are_known_by_their_names() {
