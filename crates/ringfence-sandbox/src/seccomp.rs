@@ -86,6 +86,13 @@ fn ipc_calls() -> Vec<i64> {
     ]
 }
 
+// The libc crate has no SYS_kexec_file_load for aarch64 with musl; the number is the one of
+// the generic syscall table, which glibc's aarch64 constant also has.
+#[cfg(all(target_arch = "aarch64", target_env = "musl"))]
+const SYS_KEXEC_FILE_LOAD: libc::c_long = 294;
+#[cfg(not(all(target_arch = "aarch64", target_env = "musl")))]
+const SYS_KEXEC_FILE_LOAD: libc::c_long = libc::SYS_kexec_file_load;
+
 /// The x32 system-call numbering bit (x86-64 only).
 #[cfg(target_arch = "x86_64")]
 const X32: i64 = 0x4000_0000;
@@ -111,6 +118,7 @@ const NAMESPACE_FLAGS: [u64; 8] = [
 
 /// The system calls refused whatever their arguments.
 fn always_refused() -> Vec<i64> {
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // extended on x86-64 only
     let mut calls = vec![
         libc::SYS_ptrace,
         libc::SYS_process_vm_readv,
@@ -129,7 +137,7 @@ fn always_refused() -> Vec<i64> {
         libc::SYS_fsmount,
         libc::SYS_fspick,
         libc::SYS_kexec_load,
-        libc::SYS_kexec_file_load,
+        SYS_KEXEC_FILE_LOAD,
         libc::SYS_bpf,
         libc::SYS_keyctl,
         libc::SYS_add_key,

@@ -405,7 +405,14 @@ fn reopen_stdin() -> std::io::Result<()> {
 fn cloexec_above_stderr() -> std::io::Result<()> {
     // SAFETY: the call sets the close-on-exec flag of descriptors; it closes nothing, and
     // reads or writes no memory of this process.
-    let r = unsafe { libc::close_range(3, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as i32) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
     if r == 0 {
         return Ok(());
     }
