@@ -316,7 +316,7 @@ async def test_failed_calls_are_audited_too(http_server, tmp_path):
     assert [(l["user"], l["error"]) for l in lines] == [
         ("local", "outside_workspace"), ("local", "not_found")]
     assert all(l["duration_ms"] >= 0 and l["session"] for l in lines)
-    assert audit(tmp_path, "--since", "2999") == []
+    assert audit(tmp_path, "--since", "2999-01-01") == []
 
 
 def test_bad_token_hash_in_config_fails_closed(tmp_path):
