@@ -658,3 +658,46 @@ def test_init_on_a_desktop_sends_follow_ups_to_notifications(ringfence_bin, home
     assert '\n[[followups.channels]]\nkind = "mcp"' in out.stdout, out.stdout
     plain = run(ringfence_bin, home, "init", "--print")
     assert '\n# [[followups.channels]]\n# kind = "desktop"' in plain.stdout
+
+
+def test_setup_keeps_the_first_backup_and_writes_through_a_link(ringfence_bin, home, tmp_path):
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "mcp.json"
+    original = '{"mcpServers": {"other": {"command": "x"}}}'
+    real.write_text(original)
+    (home / ".cursor").mkdir()
+    link = home / ".cursor" / "mcp.json"
+    link.symlink_to(real)
+    assert run(ringfence_bin, home, "setup", "cursor").returncode == 0
+    assert link.is_symlink(), "the link stays a link"
+    assert "ringfence" in json.loads(real.read_text())["mcpServers"]
+    # A second change (new roots) keeps the backup from before ringfence.
+    (home / "notes").mkdir()
+    assert run(ringfence_bin, home, "setup", "cursor", "~/notes").returncode == 0
+    backup = real.with_name("mcp.json.ringfence-backup")
+    assert backup.read_text() == original
+    assert json.loads(real.read_text())["mcpServers"]["ringfence"]["args"] == [
+        "serve", f"{home}/notes"]
+
+
+def test_init_refuses_answers_that_make_a_file_that_cannot_load(ringfence_bin, home):
+    out = run(ringfence_bin, home, "init", "--llm", "openai")
+    assert out.returncode == 2 and "--model" in out.stderr, out.stderr
+    out = run(ringfence_bin, home, "init", "--llm", "sampling", "--base-url", "http://x/v1")
+    assert out.returncode == 2 and "sampling" in out.stderr, out.stderr
+    assert not (home / ".config" / "ringfence" / "config.toml").exists()
+
+
+def test_config_show_does_not_guess_when_the_file_needs_a_variable(ringfence_bin, home):
+    cfg = home / "ringfence.toml"
+    cfg.write_text('log = "warn"\n[web.search]\nprovider = "brave"\n')
+    out = run(ringfence_bin, home, "--config", str(cfg), "config", "show",
+              BRAVE_API_KEY="k-secret-value")
+    assert out.returncode == 0, out.stderr
+    lines = {l.split(" = ")[0]: l for l in out.stdout.splitlines() if " = " in l}
+    # Without the variable the file does not load, so file and environment cannot be told
+    # apart for what the file sets; what nobody set is still the default.
+    assert lines["log"].endswith("# environment or file"), out.stdout
+    assert lines["log_format"].endswith("# default"), out.stdout
+    assert "k-secret-value" not in out.stdout

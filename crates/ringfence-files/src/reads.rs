@@ -39,7 +39,7 @@ struct Tracker {
 #[derive(Debug, Default)]
 struct SessionReads(Mutex<Tracker>);
 
-/// `session`'s read records, locked for one step of a tool.
+/// `session`'s read records (each operation locks them for itself).
 pub fn reads(session: &Session) -> Reads<'_> {
     let state = session.state().get_or_init(SessionReads::default);
     Reads { state, session }

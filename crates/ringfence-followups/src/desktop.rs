@@ -28,16 +28,20 @@ pub enum DesktopError {
     Remote { name: String, message: String },
     #[error("the session bus answered something ringfence cannot read: {0}")]
     Protocol(String),
+    #[error("the session bus did not answer within {0:.0?}")]
+    TimedOut(Duration),
 }
 
 /// The notification service's name, its object and its interface.
 const SERVICE: &str = "org.freedesktop.Notifications";
 const OBJECT: &str = "/org/freedesktop/Notifications";
 
-/// A connection to the session bus, after `Hello`.
+/// A connection to the session bus, after `Hello`, and when the whole exchange must end.
 struct Bus {
     stream: UnixStream,
     serial: u32,
+    deadline: std::time::Instant,
+    timeout: Duration,
 }
 
 /// Shows a notification: `title` and `body`, from ringfence. Returns the id the service gave.
@@ -88,9 +92,13 @@ impl Bus {
             .filter(|a| !a.is_empty())
             .ok_or(DesktopError::NoBus)?;
         let stream = open(&address)?;
-        stream.set_read_timeout(Some(timeout))?;
-        stream.set_write_timeout(Some(timeout))?;
-        let mut bus = Bus { stream, serial: 0 };
+        let mut bus = Bus {
+            stream,
+            serial: 0,
+            deadline: std::time::Instant::now() + timeout,
+            timeout,
+        };
+        bus.tick()?;
         bus.authenticate()?;
         bus.call(
             "org.freedesktop.DBus",
@@ -101,6 +109,18 @@ impl Bus {
             Vec::new(),
         )?;
         Ok(bus)
+    }
+
+    /// Bounds the next read or write by what is left of the exchange's time.
+    fn tick(&mut self) -> Result<(), DesktopError> {
+        let left = self
+            .deadline
+            .checked_duration_since(std::time::Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or(DesktopError::TimedOut(self.timeout))?;
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.set_write_timeout(Some(left))?;
+        Ok(())
     }
 
     /// The `EXTERNAL` mechanism: the bus checks our uid on the socket.
@@ -127,6 +147,7 @@ impl Bus {
                     "an endless authentication line".into(),
                 ));
             }
+            self.tick()?;
             self.stream.read_exact(&mut byte)?;
             line.push(byte[0]);
         }
@@ -167,6 +188,7 @@ impl Bus {
         m.bytes.extend_from_slice(&body);
         self.stream.write_all(&m.bytes)?;
         loop {
+            self.tick()?;
             let reply = self.read_message()?;
             if reply.reply_serial != Some(serial) {
                 continue;
@@ -417,7 +439,9 @@ impl Writer {
         self.bytes.extend_from_slice(&v.to_le_bytes());
     }
 
+    /// A string; D-Bus allows no NUL inside one, so any is written as a space.
     fn string(&mut self, s: &str) {
+        let s = s.replace('\0', " ");
         self.u32(s.len() as u32);
         self.bytes.extend_from_slice(s.as_bytes());
         self.bytes.push(0);
@@ -467,6 +491,10 @@ mod tests {
         let mut w = Writer::default();
         w.array(4, |a| a.string("x"));
         assert_eq!(w.bytes, [6, 0, 0, 0, 1, 0, 0, 0, b'x', 0]);
+        // No NUL inside a string: the bus would drop the connection.
+        let mut w = Writer::default();
+        w.string("a\0b");
+        assert_eq!(w.bytes, [3, 0, 0, 0, b'a', b' ', b'b', 0]);
     }
 
     #[test]

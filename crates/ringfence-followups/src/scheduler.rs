@@ -546,8 +546,11 @@ async fn desktop(doc: &serde_json::Value, timeout: Duration) -> Result<(), Strin
     } else {
         title
     };
-    tokio::task::spawn_blocking(move || crate::desktop::notify(&title, &body, timeout))
+    let shown = tokio::task::spawn_blocking(move || crate::desktop::notify(&title, &body, timeout));
+    // The exchange bounds itself; this bounds the wait for it whatever happens.
+    tokio::time::timeout(timeout + Duration::from_secs(1), shown)
         .await
+        .map_err(|_| format!("desktop notification: no answer within {timeout:?}"))?
         .map_err(|e| format!("the desktop notification task failed: {e}"))?
         .map(|_| ())
         .map_err(|e| format!("desktop notification: {e}"))

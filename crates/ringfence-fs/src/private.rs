@@ -66,9 +66,14 @@ pub fn create_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
-    tmp_name.push(format!(".{}.partial", std::process::id()));
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    tmp_name.push(format!(".{}.{nanos}.partial", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
-    let created = std::fs::OpenOptions::new()
+    // A leftover temporary file is replaced: only the link below may find the name taken.
+    let _ = std::fs::remove_file(&tmp);
+    let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(PRIVATE_FILE_MODE)
@@ -77,7 +82,11 @@ pub fn create_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
             f.write_all(bytes)?;
             f.sync_all()
         })
-        .and_then(|_| std::fs::hard_link(&tmp, path));
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => io::Error::other(e),
+            _ => e,
+        });
+    let created = written.and_then(|_| std::fs::hard_link(&tmp, path));
     let _ = std::fs::remove_file(&tmp);
     created
 }

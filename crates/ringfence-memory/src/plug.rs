@@ -67,7 +67,20 @@ impl FamilyPlug for MemoryPlug {
             ),
             EmbeddingProvider::OpenAi { url, model, .. } => Check::ok(
                 subject,
-                format!("by meaning and words, with the model {model} at {url}"),
+                format!(
+                    "by meaning and words, with the model {model} at {}",
+                    url.split(['?', '#'])
+                        .next()
+                        .map(|u| match u.split_once("://") {
+                            // Never a login written into the address.
+                            Some((scheme, rest)) => format!(
+                                "{scheme}://{}",
+                                rest.rsplit_once('@').map_or(rest, |(_, host)| host)
+                            ),
+                            None => u.to_owned(),
+                        })
+                        .unwrap_or_default()
+                ),
             ),
             EmbeddingProvider::None => Check::ok(
                 subject,

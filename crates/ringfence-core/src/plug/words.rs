@@ -24,9 +24,16 @@ pub fn in_words(message: &str) -> String {
         && let Some((found, expected)) = rest.rsplit_once(", expected ")
     {
         let expected = expected_words(expected);
-        let found_text = found.starts_with("string ");
         let mut out = format!("must be {expected}, not {}", found_words(found));
-        if found_text && !expected.starts_with("text") && !expected.contains("list") {
+        // Only where the quoted text is itself what the key takes: `"7"` for a number.
+        let inner = found
+            .strip_prefix("string ")
+            .map(|s| s.trim_matches('"').trim());
+        let unquoted_fits = inner.is_some_and(|t| {
+            (expected.contains("number") && t.parse::<f64>().is_ok())
+                || (expected == "true or false" && matches!(t, "true" | "false"))
+        });
+        if unquoted_fits {
             out.push_str(" (write it without quotes)");
         }
         return out;
@@ -151,6 +158,14 @@ mod tests {
             e.contains("must be true or false, not the text \"yes\""),
             "{e}"
         );
+        assert!(
+            !e.contains("without quotes"),
+            "`yes` unquoted is no boolean: {e}"
+        );
+        let e = words("on = \"true\"\n");
+        assert!(e.contains("(write it without quotes)"), "{e}");
+        let e = words("lines = \"seven\"\n");
+        assert!(!e.contains("without quotes"), "{e}");
         let e = words("name = 3\n");
         assert!(
             e.contains("must be text in quotes, not the number 3"),

@@ -12,6 +12,9 @@ use ringfence_core::time::{format_iso_ms, now_ms, parse_instant, system_zone};
 use super::{fail, print_out};
 use crate::audit::Query;
 
+/// How far back each `--follow` poll looks again for lines written late.
+const FOLLOW_MARGIN_MS: i64 = 60_000;
+
 #[derive(Debug, clap::Args)]
 pub(super) struct AuditArgs {
     #[arg(long)]
@@ -107,10 +110,19 @@ pub(super) fn run(app: &crate::app::App, a: AuditArgs) -> ExitCode {
         if !a.follow {
             return ExitCode::SUCCESS;
         }
-        // From the newest call seen on (the same millisecond again: `seen` drops repeats).
-        if let Some(t) = &last_time {
-            q.since = Some(t.clone());
-            seen.retain(|l| l.contains(t.as_str()));
+        // From a minute before the newest call seen: lines are not written in time order
+        // (several processes, a shared table filled late), and `seen` drops repeats.
+        if let Some(t) = &last_time
+            && let Ok(ts) = t.parse::<ringfence_core::time::Timestamp>()
+        {
+            let from = format_iso_ms(ts.as_millisecond() - FOLLOW_MARGIN_MS);
+            seen.retain(|l| {
+                serde_json::from_str::<serde_json::Value>(l)
+                    .ok()
+                    .and_then(|v| v.get("time")?.as_str().map(|x| x >= from.as_str()))
+                    .unwrap_or(false)
+            });
+            q.since = Some(from);
         }
         std::thread::sleep(Duration::from_secs(1));
     }

@@ -201,24 +201,27 @@ fn core(c: &Config) -> Vec<(String, String)> {
     out
 }
 
-/// Where `key`'s value came from: the first layer (flags, variables, file, defaults) whose
-/// removal changes it.
-fn source(key: &str, layers: &[Option<Vec<(String, String)>>; 4]) -> &'static str {
+/// Where `key`'s value came from: the layer (flags, variables, file, defaults) whose removal
+/// changes it. A reduced configuration that does not load (the file needs a variable) is
+/// skipped, and the answer then names both layers it cannot tell apart.
+fn source(key: &str, layers: &[Option<Vec<(String, String)>>; 4]) -> String {
     let value = |i: usize| {
         layers[i]
             .as_ref()
             .and_then(|l| l.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
     };
-    let names = ["flag", "environment", "file"];
-    for (i, name) in names.iter().enumerate() {
-        match (value(i), value(i + 1)) {
-            // A layer that cannot load without the removed one: the removed one matters.
-            (_, None) if layers[i + 1].is_none() => return name,
-            (a, b) if a != b => return name,
-            _ => {}
+    let names = ["flag", "environment", "file", "default"];
+    let mut from = 0;
+    for next in 1..names.len() {
+        if layers[next].is_none() {
+            continue;
         }
+        if value(from) != value(next) {
+            return names[from..next].join(" or ");
+        }
+        from = next;
     }
-    "default"
+    names[from..].join(" or ")
 }
 
 fn render(
@@ -324,28 +327,37 @@ fn table_lines(name: &str, table: &toml::Table) -> Vec<String> {
     lines
 }
 
-/// A value as `config show` prints it: a secret as `(set)`, an address without its path and
-/// query (a webhook's path is its secret; a URL may carry a login), anything else as written.
+/// A value as `config show` prints it: a secret (by its key's name, or a command line or
+/// proxy, which may carry one) as `(set)`; any address without its path, query or login (a
+/// webhook's path is its secret, a URL may carry a password); anything else as written.
 fn shown(key: &str, value: &toml::Value) -> String {
-    if secret(key) {
+    if secret(key) || matches!(key, "command" | "proxy") {
         return "(set)".to_owned();
     }
-    if (key == "url" || key.ends_with("_url"))
-        && let Some(text) = value.as_str()
-    {
-        return match url::Url::parse(text) {
-            Ok(u) if u.path() != "/" || u.query().is_some() || !u.username().is_empty() => {
+    match value {
+        toml::Value::String(text) => match url::Url::parse(text) {
+            Ok(u)
+                if u.has_host()
+                    && (u.path() != "/"
+                        || u.query().is_some()
+                        || !u.username().is_empty()
+                        || u.password().is_some()) =>
+            {
+                let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
                 format!(
-                    "\"{}://{}/…\"",
+                    "\"{}://{}{port}/…\"",
                     u.scheme(),
                     u.host_str().unwrap_or_default()
                 )
             }
-            Ok(_) => value.to_string(),
-            Err(_) => "(set)".to_owned(),
-        };
+            _ => value.to_string(),
+        },
+        toml::Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(|v| shown("", v)).collect();
+            format!("[{}]", inner.join(", "))
+        }
+        _ => value.to_string(),
     }
-    value.to_string()
 }
 
 #[cfg(test)]
@@ -368,8 +380,40 @@ mod tests {
             shown("base_url", &v("http://127.0.0.1:11434/")),
             "\"http://127.0.0.1:11434/\""
         );
-        assert_eq!(shown("url", &v("not a url")), "(set)");
+        assert_eq!(shown("url", &v("not a url")), "\"not a url\"");
+        assert_eq!(shown("proxy", &v("http://u:p@proxy:3128")), "(set)");
+        assert_eq!(shown("x", &v("https://:pw@host/")), "\"https://host/…\"");
+        assert_eq!(
+            shown("command", &v("curl -H 'Authorization: Bearer t'")),
+            "(set)"
+        );
+        assert_eq!(
+            shown(
+                "allow",
+                &toml::Value::Array(vec![v("https://a.example/p"), v("b")])
+            ),
+            "[\"https://a.example/…\", \"b\"]"
+        );
         assert_eq!(shown("model", &v("m")), "\"m\"");
+    }
+
+    #[test]
+    fn a_layer_that_does_not_load_is_named_with_its_neighbour() {
+        use super::source;
+        let l = |v: &str| Some(vec![("k".to_owned(), v.to_owned())]);
+        assert_eq!(source("k", &[l("1"), l("1"), l("1"), l("1")]), "default");
+        assert_eq!(source("k", &[l("2"), l("1"), l("1"), l("1")]), "flag");
+        assert_eq!(
+            source("k", &[l("2"), l("2"), l("1"), l("1")]),
+            "environment"
+        );
+        assert_eq!(source("k", &[l("2"), l("2"), l("2"), l("1")]), "file");
+        // Without variables the file does not load: the two cannot be told apart.
+        assert_eq!(
+            source("k", &[l("2"), l("2"), None, l("1")]),
+            "environment or file"
+        );
+        assert_eq!(source("k", &[l("1"), l("1"), None, l("1")]), "default");
     }
 
     #[test]

@@ -280,7 +280,7 @@ fn data_directory(report: &mut Report, config: &Config) {
             section,
             Check::ok(
                 dir.display().to_string(),
-                "not made yet: the first start makes it (mode 0700)",
+                "not made yet: doctor's own checks and the first start make it (mode 0700)",
             ),
         ),
         Ok(m) if !m.is_dir() => report.add(

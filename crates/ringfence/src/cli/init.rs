@@ -33,8 +33,13 @@ pub(super) struct InitArgs {
     /// compatible endpoint), anthropic, or sampling (the connected client's model).
     #[arg(long, value_name = "PROVIDER", value_parser = ["openai", "anthropic", "sampling"])]
     llm: Option<String>,
-    /// With --llm openai or anthropic: the model's name.
-    #[arg(long, value_name = "NAME", requires = "llm")]
+    /// With --llm openai or anthropic (required there): the model's name.
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "llm",
+        required_if_eq_any([("llm", "openai"), ("llm", "anthropic")])
+    )]
     model: Option<String>,
     /// With --llm openai: the endpoint (default https://api.openai.com/v1; Ollama:
     /// http://127.0.0.1:11434/v1).
@@ -91,8 +96,16 @@ pub(super) fn run(args: &InitArgs, explicit: Option<&Path>) -> ExitCode {
         ));
         return ExitCode::from(1);
     }
-    // Loaded from a copy first: what it lacks here is said once it is written.
+    // Loaded from a copy first. What it lacks in this environment (a key's variable, which
+    // the client may set) is said once it is written; anything else stops here.
     let lacking = check(&text, &cwd).err();
+    if let Some(e) = &lacking
+        && !(e.contains("environment") || e.contains("variable"))
+    {
+        return fail(&format!(
+            "these answers make a configuration that would not load ({e}); nothing was written"
+        ));
+    }
     if let Some(dir) = path.parent()
         && let Err(e) = ringfence_fs::create_private_dir_all(dir)
     {
@@ -181,6 +194,12 @@ fn configuration(args: &InitArgs) -> Result<String, String> {
         text = uncomment_array(&text, "followups.channels");
     }
     if let Some(p) = &args.llm {
+        if p == "sampling" && args.base_url.is_some() {
+            return Err(
+                "--llm sampling uses the connected client's own model: it takes no --base-url"
+                    .into(),
+            );
+        }
         let mut keys = vec![("provider", toml_string(p))];
         if let Some(m) = &args.model {
             keys.push(("model", toml_string(m)));
@@ -196,7 +215,8 @@ fn configuration(args: &InitArgs) -> Result<String, String> {
 const HEADER: &str = "\
 ## ringfence's configuration, written by `ringfence init`.
 ## A line `# key = value` is a setting left at its default: remove the `# ` to use it.
-## Every key, with its default: docs/configuration.md. Paths may start with `~`.
+## Every key, with its default: docs/configuration.md. Roots, data_dir and the
+## configuration's own path may start with `~`.
 ## Check the file with `ringfence doctor`; see what ringfence makes of it with
 ## `ringfence config show`.
 

@@ -260,7 +260,14 @@ pub(super) fn run(a: &SetupArgs, config: Option<&Path>) -> ExitCode {
         .find(|c| c.name == a.client)
         .expect("clap checked the name");
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let (command, args) = match launch(&a.roots, config, &cwd) {
+    // The file the person chose (flag or variable) goes into the entry: the client starts
+    // ringfence without this shell's variables.
+    let chosen = config.map(Path::to_path_buf).or_else(|| {
+        std::env::var_os(crate::env_vars::RINGFENCE_CONFIG)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    let (command, args) = match launch(&a.roots, chosen.as_deref(), &cwd) {
         Ok(l) => l,
         Err(e) => return fail(&e),
     };
@@ -408,6 +415,11 @@ fn merge(
                 .unwrap_or("")
                 .parse()
                 .map_err(|e: toml_edit::TomlError| Refusal::Invalid(e.message().to_owned()))?;
+            if doc.get("mcp_servers").is_some_and(|s| !s.is_table_like()) {
+                return Err(Refusal::Invalid(
+                    "\"mcp_servers\" is not a table of servers".into(),
+                ));
+            }
             set_toml(&mut doc, name, command, args);
             let text = doc.to_string();
             Ok(if Some(text.as_str()) == before {
@@ -512,11 +524,20 @@ fn read_existing(path: &Path) -> Result<Option<String>, String> {
 }
 
 /// Writes `text` to `path` whole (beside it, then renamed, with the previous file's mode),
-/// keeping the previous file as `<name>.ringfence-backup`. Returns the backup's path.
+/// keeping the file as it was before ringfence first changed it as `<name>.ringfence-backup`
+/// (a later run leaves that backup alone). A symbolic link (dotfiles kept elsewhere) is
+/// followed: its target is rewritten, the link stays. Returns the backup's path.
 #[allow(clippy::disallowed_methods)] // a client's own configuration file, not a root
 fn write(path: &Path, before: Option<&str>, text: &str) -> std::io::Result<Option<PathBuf>> {
     use std::io::Write;
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let linked;
+    let path = if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        linked = std::fs::canonicalize(path)?;
+        linked.as_path()
+    } else {
+        path
+    };
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let mode = std::fs::metadata(path)
@@ -527,7 +548,10 @@ fn write(path: &Path, before: Option<&str>, text: &str) -> std::io::Result<Optio
             let mut name = path.file_name().unwrap_or_default().to_owned();
             name.push(".ringfence-backup");
             let b = path.with_file_name(name);
-            ringfence_fs::write_private_file(&b, old.as_bytes())?;
+            // The file from before ringfence is what a person wants back.
+            if std::fs::symlink_metadata(&b).is_err() {
+                ringfence_fs::write_private_file(&b, old.as_bytes())?;
+            }
             Some(b)
         }
         None => None,
