@@ -42,3 +42,13 @@ pub trait Console {
     /// Writes `text` whole to `output` (readable by the owner only), or to stdout.
     fn write_output(&mut self, text: &str, output: Option<&Path>) -> Result<(), CommandError>;
 }
+
+/// `rows` as JSON lines (one object a line), for an export.
+pub fn json_lines<T: serde::Serialize>(rows: &[T]) -> Result<String, CommandError> {
+    let mut text = String::new();
+    for r in rows {
+        text.push_str(&serde_json::to_string(r).map_err(|e| CommandError(e.to_string()))?);
+        text.push('\n');
+    }
+    Ok(text)
+}

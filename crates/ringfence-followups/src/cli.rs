@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use ringfence_core::LOCAL_USER;
-use ringfence_core::console::{CommandError, Console, Ended};
+use ringfence_core::console::{CommandError, Console, Ended, json_lines};
 use ringfence_core::time::{format_in_zone, format_iso_ms, now_ms, parse_instant, parse_span};
 
 use crate::settings::FollowupSettings;
@@ -143,12 +143,7 @@ pub fn run(
         }
         FollowupsCommand::Export { user, output } => {
             let rows = db.export(user.as_deref()).map_err(|e| failed(&e))?;
-            let mut text = String::new();
-            for r in &rows {
-                text.push_str(&serde_json::to_string(r).map_err(|e| CommandError(e.to_string()))?);
-                text.push('\n');
-            }
-            con.write_output(&text, output.as_deref())?;
+            con.write_output(&json_lines(&rows)?, output.as_deref())?;
             con.note(&format!("exported {} follow-ups", rows.len()));
             Ok(Ended::Done)
         }

@@ -30,20 +30,27 @@ pub fn create_private_dir_all(path: &Path) -> io::Result<()> {
         .create(path)
 }
 
-/// Writes `bytes` to `path` as a 0600 file, whole or not at all: a temporary file beside it
-/// (`<path>.partial`), synced, then renamed over `path`.
-#[allow(clippy::disallowed_methods)] // the operator's data directory or output file, not a root
+/// Writes `bytes` to `path` as a 0600 file, whole or not at all (see [`replace_file`]).
 pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace_file(path, bytes, PRIVATE_FILE_MODE)
+}
+
+/// Writes `bytes` to `path` with `mode`, whole or not at all: a temporary file beside it
+/// (`<path>.partial`), synced, then renamed over `path`.
+#[allow(clippy::disallowed_methods)] // the caller's own file (data directory, export, a client's configuration), not a root
+pub fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let tmp = path.with_extension("partial");
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(PRIVATE_FILE_MODE)
+        .mode(mode)
         .open(&tmp)
         .and_then(|mut f| {
+            // The mode asked for, whatever the umask or a leftover file had.
+            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
             f.write_all(bytes)?;
             f.sync_all()
         })

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use ringfence_core::LOCAL_USER;
-use ringfence_core::console::{CommandError, Console, Ended};
+use ringfence_core::console::{CommandError, Console, Ended, json_lines};
 
 use crate::store::{ExportRecord, MemoryDb, Prepared};
 use crate::{Item, Kind, MemoryBackend, Query, UpdateOutcome};
@@ -203,12 +203,7 @@ pub fn run(
                     !no_embeddings,
                 )
                 .map_err(failed)?;
-            let mut text = String::new();
-            for r in &rows {
-                text.push_str(&serde_json::to_string(r).map_err(|e| CommandError(e.to_string()))?);
-                text.push('\n');
-            }
-            con.write_output(&text, output.as_deref())?;
+            con.write_output(&json_lines(&rows)?, output.as_deref())?;
             con.note(&format!("exported {} rows", rows.len()));
             Ok(Ended::Done)
         }

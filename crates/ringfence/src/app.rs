@@ -77,6 +77,15 @@ fn not_offered(
         .collect()
 }
 
+/// Why a one-off call could not be made (its tool's own failure is its result).
+#[derive(Debug, thiserror::Error)]
+pub enum OneCallError {
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Unknown(#[from] ringfence_core::UnknownTool),
+}
+
 /// Why the server could not be assembled.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -148,6 +157,34 @@ impl App {
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: self.instructions.clone(),
         }
+    }
+
+    /// One tool call as `user`, outside any MCP session (`ringfence call`, `doctor`'s
+    /// probes): through the runner like any call, in a fresh session of the user's roots.
+    pub async fn call_once(
+        &self,
+        user: &str,
+        session_id: &str,
+        tool: &str,
+        args: serde_json::Value,
+    ) -> Result<Result<ringfence_core::ToolOutput, ringfence_core::error::ToolError>, OneCallError>
+    {
+        let scope = self.sessions.scope_for(user)?;
+        let runner = self.runner(None, None);
+        Ok(runner
+            .call(ringfence_core::CallRequest {
+                tool,
+                args,
+                user,
+                session_id,
+                scope: Ok(scope),
+                received: std::time::Instant::now(),
+                cancel: tokio_util::sync::CancellationToken::new(),
+                progress: ringfence_core::Progress::none(),
+                ready: None,
+                sampler: None,
+            })
+            .await?)
     }
 
     /// The runner every caller uses: the offered tools, the limits, the audit trail (when

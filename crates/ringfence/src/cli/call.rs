@@ -5,8 +5,6 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-use ringfence_core::{CallRequest, Progress};
-
 use super::{fail, print_out, raise_fd_limit, runtime};
 use crate::app::App;
 
@@ -36,27 +34,12 @@ pub(super) fn run(app: App, tool_name: &str, json: &str, user: Option<&str>) -> 
         Ok(v) => v,
         Err(e) => return fail(&format!("arguments are not valid JSON: {e}")),
     };
-    let received = std::time::Instant::now();
-    let scope = match app
-        .sessions
-        .scope_for(user.unwrap_or(ringfence_core::LOCAL_USER))
-    {
-        Ok(s) => s,
-        Err(e) => return fail(&e.to_string()),
-    };
-    let user = scope.session.user().to_owned();
-    let outcome = runtime().block_on(runner.call(CallRequest {
-        tool: tool_name,
+    let outcome = runtime().block_on(app.call_once(
+        user.unwrap_or(ringfence_core::LOCAL_USER),
+        "cli",
+        tool_name,
         args,
-        user: &user,
-        session_id: "cli",
-        scope: Ok(scope),
-        received,
-        cancel: tokio_util::sync::CancellationToken::new(),
-        progress: Progress::none(),
-        ready: None,
-        sampler: None,
-    }));
+    ));
     app.shutdown();
     match outcome {
         Err(unknown) => fail(&unknown.to_string()),

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use ringfence_core::plug::{Check, Outcome, ProbeCall, ProbeEnv};
-use ringfence_core::{CallRequest, Progress};
 use ringfence_fs::Access;
 
 use super::{print_out, runtime};
@@ -188,24 +187,12 @@ fn examine(report: &mut Report, offline: bool, over: &Overrides, cwd: &Path) {
 
 /// Makes `call` as the local user, through the runner.
 fn probe(app: &App, call: &ProbeCall, rt: &tokio::runtime::Runtime) -> Check {
-    let runner = app.runner(None, None);
-    let scope = match app.sessions.local() {
-        Ok(s) => s,
-        Err(e) => return Check::problem(&call.subject, e.to_string(), "check the roots"),
-    };
-    let user = scope.session.user().to_owned();
-    let outcome = rt.block_on(runner.call(CallRequest {
-        tool: call.tool,
-        args: call.args.clone(),
-        user: &user,
-        session_id: "doctor",
-        scope: Ok(scope),
-        received: std::time::Instant::now(),
-        cancel: tokio_util::sync::CancellationToken::new(),
-        progress: Progress::none(),
-        ready: None,
-        sampler: None,
-    }));
+    let outcome = rt.block_on(app.call_once(
+        ringfence_core::LOCAL_USER,
+        "doctor",
+        call.tool,
+        call.args.clone(),
+    ));
     match outcome {
         Ok(Ok(out)) => {
             let text = out.all_text();
@@ -232,7 +219,7 @@ fn probe(app: &App, call: &ProbeCall, rt: &tokio::runtime::Runtime) -> Check {
             e.message,
             "the message above says what to do",
         ),
-        Err(unknown) => Check::problem(&call.subject, unknown.to_string(), "report this"),
+        Err(e) => Check::problem(&call.subject, e.to_string(), "check the roots"),
     }
 }
 

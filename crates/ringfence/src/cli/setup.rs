@@ -529,8 +529,7 @@ fn read_existing(path: &Path) -> Result<Option<String>, String> {
 /// followed: its target is rewritten, the link stays. Returns the backup's path.
 #[allow(clippy::disallowed_methods)] // a client's own configuration file, not a root
 fn write(path: &Path, before: Option<&str>, text: &str) -> std::io::Result<Option<PathBuf>> {
-    use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::PermissionsExt;
     let linked;
     let path = if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         linked = std::fs::canonicalize(path)?;
@@ -556,25 +555,8 @@ fn write(path: &Path, before: Option<&str>, text: &str) -> std::io::Result<Optio
         }
         None => None,
     };
-    let mut tmp_name = path.file_name().unwrap_or_default().to_owned();
-    tmp_name.push(format!(".{}.partial", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(&tmp)
-        .and_then(|mut f| {
-            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()
-        })
-        .and_then(|_| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.map(|_| backup)
+    ringfence_fs::replace_file(path, text.as_bytes(), mode)?;
+    Ok(backup)
 }
 
 #[cfg(test)]
