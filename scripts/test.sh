@@ -11,6 +11,8 @@
 #   4. pytest tests/python: the official MCP Python SDK client drives `ringfence serve`
 #   5. pytest again on PostgreSQL for the suites whose state can live there
 #      (RINGFENCE_TEST_STORE=postgres)
+#   6. no System V shared memory segment left behind by the tests (they are removed, and
+#      the run fails)
 #
 # PostgreSQL: scripts/postgres.sh installs it from Debian's packages if missing and starts
 # a throwaway cluster (removed when the script exits); RINGFENCE_TEST_DATABASE_URL names it
@@ -133,6 +135,12 @@ if ! run_step "postgres cluster" start_postgres; then
     exit 1
 fi
 
+# System V shared memory on the machine before the tests: a segment a test leaves behind
+# (a command run with the sandbox off) holds its memory until reboot, and enough of them
+# starve everything after. Checked again at the end.
+shm_ids() { awk 'NR > 1 { print $2 }' /proc/sysvipc/shm 2>/dev/null | sort; }
+SHM_BEFORE="$(shm_ids)"
+
 # --- 2. Rust tests --------------------------------------------------------------------
 if cargo nextest --version >/dev/null 2>&1; then
     section "cargo nextest run --workspace"
@@ -202,5 +210,21 @@ section "pytest on PostgreSQL: ${PG_SUITES[*]}"
 # shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose
 run_step "python tests on PostgreSQL (pytest)" env RINGFENCE_TEST_STORE=postgres \
     "$VENV/bin/python" -m pytest "${PG_SUITES[@]}" -p no:cacheprovider ${PYTEST_ARGS:-} || true
+
+# --- 6. Nothing left behind -----------------------------------------------------------
+no_shm_left() {
+    local left
+    left="$(comm -13 <(echo "$SHM_BEFORE") <(shm_ids))"
+    [[ -z "$left" ]] && return 0
+    echo "System V shared memory segments the tests left behind (ipcs -m; removed now):" >&2
+    local id
+    for id in $left; do
+        grep -E "^ *[0-9-]+ +$id " /proc/sysvipc/shm >&2
+        ipcrm -m "$id" 2>/dev/null
+    done
+    return 1
+}
+section "no shared memory left behind"
+run_step "no shared memory left behind" no_shm_left || true
 
 [[ $FAILED -eq 0 ]]

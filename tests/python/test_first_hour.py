@@ -689,6 +689,44 @@ def test_init_refuses_answers_that_make_a_file_that_cannot_load(ringfence_bin, h
     assert not (home / ".config" / "ringfence" / "config.toml").exists()
 
 
+def shown_tables(text: str) -> dict[str, dict[str, str]]:
+    """`config show`'s output as {table: {key: "value   # source"}}."""
+    tables: dict[str, dict[str, str]] = {"": {}}
+    table = ""
+    for line in text.splitlines():
+        if line.startswith("[") and not line.startswith("[["):
+            table = line.split("]")[0].strip("[")
+            tables.setdefault(table, {})
+        elif " = " in line and not line.startswith("#"):
+            key, rest = line.split(" = ", 1)
+            tables[table].setdefault(key, rest)
+    return tables
+
+
+def test_config_show_lists_every_family_value_with_its_source(ringfence_bin, home):
+    cfg = home / "ringfence.toml"
+    cfg.write_text('[web]\ntimeout_secs = 12\n[shell]\nmax_memory_mb = 2048\n'
+                   '[memory.search]\nmin_relevance = 0.3\n')
+    out = run(ringfence_bin, home, "--config", str(cfg), "config", "show",
+              RINGFENCE_SHELL_ENABLED="true", RINGFENCE_EMBEDDINGS="none")
+    assert out.returncode == 0, out.stderr
+    t = shown_tables(out.stdout)
+    # Set in the file, by a variable, or nowhere: each says so, family keys included.
+    assert t["web"]["timeout_secs"] == "12   # file", out.stdout
+    assert t["web"]["connect_timeout_secs"] == "10   # default", out.stdout
+    assert t["shell"]["enabled"] == "true   # environment", out.stdout
+    assert t["shell"]["max_memory_mb"] == "2048   # file", out.stdout
+    assert t["shell"]["max_cpu_secs"] == "300   # default", out.stdout
+    assert t["memory"]["search.min_relevance"] == "0.3   # file", out.stdout
+    assert t["memory"]["embeddings.provider"] == '"none"   # environment', out.stdout
+    assert t["followups"]["proactive"] == "false   # default", out.stdout
+    assert t["calendar"]["provider"] == '"local"   # default', out.stdout
+    assert t["images"]["api_key"] == "(unset)   # default", out.stdout
+    # Counts of tokens are not secrets.
+    assert t["delegate"]["max_tokens"].endswith("# default")
+    assert t["delegate"]["max_tokens"].split()[0].isdigit(), out.stdout
+
+
 def test_config_show_does_not_guess_when_the_file_needs_a_variable(ringfence_bin, home):
     cfg = home / "ringfence.toml"
     cfg.write_text('log = "warn"\n[web.search]\nprovider = "brave"\n')

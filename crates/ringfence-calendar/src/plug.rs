@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use ringfence_core::BoxFuture;
 use ringfence_core::family::{Family, FamilyInfo};
 use ringfence_core::plug::{
-    BuildError, FamilyEnv, FamilyPlug, Lazy, ProbeCall, SectionInput, SettingsError,
+    BuildError, FamilyEnv, FamilyPlug, Lazy, ProbeCall, SectionInput, SettingsError, Shown,
 };
 use ringfence_core::time::TimeZone;
 use ringfence_store::pg::copy;
@@ -51,6 +51,51 @@ impl FamilyPlug for CalendarPlug {
 
     /// Today's events of the local user: the server answers and takes the login (the local
     /// calendar reaches nothing).
+    fn shown(&self, s: &CalendarSettings) -> Shown {
+        let mut shown = Shown::default();
+        shown = match &s.default.provider {
+            Provider::Local | Provider::NotForUser => shown.value("provider", "local"),
+            Provider::CalDav {
+                url,
+                username,
+                password,
+            } => shown
+                .value("provider", "caldav")
+                .value("url", url.as_ref().map_or("", |u| u.as_str()))
+                .raw(
+                    "username",
+                    if username.is_some() {
+                        "(set)"
+                    } else {
+                        "(none)"
+                    }
+                    .to_owned(),
+                )
+                .secret("password", matches!(password, Ok(Some(_)))),
+            Provider::Google {
+                client_id,
+                client_secret,
+                endpoints,
+            } => shown
+                .value("provider", "google")
+                .secret("client_id", client_id.is_some())
+                .secret("client_secret", matches!(client_secret, Ok(Some(_))))
+                .value("google_api_url", endpoints.api.as_str()),
+        };
+        let users: Vec<String> = s.users.keys().cloned().collect();
+        shown
+            .value("timezone", s.default.zone_name.as_str())
+            .number("timeout_secs", s.timeout.as_secs())
+            .raw(
+                "users",
+                if users.is_empty() {
+                    "(none: every user has the default)".to_owned()
+                } else {
+                    users.join(", ")
+                },
+            )
+    }
+
     fn probe_call(&self, settings: &CalendarSettings) -> Option<ProbeCall> {
         let provider = match settings.default.provider {
             crate::settings::Provider::Local => return None,

@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Offer, SectionInput, SettingsError};
+use ringfence_core::plug::{
+    BuildError, FamilyEnv, FamilyPlug, Offer, SectionInput, SettingsError, Shown,
+};
 use ringfence_core::{Family, FamilyInfo, ToolContext, ToolError, ToolErrorKind};
 use ringfence_llm::{ChatModel, LlmSettings, LlmSource};
 
@@ -30,6 +32,14 @@ impl FamilyPlug for DelegatePlug {
 
     fn settings(&self, input: &SectionInput<'_>) -> Result<DelegateSettings, SettingsError> {
         DelegateSettings::resolve(input)
+    }
+
+    fn shown(&self, s: &DelegateSettings) -> Shown {
+        Shown::default()
+            .value("enabled", s.enabled)
+            .number("max_turns", u64::from(s.limits.max_turns))
+            .number("max_tokens", u64::from(s.limits.max_tokens))
+            .number("token_budget", s.limits.token_budget)
     }
 
     fn withheld(&self, settings: &DelegateSettings, offer: &Offer<'_>) -> Option<String> {

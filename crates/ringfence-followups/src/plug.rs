@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ringfence_core::family::{Family, FamilyInfo};
 use ringfence_core::live::LiveSessions;
 use ringfence_core::plug::{
-    BuildError, Check, FamilyEnv, FamilyPlug, Lazy, ProbeEnv, SectionInput, SettingsError,
+    BuildError, Check, FamilyEnv, FamilyPlug, Lazy, ProbeEnv, SectionInput, SettingsError, Shown,
 };
 use ringfence_llm::{ChatModel, LlmSettings};
 use ringfence_store::pg::copy;
@@ -40,6 +40,33 @@ impl FamilyPlug for FollowupsPlug {
 
     fn state(&self, settings: &FollowupSettings, _data_dir: &Path) -> Vec<copy::Family> {
         vec![crate::store::state(settings.db_path.clone())]
+    }
+
+    fn shown(&self, s: &FollowupSettings) -> Shown {
+        let channels: Vec<&str> = s.channels.iter().map(|c| c.name()).collect();
+        let users: Vec<&str> = s.users.keys().map(String::as_str).collect();
+        let names = |names: &[&str], none: &str| {
+            if names.is_empty() {
+                none.to_owned()
+            } else {
+                names.join(", ")
+            }
+        };
+        Shown::default()
+            .value("proactive", s.proactive)
+            .value("timezone", s.zone_name.as_str())
+            .raw(
+                "quiet_hours",
+                s.quiet_hours
+                    .map_or("(none)".to_owned(), |q| format!("\"{}\"", q.describe())),
+            )
+            .number("max_attempts", s.max_attempts.max(0) as u64)
+            .number("lease_secs", s.lease.as_secs())
+            .raw("channels", names(&channels, "(none)"))
+            .raw(
+                "users",
+                names(&users, "(none: every user has the defaults)"),
+            )
     }
 
     fn checks(&self, settings: &FollowupSettings, _data_dir: &std::path::Path) -> Vec<Check> {

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ringfence_core::plug::{BuildError, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError};
+use ringfence_core::plug::{
+    BuildError, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError, Shown,
+};
 use ringfence_core::{BoxFuture, Family, FamilyInfo};
 use ringfence_net::{WebError, WebErrorKind};
 
@@ -27,6 +29,16 @@ impl FamilyPlug for ImagesPlug {
 
     fn settings(&self, input: &SectionInput<'_>) -> Result<ImagesSettings, SettingsError> {
         ImagesSettings::resolve(input)
+    }
+
+    fn shown(&self, s: &ImagesSettings) -> Shown {
+        Shown::default()
+            .value("base_url", s.api.base_url.as_str())
+            .value("model", s.api.model.as_str())
+            .secret("api_key", s.api.api_key.is_some())
+            .number("timeout_secs", s.api.timeout.as_secs())
+            .number("retries", u64::from(s.api.retry.retries))
+            .number("daily_limit", u64::from(s.daily_limit))
     }
 
     fn build(&self, settings: &ImagesSettings, _env: &FamilyEnv<'_>) -> Result<Family, BuildError> {

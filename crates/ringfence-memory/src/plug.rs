@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ringfence_core::family::{Family, FamilyInfo};
 use ringfence_core::plug::{
-    BuildError, Check, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError,
+    BuildError, Check, FamilyEnv, FamilyPlug, Lazy, SectionInput, SettingsError, Shown,
 };
 use ringfence_store::pg::copy;
 use ringfence_store::{OpenError, SharedStore};
@@ -40,6 +40,54 @@ impl FamilyPlug for MemoryPlug {
 
     fn state(&self, settings: &MemorySettings, _data_dir: &Path) -> Vec<copy::Family> {
         vec![crate::store::state(settings.database.clone())]
+    }
+
+    fn shown(&self, s: &MemorySettings) -> Shown {
+        let path = |p: &Path| p.display().to_string();
+        let mut shown = Shown::default()
+            .value("database", path(&s.database))
+            .value("pinned_in_instructions", s.pinned_in_instructions);
+        shown = match &s.provider {
+            EmbeddingProvider::Local { model_dir } => shown
+                .value("embeddings.provider", "local")
+                .value("embeddings.model_dir", path(model_dir)),
+            EmbeddingProvider::OpenAi {
+                url,
+                model,
+                api_key_env,
+                dimensions,
+                timeout_secs,
+            } => {
+                let shown = shown
+                    .value("embeddings.provider", "openai")
+                    .value("embeddings.url", url.as_str())
+                    .value("embeddings.model", model.as_str())
+                    .value(
+                        "embeddings.api_key_env",
+                        api_key_env.as_deref().unwrap_or_default(),
+                    );
+                let shown = match dimensions {
+                    Some(n) => shown.number("embeddings.dimensions", *n as u64),
+                    None => shown.raw("embeddings.dimensions", "(the model's)".to_owned()),
+                };
+                shown.number("embeddings.timeout_secs", *timeout_secs)
+            }
+            EmbeddingProvider::None => shown.value("embeddings.provider", "none"),
+        };
+        let r = &s.rank;
+        [
+            ("lexical_weight", r.lexical_weight),
+            ("recency_weight", r.recency_weight),
+            ("usage_weight", r.usage_weight),
+            ("recency_half_life_days", r.recency_half_life_days),
+            ("min_relevance", r.min_relevance),
+            ("min_lexical", r.min_lexical),
+            ("duplicate_threshold", r.duplicate_threshold),
+        ]
+        .into_iter()
+        .fold(shown, |shown, (k, v)| {
+            shown.raw(&format!("search.{k}"), format!("{v}"))
+        })
     }
 
     fn checks(&self, settings: &MemorySettings, _data_dir: &Path) -> Vec<Check> {

@@ -2,10 +2,10 @@
 //! turned it on (`[shell] enabled = true` or `RINGFENCE_SHELL_ENABLED=true`).
 
 use ringfence_core::plug::{
-    BuildError, FamilyEnv, FamilyPlug, Offer, ProbeCall, SectionInput, SettingsError,
+    BuildError, FamilyEnv, FamilyPlug, Offer, ProbeCall, SectionInput, SettingsError, Shown,
 };
 use ringfence_core::{Family, FamilyInfo};
-use ringfence_sandbox::{Helper, Requirement};
+use ringfence_sandbox::{Helper, Network, Requirement};
 
 use crate::settings::{self as config, ShellSettings};
 use crate::{self as family, ShellConfig};
@@ -33,6 +33,37 @@ impl FamilyPlug for ShellPlug {
                 config::RINGFENCE_SHELL_ENABLED
             )
         })
+    }
+
+    fn shown(&self, s: &ShellSettings) -> Shown {
+        const MB: u64 = 1 << 20;
+        let names: Vec<String> = s.env.iter().map(|(name, _)| name.clone()).collect();
+        Shown::default()
+            .value("enabled", s.enabled)
+            .value(
+                "network",
+                match s.network {
+                    Network::None => "none",
+                    Network::Full => "full",
+                },
+            )
+            .value(
+                "sandbox",
+                match s.sandbox {
+                    Requirement::Full => "on",
+                    Requirement::Partial => "partial",
+                    Requirement::Off => "off",
+                },
+            )
+            .value("env", names)
+            .value("blocked", s.blocked.clone())
+            .number("max_processes", s.max_processes)
+            .number("max_open_files", s.limits.open_files.unwrap_or(0))
+            .megabytes("max_file_size_mb", s.limits.file_size.unwrap_or(0), MB)
+            .number("max_cpu_secs", s.limits.cpu_secs.unwrap_or(0))
+            .megabytes("max_memory_mb", s.limits.memory.unwrap_or(0), MB)
+            .megabytes("max_tmp_mb", s.max_tmp, MB)
+            .number("concurrent_per_user", s.concurrent_per_user as u64)
     }
 
     /// `true` in the sandbox: what this kernel gives a command (Landlock, namespaces, cgroups).

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ringfence_core::plug::{
-    BuildError, FamilyEnv, FamilyPlug, Lazy, ProbeCall, SectionInput, SettingsError,
+    BuildError, FamilyEnv, FamilyPlug, Lazy, ProbeCall, SectionInput, SettingsError, Shown,
 };
 use ringfence_core::{BoxFuture, Family, FamilyInfo};
 
@@ -25,6 +25,44 @@ impl FamilyPlug for WebPlug {
 
     fn settings(&self, input: &SectionInput<'_>) -> Result<WebSettings, SettingsError> {
         WebSettings::resolve(input)
+    }
+
+    fn shown(&self, s: &WebSettings) -> Shown {
+        const MB: u64 = 1_000_000;
+        let shown = Shown::default()
+            .value("allow_private", s.allow_private.clone())
+            .value("allowed_domains", s.allowed_domains.clone())
+            .value("blocked_domains", s.blocked_domains.clone())
+            .value("robots", s.robots)
+            .megabytes("max_download_mb", s.max_download_bytes as u64, MB)
+            .megabytes("max_image_mb", s.max_image_bytes as u64, MB)
+            .number("max_redirects", s.max_redirects as u64)
+            .number("connect_timeout_secs", s.connect_timeout.as_secs())
+            .number("timeout_secs", s.timeout.as_secs())
+            .raw(
+                "proxy",
+                if s.proxy.is_some() { "(set)" } else { "(none)" }.to_owned(),
+            )
+            .number("cache_ttl_secs", s.cache.ttl.as_secs())
+            .number("cache_entries", s.cache.entries_per_user as u64)
+            .megabytes("cache_user_mb", s.cache.bytes_per_user as u64, MB)
+            .megabytes("cache_mb", s.cache.total_bytes as u64, MB);
+        match &s.search {
+            None => shown.raw("search.provider", "(none: no web search)".to_owned()),
+            Some(search) => shown
+                .value("search.provider", search.provider.name())
+                .value(
+                    "search.url",
+                    search
+                        .base_url
+                        .as_deref()
+                        .or(search.provider.default_base_url())
+                        .unwrap_or_default(),
+                )
+                .secret("search.api_key", search.api_key.is_some())
+                .number("search.timeout_secs", search.timeout.as_secs())
+                .number("search.retries", u64::from(search.retry.retries)),
+        }
     }
 
     /// One search for a word, when a provider is configured: the key and the provider work.

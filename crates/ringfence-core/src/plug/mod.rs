@@ -27,7 +27,7 @@ pub mod words;
 pub use check::{Check, Outcome, ProbeCall, ProbeEnv};
 
 pub use settings::{
-    Env, FamilySettings, FileText, ProcessEnv, SectionInput, SettingsError, zone_setting,
+    Env, FamilySettings, FileText, ProcessEnv, SectionInput, SettingsError, Shown, zone_setting,
 };
 
 /// What a plug may use to build its family.
@@ -153,6 +153,11 @@ pub trait FamilyPlug: Sync {
     fn checks(&self, _settings: &Self::Settings, _data_dir: &Path) -> Vec<Check> {
         Vec::new()
     }
+    /// The settings in effect, key by key in the file's terms, for `ringfence config show`
+    /// (which finds where each value came from). Secrets as set or unset.
+    fn shown(&self, _settings: &Self::Settings) -> Shown {
+        Shown::default()
+    }
     /// A tool call `ringfence doctor` makes to see the family work as configured (one that
     /// changes nothing), when the family is on.
     fn probe_call(&self, _settings: &Self::Settings) -> Option<ProbeCall> {
@@ -207,6 +212,7 @@ pub trait Plug: Sync {
     fn state(&self, settings: &FamilySettings, data_dir: &Path) -> Vec<copy::Family>;
     fn build(&self, env: &FamilyEnv<'_>) -> Result<Family, BuildError>;
     fn checks(&self, settings: &FamilySettings, data_dir: &Path) -> Vec<Check>;
+    fn shown(&self, settings: &FamilySettings) -> Shown;
     fn probe_call(&self, settings: &FamilySettings) -> Option<ProbeCall>;
     fn probe<'a>(
         &'a self,
@@ -249,6 +255,10 @@ impl<P: FamilyPlug> Plug for P {
     fn checks(&self, settings: &FamilySettings, data_dir: &Path) -> Vec<Check> {
         let name = FamilyPlug::info(self).name;
         FamilyPlug::checks(self, settings.get::<P::Settings>(name), data_dir)
+    }
+    fn shown(&self, settings: &FamilySettings) -> Shown {
+        let name = FamilyPlug::info(self).name;
+        FamilyPlug::shown(self, settings.get::<P::Settings>(name))
     }
     fn probe_call(&self, settings: &FamilySettings) -> Option<ProbeCall> {
         let name = FamilyPlug::info(self).name;

@@ -177,6 +177,48 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for OneTable<'_, T> {
     }
 }
 
+/// A family's settings in effect, as `ringfence config show` prints them: each key as the
+/// file names it (relative to the family's table) with its value as TOML writes it. A secret
+/// shows only whether it is set.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Shown(pub Vec<(String, String)>);
+
+impl Shown {
+    /// A value TOML can write (text, a whole number, a flag, a list of texts).
+    pub fn value(mut self, key: &str, value: impl Into<toml::Value>) -> Shown {
+        self.0.push((key.to_owned(), value.into().to_string()));
+        self
+    }
+
+    /// A whole number (TOML's integers are signed 64-bit; a larger one is written as text).
+    pub fn number(self, key: &str, n: u64) -> Shown {
+        match i64::try_from(n) {
+            Ok(n) => self.value(key, n),
+            Err(_) => self.raw(key, n.to_string()),
+        }
+    }
+
+    /// A number of megabytes (`bytes` / `unit`), written as a whole number when it is one.
+    pub fn megabytes(self, key: &str, bytes: u64, unit: u64) -> Shown {
+        if bytes.is_multiple_of(unit) {
+            self.number(key, bytes / unit)
+        } else {
+            self.value(key, bytes as f64 / unit as f64)
+        }
+    }
+
+    /// A secret: `(set)` or `(unset)`, never its value.
+    pub fn secret(self, key: &str, set: bool) -> Shown {
+        self.raw(key, if set { "(set)" } else { "(unset)" }.to_owned())
+    }
+
+    /// A value already in words (`(none)`, a count of tables).
+    pub fn raw(mut self, key: &str, text: String) -> Shown {
+        self.0.push((key.to_owned(), text));
+        self
+    }
+}
+
 /// Every family's resolved settings, by family name.
 #[derive(Clone, Default)]
 pub struct FamilySettings(BTreeMap<&'static str, Arc<dyn Any + Send + Sync>>);

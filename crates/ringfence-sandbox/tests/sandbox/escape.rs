@@ -961,7 +961,7 @@ print("HELD-ALL")
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
 libc.shmat.restype = ctypes.c_void_p
-i = libc.shmget(0, 512 << 20, 0o1600)
+i = libc.shmget(int(os.environ["IPCKEY"]), 512 << 20, 0o1600)
 if i < 0:
     e = ctypes.get_errno(); raise SystemExit("shmget: " + os.strerror(e))
 ctypes.memset(libc.shmat(i, None, 0), 1, 512 << 20)
@@ -1251,6 +1251,13 @@ impl Fixture {
         let _ = self.victim.wait();
         if let Some(id) = self.host_shm {
             Ipc::Shm.remove(id);
+        }
+        // What a case made with its key and left behind (the runs with the sandbox off
+        // leave their segments on the machine): 512 MiB a run otherwise, held until reboot.
+        for kind in [Ipc::Shm, Ipc::Msg, Ipc::Sem] {
+            for id in kind.with_key(self.ipc_key) {
+                kind.remove(id);
+            }
         }
         for dir in &self.private_dirs {
             let _ = std::fs::remove_dir_all(dir);

@@ -4,11 +4,12 @@
 //!
 //! Where a value came from is found by loading the configuration again with layers left
 //! out (no flags; then no variables but those that find the file; then no file either) and
-//! seeing where the value changes. The families' tables are shown as the file writes them
-//! and the variables they read, every other key of theirs being at its default.
+//! seeing where the value changes. Each family lists its own settings in effect
+//! ([`ringfence_core::plug::FamilyPlug::shown`]), found the same way; what its table in the
+//! file holds beyond them (per-user tables, channels) is shown as written.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ringfence_core::plug::Env;
@@ -46,17 +47,11 @@ const PLACES: &[&str] = &[
 fn secret(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     !n.ends_with("_env")
-        && ([
-            "password",
-            "secret",
-            "token",
-            "api_key",
-            "apikey",
-            "database_url",
-        ]
-        .iter()
-        .any(|s| n.contains(s))
-            || n.ends_with("_key"))
+        && (["password", "secret", "api_key", "apikey", "database_url"]
+            .iter()
+            .any(|s| n.contains(s))
+            || n.ends_with("_key")
+            || n.ends_with("token"))
 }
 
 pub(super) fn run(over: &Overrides) -> ExitCode {
@@ -85,24 +80,36 @@ pub(super) fn run(over: &Overrides) -> ExitCode {
         "XDG_CONFIG_HOME".into(),
         "/nonexistent/ringfence-config-show".into(),
     );
-    let layers = [
-        Some(core(&config)),
-        Config::load(&no_flags, &ProcessEnv, &cwd)
-            .ok()
-            .map(|c| core(&c)),
-        Config::load(&no_flags, &places, &cwd)
-            .ok()
-            .map(|c| core(&c)),
-        Config::load(&Overrides::default(), &no_file_env, &cwd)
-            .ok()
-            .map(|c| core(&c)),
+    let reduced = [
+        Config::load(&no_flags, &ProcessEnv, &cwd).ok(),
+        Config::load(&no_flags, &places, &cwd).ok(),
+        Config::load(&Overrides::default(), &no_file_env, &cwd).ok(),
     ];
-    print_out(&render(&config, &layers, &read, &cwd));
+    let each = |f: &dyn Fn(&Config) -> Lines| -> Layers {
+        [
+            Some(f(&config)),
+            reduced[0].as_ref().map(f),
+            reduced[1].as_ref().map(f),
+            reduced[2].as_ref().map(f),
+        ]
+    };
+    let core_layers = each(&core);
+    let families: Vec<Layers> = FAMILIES
+        .iter()
+        .map(|p| each(&|c: &Config| p.shown(&c.families).0))
+        .collect();
+    print_out(&render(&config, &core_layers, &families, &read));
     ExitCode::SUCCESS
 }
 
+/// Settings as `key = value` lines, in the file's terms.
+type Lines = Vec<(String, String)>;
+/// The same settings under each layer: all of them, then without flags, without variables,
+/// without the file (`None`: that reduced configuration does not load).
+type Layers = [Option<Lines>; 4];
+
 /// The core's settings as `key = value` lines, in the file's terms.
-fn core(c: &Config) -> Vec<(String, String)> {
+fn core(c: &Config) -> Lines {
     let q = |s: &str| toml::Value::String(s.to_owned()).to_string();
     let list = |items: &[String]| {
         let quoted: Vec<String> = items.iter().map(|s| q(s)).collect();
@@ -204,7 +211,7 @@ fn core(c: &Config) -> Vec<(String, String)> {
 /// Where `key`'s value came from: the layer (flags, variables, file, defaults) whose removal
 /// changes it. A reduced configuration that does not load (the file needs a variable) is
 /// skipped, and the answer then names both layers it cannot tell apart.
-fn source(key: &str, layers: &[Option<Vec<(String, String)>>; 4]) -> String {
+fn source(key: &str, layers: &Layers) -> String {
     let value = |i: usize| {
         layers[i]
             .as_ref()
@@ -226,11 +233,10 @@ fn source(key: &str, layers: &[Option<Vec<(String, String)>>; 4]) -> String {
 
 fn render(
     config: &Config,
-    layers: &[Option<Vec<(String, String)>>; 4],
+    layers: &Layers,
+    families: &[Layers],
     read: &BTreeSet<String>,
-    cwd: &Path,
 ) -> String {
-    let _ = cwd;
     let mut out = String::from(
         "# The configuration in effect; after each value, where it came from\n# (default, file, environment, flag). Secrets show as set or unset.\n",
     );
@@ -249,11 +255,6 @@ fn render(
         }
         out.push_str(&format!("{k} = {value}   # {}\n", source(key, layers)));
     }
-    // The variables the core read, beyond what the lines above show.
-    let families: Vec<(&str, Option<&str>, &[&str])> = FAMILIES
-        .iter()
-        .map(|p| (p.info().name, p.section(), p.env_vars()))
-        .collect();
     let file_tables = config
         .config_file
         .as_ref()
@@ -263,19 +264,41 @@ fn render(
             text.parse::<toml::Table>().ok()
         })
         .unwrap_or_default();
-    for (family, section, vars) in families {
-        let Some(section) = section else {
+    for (plug, layers) in FAMILIES.iter().zip(families) {
+        let Some(section) = plug.section() else {
             continue;
         };
-        out.push_str(&format!("\n[{section}]   # the {family} family\n"));
-        let mut any = false;
+        out.push_str(&format!(
+            "\n[{section}]   # the {} family\n",
+            plug.info().name
+        ));
+        let lines = layers[0].as_deref().unwrap_or_default();
+        for (key, value) in lines {
+            out.push_str(&format!(
+                "{key} = {}   # {}\n",
+                masked(key, value),
+                source(key, layers)
+            ));
+        }
+        // What the file holds beyond the lines above (its subtables, a key the family does
+        // not list), as written.
+        let listed = |k: &str| lines.iter().any(|(key, _)| key == k) || listed_flat(lines, k);
+        let mut any = !lines.is_empty();
         if let Some(toml::Value::Table(t)) = file_tables.get(section) {
-            for line in table_lines(section, t) {
+            let rest: toml::Table = t
+                .iter()
+                .filter(|(k, v)| {
+                    // A summary line (`users = 2 tables`) keeps the tables it sums up.
+                    !listed(k) || (v.is_table() || v.is_array()) && !listed_flat(lines, k)
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            for line in table_lines(section, &rest) {
                 out.push_str(&line);
                 any = true;
             }
         }
-        for var in vars.iter().filter(|v| read.contains(**v)) {
+        for var in plug.env_vars().iter().filter(|v| read.contains(**v)) {
             let shown = if secret(var) {
                 "(set)".to_owned()
             } else {
@@ -284,11 +307,9 @@ fn render(
             out.push_str(&format!("# {var} = {shown}   # environment\n"));
             any = true;
         }
-        out.push_str(if any {
-            "# every other key: its default (docs/configuration.md)\n"
-        } else {
-            "# every key: its default (docs/configuration.md)\n"
-        });
+        if !any {
+            out.push_str("# every key: its default (docs/configuration.md)\n");
+        }
     }
     // Variables the file names for secrets (`password_env = "…"`): set or not.
     if !config.named_vars.is_empty() {
@@ -299,6 +320,26 @@ fn render(
         }
     }
     out
+}
+
+/// Whether the family lists `k`'s keys one by one (`search.provider`): its table in the file
+/// then adds nothing.
+fn listed_flat(lines: &[(String, String)], k: &str) -> bool {
+    lines
+        .iter()
+        .any(|(key, _)| key.strip_prefix(k).is_some_and(|r| r.starts_with('.')))
+}
+
+/// A family's value as `config show` prints it: masked as the file's are (an address without
+/// its path or login) when it reads as a TOML value, as given otherwise (`(set)`).
+fn masked(key: &str, value: &str) -> String {
+    let name = key.rsplit('.').next().unwrap_or(key);
+    match format!("v = {value}").parse::<toml::Table>() {
+        Ok(t) => t
+            .get("v")
+            .map_or_else(|| value.to_owned(), |v| shown(name, v)),
+        Err(_) => value.to_owned(),
+    }
 }
 
 /// A family's table as the file writes it, secrets masked, subtables and arrays of tables
@@ -426,6 +467,8 @@ mod tests {
             "RINGFENCE_DATABASE_URL",
             "BRAVE_API_KEY",
             "token",
+            "refresh_token",
+            "RINGFENCE_ADMIN_TOKEN",
         ] {
             assert!(secret(s), "{s}");
         }
@@ -436,6 +479,8 @@ mod tests {
             "base_url",
             "model",
             "RINGFENCE_SHELL_ENABLED",
+            "max_tokens",
+            "token_budget",
         ] {
             assert!(!secret(s), "{s}");
         }
