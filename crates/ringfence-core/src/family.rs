@@ -51,6 +51,7 @@ pub struct Family {
     tools: Vec<Arc<dyn Tool>>,
     resources: Vec<Arc<dyn ResourceProvider>>,
     instructions: Option<String>,
+    sections: Vec<Arc<dyn crate::page::Section>>,
 }
 
 impl std::fmt::Debug for Family {
@@ -79,6 +80,7 @@ impl Family {
             tools,
             resources: Vec::new(),
             instructions: None,
+            sections: Vec::new(),
         }
     }
 
@@ -94,8 +96,19 @@ impl Family {
         self
     }
 
+    /// Adds the family's section of the settings page (what it keeps for a person, shown
+    /// to them and changed by them).
+    pub fn with_section(mut self, section: Arc<dyn crate::page::Section>) -> Family {
+        self.sections.push(section);
+        self
+    }
+
     pub fn info(&self) -> &'static FamilyInfo {
         self.info
+    }
+
+    pub fn sections(&self) -> &[Arc<dyn crate::page::Section>] {
+        &self.sections
     }
 
     pub fn name(&self) -> &'static str {

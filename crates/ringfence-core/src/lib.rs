@@ -17,6 +17,7 @@ pub mod error;
 pub mod family;
 pub mod limits;
 pub mod live;
+pub mod page;
 pub mod plug;
 pub mod resources;
 pub mod runner;

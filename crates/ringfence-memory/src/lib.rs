@@ -9,6 +9,7 @@
 pub mod cli;
 mod delete_memory;
 mod delete_truth;
+mod page;
 mod pinned;
 mod plug;
 mod search_memory;

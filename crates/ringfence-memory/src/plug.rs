@@ -158,15 +158,16 @@ impl FamilyPlug for MemoryPlug {
         env.supervisor
             .at_exit("memory access counts", move || flushed.flush());
         Ok(family::family(MemoryServices {
-            backend: memory,
+            backend: memory.clone(),
             pinned_in_instructions: settings.pinned_in_instructions,
-        }))
+        })
+        .with_section(Arc::new(crate::page::MemoryPage { memory })))
     }
 }
 
 /// Truths and memories, opened on first use (or by a background job at start-up).
 #[derive(Debug)]
-struct LazyMemory(Lazy<MemoryDb>);
+pub(crate) struct LazyMemory(Lazy<MemoryDb>);
 
 impl LazyMemory {
     /// Writes pending access counts (before the process exits).
@@ -176,7 +177,7 @@ impl LazyMemory {
         }
     }
 
-    fn get(&self) -> Result<&Arc<MemoryDb>, MemoryError> {
+    pub(crate) fn get(&self) -> Result<&Arc<MemoryDb>, MemoryError> {
         self.0.get()
     }
 }

@@ -48,6 +48,8 @@ pub struct App {
     live: Option<Arc<LiveSessions>>,
     /// The state store `[store]` names (shared with the families).
     store: Arc<ringfence_store::SharedStore>,
+    /// The built families' sections of the settings page.
+    pub sections: Vec<Arc<dyn ringfence_core::page::Section>>,
 }
 
 /// Each tool of the catalogue not among `offered`, with how the operator turns it on: its
@@ -128,6 +130,10 @@ impl App {
                 .flat_map(|f| f.resources().iter().cloned())
                 .collect(),
         );
+        let sections = built
+            .iter()
+            .flat_map(|f| f.sections().iter().cloned())
+            .collect();
         let paragraphs: Vec<&str> = built.iter().filter_map(|f| f.instructions()).collect();
         let instructions = if paragraphs.is_empty() {
             DEFAULT_INSTRUCTIONS.to_owned()
@@ -148,6 +154,7 @@ impl App {
             not_offered,
             live: shared.get::<LiveSessions>(),
             store: shared.get_or_init(|| config.store.shared_store()),
+            sections,
         })
     }
 

@@ -38,6 +38,42 @@ pub fn reads(
     })
 }
 
+/// The settings page's sign-ins: PostgreSQL's table, so any instance serves them; this
+/// instance's memory with SQLite (one instance; a restart signs everyone out).
+pub fn web_sessions(store: &SharedStore) -> Result<Arc<dyn ringfence_mcp::WebSessions>, OpenError> {
+    Ok(store
+        .open_shared("settings sign-ins", |pg| {
+            Ok(Arc::new(WebSignIns(PgSessions::open(pg)?)) as Arc<dyn ringfence_mcp::WebSessions>)
+        })?
+        .unwrap_or_else(|| Arc::new(ringfence_mcp::MemoryWebSessions::default())))
+}
+
+#[derive(Debug)]
+struct WebSignIns(PgSessions);
+
+impl ringfence_mcp::WebSessions for WebSignIns {
+    fn create(
+        &self,
+        key: &str,
+        session: &ringfence_mcp::WebSession,
+        expires_ms: i64,
+    ) -> std::io::Result<()> {
+        self.0
+            .web_create(key, &session.user, &session.csrf, expires_ms, now_ms())
+            .map_err(io)
+    }
+    fn find(&self, key: &str, now_ms: i64) -> std::io::Result<Option<ringfence_mcp::WebSession>> {
+        Ok(self
+            .0
+            .web_find(key, now_ms)
+            .map_err(io)?
+            .map(|(user, csrf)| ringfence_mcp::WebSession { user, csrf }))
+    }
+    fn remove(&self, key: &str) -> std::io::Result<()> {
+        self.0.web_remove(key).map_err(io)
+    }
+}
+
 /// A session nobody held for this long is forgotten (an instance marks the sessions it holds
 /// every minute; rmcp ends a session after 5 minutes without a request).
 const SESSION_KEPT_MS: i64 = 30 * 60 * 1000;

@@ -140,7 +140,7 @@ impl Auth {
     }
 
     /// The user a presented bearer credential belongs to.
-    async fn user_of(&self, token: &str) -> Result<String, AuthFailure> {
+    pub(crate) async fn user_of(&self, token: &str) -> Result<String, AuthFailure> {
         if let Some(user) = self.tokens.user_of(token) {
             return Ok(user.to_owned());
         }

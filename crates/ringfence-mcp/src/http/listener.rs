@@ -58,7 +58,12 @@ impl Acceptor {
                     _ = accept_stop.cancelled() => break,
                 };
                 let _ = stream.set_nodelay(true);
-                let router = router.clone();
+                // Each request knows the client's address (the settings page counts failed
+                // sign-ins by it).
+                let router = tower_layer::Layer::layer(
+                    &axum::Extension(super::settings::Peer(peer)),
+                    router.clone(),
+                );
                 match &tls {
                     None => {
                         let conn = http1().serve_connection(

@@ -21,6 +21,7 @@ mod listener;
 mod origins;
 mod refusal;
 mod sessions;
+pub mod settings;
 mod shared;
 mod streams;
 mod tls;
@@ -69,6 +70,8 @@ pub struct HttpOptions {
     /// Sessions shared with other instances (see [`SessionDirectory`]); `None`: this
     /// instance's sessions live in its memory only.
     pub shared_sessions: Option<Arc<dyn SessionDirectory>>,
+    /// The settings page at `/settings` (`None`: not served).
+    pub settings: Option<settings::SettingsPage>,
 }
 
 impl Default for HttpOptions {
@@ -89,6 +92,7 @@ impl Default for HttpOptions {
             shutdown_grace: Duration::from_secs(30),
             resource_metadata: None,
             shared_sessions: None,
+            settings: None,
         }
     }
 }
@@ -149,6 +153,14 @@ pub async fn serve_http(
     } else {
         "http"
     };
+    let settings_page = options.settings.clone().map(|page| {
+        Arc::new(settings::Settings::new(
+            page,
+            options.auth.clone(),
+            hosts.clone(),
+            options.tls.is_some(),
+        ))
+    });
     let mut origins = origins::own_origins(scheme, &hosts, listener.local_addr()?.port());
     origins.extend(options.allowed_origins.iter().cloned());
     let mut config = StreamableHttpServerConfig::default()
@@ -215,6 +227,9 @@ pub async fn serve_http(
         router = router.merge(metrics_route);
     }
     router = router.route("/healthz", axum::routing::get(|| async { "ok\n" }));
+    if let Some(page) = settings_page {
+        router = router.merge(settings::router(page));
+    }
     if let Some(meta) = options.resource_metadata.clone() {
         let doc = Arc::new(meta.document);
         let handler = move || {

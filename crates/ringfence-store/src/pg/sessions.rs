@@ -50,6 +50,14 @@ pub const SESSIONS_PG_SCHEMA: Schema = Schema {
         // 3: whether a session's standalone stream was ever opened; events of one stream
         // committed in order.
         "ALTER TABLE mcp_sessions ADD COLUMN streamed BOOLEAN NOT NULL DEFAULT false;",
+        // 4: the settings page's sign-ins, by the SHA-256 of their cookie.
+        "CREATE TABLE web_sessions (
+            key TEXT PRIMARY KEY,
+            \"user\" TEXT NOT NULL,
+            csrf TEXT NOT NULL,
+            expires_ms BIGINT NOT NULL
+        );
+        CREATE INDEX web_sessions_expires ON web_sessions (expires_ms);",
     ],
 };
 
@@ -134,6 +142,47 @@ impl PgSessions {
     pub fn remove(&self, id: &str) -> Result<(), StoreError> {
         self.pg.run(async |c| {
             c.execute("DELETE FROM mcp_sessions WHERE id = $1", &[&id])
+                .await?;
+            Ok(())
+        })
+    }
+
+    /// Keeps a settings-page sign-in under `key` until `expires_ms`, forgetting expired ones.
+    pub fn web_create(
+        &self,
+        key: &str,
+        user: &str,
+        csrf: &str,
+        expires_ms: i64,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.pg.run(async |c| {
+            c.execute("DELETE FROM web_sessions WHERE expires_ms <= $1", &[&now_ms])
+                .await?;
+            c.execute(
+                "INSERT INTO web_sessions (key, \"user\", csrf, expires_ms) VALUES ($1, $2, $3, $4)",
+                &[&key, &user, &csrf, &expires_ms],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    /// The sign-in under `key` (its user and CSRF token), if it has not expired at `now_ms`.
+    pub fn web_find(&self, key: &str, now_ms: i64) -> Result<Option<(String, String)>, StoreError> {
+        const FIND: &str =
+            "SELECT \"user\", csrf FROM web_sessions WHERE key = $1 AND expires_ms > $2";
+        self.pg.run_prepared(FIND, async |c, statement| {
+            Ok(c.query_opt(statement, &[&key, &now_ms])
+                .await?
+                .map(|r| (r.get(0), r.get(1))))
+        })
+    }
+
+    /// Ends the sign-in under `key`.
+    pub fn web_remove(&self, key: &str) -> Result<(), StoreError> {
+        self.pg.run(async |c| {
+            c.execute("DELETE FROM web_sessions WHERE key = $1", &[&key])
                 .await?;
             Ok(())
         })

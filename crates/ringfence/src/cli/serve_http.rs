@@ -70,6 +70,12 @@ async fn serve(app: &Arc<App>, addr: SocketAddr, plan: &HttpPlan) -> Result<(), 
     // With PostgreSQL, any instance serves any request of a session.
     options.shared_sessions = crate::store::sessions(app.store())
         .map_err(|e| format!("the shared session store: {e}"))?;
+    options.settings = Some(ringfence_mcp::SettingsPage {
+        sections: app.sections.clone(),
+        sessions: crate::store::web_sessions(app.store())
+            .map_err(|e| format!("the settings page's sign-ins: {e}"))?,
+        session_ttl: std::time::Duration::from_secs(12 * 3600),
+    });
     if let Some(reads) =
         crate::store::reads(app.store()).map_err(|e| format!("the shared session store: {e}"))?
     {

@@ -256,8 +256,9 @@ impl HttpPlan {
             tls: self.tls.clone(),
             shutdown_grace: self.grace,
             resource_metadata: self.metadata.clone(),
-            // Set by `serve` from `[store]`.
+            // Set by `serve` from `[store]` and the families built.
             shared_sessions: None,
+            settings: None,
         }
     }
 }

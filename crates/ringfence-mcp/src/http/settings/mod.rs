@@ -1,0 +1,746 @@
+//! The settings page at `/settings`, on the same origin as `/mcp`: a person signs in with
+//! their own MCP credential and sees and changes what their assistant keeps — each family's
+//! [`Section`] serves its part. This module knows no family: it signs people in and out,
+//! lays pages out, and guards them.
+//!
+//! Guards, each on every request it applies to:
+//! - the `Host` must be one the server answers to (as for `/mcp`: DNS rebinding);
+//! - a state-changing request (POST) from a browser must come from this origin: an
+//!   `Origin` other than the server's own, or a `Sec-Fetch-Site` other than `same-origin`
+//!   or `none`, is refused (403) — and must carry the session's CSRF token (403 without);
+//! - the session cookie is `HttpOnly`, `SameSite=Lax` (the Google sign-in comes back by a
+//!   cross-site navigation), `Secure` with the `__Host-` prefix over HTTPS, and only its
+//!   SHA-256 is stored;
+//! - failed sign-ins are counted per client address (429 past [`signin::MAX_FAILURES`]);
+//! - every response forbids scripts, framing and sniffing (`Content-Security-Policy:
+//!   default-src 'none'; style-src 'self'; …`), and is never cached;
+//! - every value on a page goes through `maud`'s escaping; a section answers for its user
+//!   alone, so another user's ids are not found (404).
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use ringfence_core::page::{
+    CSRF_FIELD, Markup, Method, PageRequest, PreEscaped, Reply, Section, encode, html,
+};
+
+use super::auth::Auth;
+
+pub mod signin;
+
+use signin::{Attempts, WebSession, WebSessions};
+
+/// What the settings page serves.
+#[derive(Clone)]
+pub struct SettingsPage {
+    /// The families' sections, in navigation order.
+    pub sections: Vec<Arc<dyn Section>>,
+    /// Where sessions are kept.
+    pub sessions: Arc<dyn WebSessions>,
+    /// How long a sign-in lasts.
+    pub session_ttl: Duration,
+}
+
+impl std::fmt::Debug for SettingsPage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.sections.iter().map(|s| s.name()).collect();
+        f.debug_struct("SettingsPage")
+            .field("sections", &names)
+            .field("sessions", &self.sessions)
+            .field("session_ttl", &self.session_ttl)
+            .finish()
+    }
+}
+
+impl SettingsPage {
+    /// `sections` with sessions in this instance's memory, for 12 hours.
+    pub fn new(sections: Vec<Arc<dyn Section>>) -> SettingsPage {
+        SettingsPage {
+            sections,
+            sessions: Arc::new(signin::MemoryWebSessions::default()),
+            session_ttl: Duration::from_secs(12 * 3600),
+        }
+    }
+}
+
+/// The client's address, put in each request by the listener.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Peer(pub(crate) SocketAddr);
+
+/// The settings page as the router serves it.
+pub(super) struct Settings {
+    page: SettingsPage,
+    /// `None`: a loopback server without credentials, whose one user is `local`.
+    auth: Option<Arc<Auth>>,
+    /// Host names the server answers to.
+    hosts: Vec<String>,
+    https: bool,
+    attempts: Attempts,
+}
+
+/// The largest form a settings page takes (an edited memory is far smaller).
+const MAX_FORM_BYTES: usize = 1 << 20;
+
+const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+const STYLE: &str = include_str!("style.css");
+
+impl Settings {
+    pub(super) fn new(
+        page: SettingsPage,
+        auth: Option<Arc<Auth>>,
+        hosts: Vec<String>,
+        https: bool,
+    ) -> Settings {
+        Settings {
+            page,
+            auth: auth.filter(|a| !a.is_empty()),
+            hosts,
+            https,
+            attempts: Attempts::default(),
+        }
+    }
+
+    fn cookie_name(&self) -> &'static str {
+        if self.https {
+            "__Host-ringfence-session"
+        } else {
+            "ringfence-session"
+        }
+    }
+}
+
+/// The routes `/settings` and below.
+pub(super) fn router(settings: Arc<Settings>) -> axum::Router {
+    let handler = move |req: Request| {
+        let settings = settings.clone();
+        async move { secured(handle(&settings, req).await) }
+    };
+    axum::Router::new()
+        .route("/settings", axum::routing::any(handler.clone()))
+        .route("/settings/{*rest}", axum::routing::any(handler))
+}
+
+/// The headers every settings response carries.
+fn secured(mut response: Response) -> Response {
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A request's path below `/settings`, its segments decoded.
+fn segments(path: &str) -> Vec<String> {
+    path.strip_prefix("/settings")
+        .unwrap_or_default()
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            url::form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
+                .next()
+                .map_or_else(String::new, |(_, v)| v.into_owned())
+        })
+        .collect()
+}
+
+fn fields(bytes: &[u8]) -> BTreeMap<String, String> {
+    url::form_urlencoded::parse(bytes).into_owned().collect()
+}
+
+/// The `Host` header's name (without the port), if it is one the server answers to.
+fn host_allowed<'h>(headers: &'h HeaderMap, hosts: &[String]) -> Option<&'h str> {
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if !name.ends_with(']') || host.starts_with('[') => {
+            if port.chars().all(|c| c.is_ascii_digit()) {
+                name
+            } else {
+                host
+            }
+        }
+        _ => host,
+    };
+    hosts
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(name))
+        .then_some(host)
+}
+
+/// Why a browser's state-changing request is refused as cross-site, if it is.
+fn cross_site(headers: &HeaderMap, own_origin: &str) -> Option<String> {
+    if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
+        && !matches!(site, "same-origin" | "none")
+    {
+        return Some(format!(
+            "this form was sent from another site (Sec-Fetch-Site: {site}); changes are taken only from this page"
+        ));
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        if !origin.eq_ignore_ascii_case(own_origin) {
+            return Some(format!(
+                "this form was sent from another origin ({origin}); changes are taken only from {own_origin}"
+            ));
+        }
+    }
+    None
+}
+
+fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+async fn handle(settings: &Settings, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let Some(host) = host_allowed(&parts.headers, &settings.hosts).map(str::to_owned) else {
+        return page_error(
+            StatusCode::FORBIDDEN,
+            "This server does not answer to that host name.",
+        );
+    };
+    let own_origin = format!("{}://{host}", if settings.https { "https" } else { "http" });
+    let method = match parts.method {
+        HttpMethod::GET | HttpMethod::HEAD => Method::Get,
+        HttpMethod::POST => Method::Post,
+        _ => {
+            return page_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "The settings page takes GET and POST only.",
+            );
+        }
+    };
+    let path = segments(parts.uri.path());
+    let query = fields(parts.uri.query().unwrap_or_default().as_bytes());
+    let form = if method == Method::Post {
+        if let Some(why) = cross_site(&parts.headers, &own_origin) {
+            tracing::warn!(reason = %why, "settings page: cross-site request refused");
+            return page_error(StatusCode::FORBIDDEN, &why);
+        }
+        match axum::body::to_bytes(body, MAX_FORM_BYTES).await {
+            Ok(b) => fields(&b),
+            Err(_) => {
+                return page_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "The form is larger than the settings page takes (1 MiB).",
+                );
+            }
+        }
+    } else {
+        BTreeMap::new()
+    };
+    let peer = parts
+        .extensions
+        .get::<Peer>()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |p| p.0.ip());
+    let cookie_value = cookie(&parts.headers, settings.cookie_name()).map(str::to_owned);
+    let session = match &cookie_value {
+        None => None,
+        Some(value) => {
+            let key = signin::key_of(value);
+            let store = settings.page.sessions.clone();
+            match blocking(move || store.find(&key, signin::now_ms())).await {
+                Ok(found) => found,
+                Err(e) => {
+                    tracing::error!(error = %e, "settings page: the session store failed");
+                    return page_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "Sessions cannot be read just now; try again in a moment.",
+                    );
+                }
+            }
+        }
+    };
+    let path: Vec<&str> = path.iter().map(String::as_str).collect();
+    match (method, path.as_slice()) {
+        (Method::Get, ["style.css"]) => (
+            [
+                (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            STYLE,
+        )
+            .into_response(),
+        (Method::Get, ["login"]) => match session {
+            Some(_) => see_other("/settings"),
+            None => login_page(settings, StatusCode::OK, None),
+        },
+        (Method::Post, ["login"]) => sign_in(settings, &form, peer).await,
+        (Method::Post, ["logout"]) => {
+            let Some(session) = session else {
+                return see_other("/settings/login");
+            };
+            if !csrf_ok(&form, &session) {
+                return csrf_refused();
+            }
+            if let Some(value) = cookie_value {
+                let key = signin::key_of(&value);
+                let store = settings.page.sessions.clone();
+                if let Err(e) = blocking(move || store.remove(&key)).await {
+                    tracing::error!(error = %e, "settings page: the session store failed");
+                }
+            }
+            tracing::info!(user = %session.user.escape_debug(), "settings page: signed out");
+            let mut response = see_other("/settings/login");
+            set_cookie(&mut response, settings, "", 0);
+            response
+        }
+        _ => {
+            let Some(session) = session else {
+                return see_other("/settings/login");
+            };
+            if method == Method::Post && !csrf_ok(&form, &session) {
+                return csrf_refused();
+            }
+            let notice = notice_of(&query, &session);
+            match path.as_slice() {
+                [] => layout(settings, &session, "Settings", notice, overview(settings)),
+                [name, rest @ ..] => {
+                    let Some(section) = settings
+                        .page
+                        .sections
+                        .iter()
+                        .find(|s| s.name() == *name)
+                        .cloned()
+                    else {
+                        return not_found(settings, &session);
+                    };
+                    let rest: Vec<String> = rest.iter().map(|s| (*s).to_owned()).collect();
+                    let mut form = form;
+                    form.remove(CSRF_FIELD);
+                    let (user, csrf) = (session.user.clone(), session.csrf.clone());
+                    let base = format!("/settings/{name}");
+                    let reply = blocking(move || {
+                        Ok(section.handle(&PageRequest {
+                            user: &user,
+                            method,
+                            rest: &rest,
+                            query: &query,
+                            form: &form,
+                            csrf_token: &csrf,
+                            base: &base,
+                        }))
+                    })
+                    .await
+                    .unwrap_or_else(|e| Reply::Failed(e.to_string()));
+                    answer(settings, &session, notice, reply)
+                }
+            }
+        }
+    }
+}
+
+/// Runs `work` on a blocking thread (stores are synchronous).
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+fn csrf_ok(form: &BTreeMap<String, String>, session: &WebSession) -> bool {
+    form.get(CSRF_FIELD)
+        .is_some_and(|t| signin::same_secret(t, &session.csrf))
+}
+
+fn csrf_refused() -> Response {
+    tracing::warn!("settings page: a form without its CSRF token refused");
+    page_error(
+        StatusCode::FORBIDDEN,
+        "This form did not come from your settings page (its security token is missing or old). Reload the page and try again.",
+    )
+}
+
+/// A notice the page was redirected with: only one this session's own redirect signed.
+fn notice_of(query: &BTreeMap<String, String>, session: &WebSession) -> Option<String> {
+    let text = query.get("notice")?;
+    let sig = query.get("n")?;
+    signin::same_secret(sig, &notice_sig(text, &session.csrf)).then(|| text.clone())
+}
+
+fn notice_sig(text: &str, csrf: &str) -> String {
+    signin::key_of(&format!("{csrf}\n{text}"))[..32].to_owned()
+}
+
+fn see_other(to: &str) -> Response {
+    (StatusCode::SEE_OTHER, [(header::LOCATION, to.to_owned())]).into_response()
+}
+
+fn set_cookie(response: &mut Response, settings: &Settings, value: &str, max_age: u64) {
+    let cookie = format!(
+        "{}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{}",
+        settings.cookie_name(),
+        if settings.https { "; Secure" } else { "" }
+    );
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().append(header::SET_COOKIE, v);
+    }
+}
+
+async fn sign_in(settings: &Settings, form: &BTreeMap<String, String>, peer: IpAddr) -> Response {
+    let now = Instant::now();
+    if let Some(wait) = settings.attempts.refused(peer, now) {
+        let mut response = login_page(
+            settings,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(&format!(
+                "Too many sign-in attempts from your address: wait {} minutes and try again.",
+                wait.div_ceil(60)
+            )),
+        );
+        if let Ok(v) = HeaderValue::from_str(&wait.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        return response;
+    }
+    let user = match &settings.auth {
+        None => Ok(ringfence_core::LOCAL_USER.to_owned()),
+        Some(auth) => {
+            let token = form.get("token").map_or("", |t| t.trim());
+            if token.is_empty() {
+                Err("Enter your access token.".to_owned())
+            } else {
+                auth.user_of(token).await.map_err(|f| {
+                    format!(
+                        "That access token is not valid ({}). Use the token your MCP client sends.",
+                        f.description
+                    )
+                })
+            }
+        }
+    };
+    let user = match user {
+        Ok(u) => u,
+        Err(why) => {
+            settings.attempts.failed(peer, now);
+            tracing::warn!(%peer, "settings page: a sign-in failed");
+            return login_page(settings, StatusCode::UNAUTHORIZED, Some(&why));
+        }
+    };
+    settings.attempts.succeeded(peer);
+    let value = signin::random_token();
+    let session = WebSession {
+        user: user.clone(),
+        csrf: signin::random_token(),
+    };
+    let ttl = settings.page.session_ttl;
+    let expires = signin::now_ms() + ttl.as_millis() as i64;
+    let (store, key) = (settings.page.sessions.clone(), signin::key_of(&value));
+    if let Err(e) = blocking(move || store.create(&key, &session, expires)).await {
+        tracing::error!(error = %e, "settings page: the session store failed");
+        return page_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "You could not be signed in: sessions cannot be stored just now. Try again in a moment.",
+        );
+    }
+    tracing::info!(user = %user.escape_debug(), "settings page: signed in");
+    let mut response = see_other("/settings");
+    set_cookie(&mut response, settings, &value, ttl.as_secs());
+    response
+}
+
+fn document(title: &str, header_part: Markup, main: Markup) -> Markup {
+    html! {
+        (PreEscaped("<!DOCTYPE html>"))
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · ringfence" }
+                link rel="stylesheet" href="/settings/style.css";
+            }
+            body {
+                (header_part)
+                main { h1 { (title) } (main) }
+            }
+        }
+    }
+}
+
+fn login_page(settings: &Settings, status: StatusCode, problem: Option<&str>) -> Response {
+    let main = html! {
+        @if let Some(p) = problem { p.problem role="alert" { (p) } }
+        form.signin method="post" action="/settings/login" {
+            @if settings.auth.is_some() {
+                p { "Sign in with the access token your assistant's MCP client uses for this server." }
+                label for="token" { "Access token" }
+                input #token type="password" name="token" autocomplete="current-password" required autofocus;
+            } @else {
+                p { "This server runs on this machine without credentials: its one user is " code { "local" } "." }
+            }
+            button type="submit" { "Sign in" }
+        }
+    };
+    let header_part = html! { header { p.brand { "ringfence" } } };
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        document("Sign in", header_part, main).into_string(),
+    )
+        .into_response()
+}
+
+fn page_header(settings: &Settings, session: &WebSession) -> Markup {
+    html! {
+        header {
+            p.brand { a href="/settings" { "ringfence" } }
+            nav aria-label="Sections" {
+                ul {
+                    @for s in &settings.page.sections {
+                        li { a href=(format!("/settings/{}", s.name())) { (s.title()) } }
+                    }
+                }
+            }
+            form.signout method="post" action="/settings/logout" {
+                span.user { "Signed in as " strong { (session.user) } }
+                input type="hidden" name=(CSRF_FIELD) value=(session.csrf);
+                button type="submit" { "Sign out" }
+            }
+        }
+    }
+}
+
+fn layout(
+    settings: &Settings,
+    session: &WebSession,
+    title: &str,
+    notice: Option<String>,
+    body: Markup,
+) -> Response {
+    let main = html! {
+        @if let Some(n) = notice { p.notice role="status" { (n) } }
+        (body)
+    };
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        document(title, page_header(settings, session), main).into_string(),
+    )
+        .into_response()
+}
+
+fn overview(settings: &Settings) -> Markup {
+    html! {
+        p { "What your assistant keeps about you and does for you. Each part below is yours alone." }
+        @if settings.page.sections.is_empty() {
+            p { "No feature that keeps anything for you is on in this server." }
+        } @else {
+            ul.sections {
+                @for s in &settings.page.sections {
+                    li { a href=(format!("/settings/{}", s.name())) { (s.title()) } }
+                }
+            }
+        }
+    }
+}
+
+fn not_found(settings: &Settings, session: &WebSession) -> Response {
+    let mut response = layout(
+        settings,
+        session,
+        "Not found",
+        None,
+        html! { p { "There is nothing here for you. " a href="/settings" { "Back to your settings" } } },
+    );
+    *response.status_mut() = StatusCode::NOT_FOUND;
+    response
+}
+
+fn page_error(status: StatusCode, message: &str) -> Response {
+    let main = html! { p.problem role="alert" { (message) } p { a href="/settings" { "Back to your settings" } } };
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        document(
+            status.canonical_reason().unwrap_or("Error"),
+            html! { header { p.brand { "ringfence" } } },
+            main,
+        )
+        .into_string(),
+    )
+        .into_response()
+}
+
+fn answer(
+    settings: &Settings,
+    session: &WebSession,
+    notice: Option<String>,
+    reply: Reply,
+) -> Response {
+    match reply {
+        Reply::Page { title, body } => layout(settings, session, &title, notice, body),
+        Reply::Redirect { to, notice } => {
+            if !to.starts_with('/') || to.starts_with("//") {
+                return page_error(StatusCode::INTERNAL_SERVER_ERROR, "A bad redirect.");
+            }
+            let to = match notice {
+                None => to,
+                Some(n) => format!(
+                    "{to}{}notice={}&n={}",
+                    if to.contains('?') { '&' } else { '?' },
+                    encode(&n),
+                    notice_sig(&n, &session.csrf)
+                ),
+            };
+            see_other(&to)
+        }
+        Reply::Download {
+            file_name,
+            content_type,
+            body,
+        } => {
+            let disposition = format!("attachment; filename=\"{}\"", file_name.replace('"', ""));
+            let mut response =
+                ([(header::CONTENT_TYPE, content_type.to_owned())], body).into_response();
+            if let Ok(v) = HeaderValue::from_str(&disposition) {
+                response
+                    .headers_mut()
+                    .insert(header::CONTENT_DISPOSITION, v);
+            }
+            response
+        }
+        Reply::NotFound => not_found(settings, session),
+        Reply::Invalid(why) => {
+            let mut r = layout(
+                settings,
+                session,
+                "Not done",
+                None,
+                html! { p.problem role="alert" { (why) } },
+            );
+            *r.status_mut() = StatusCode::BAD_REQUEST;
+            r
+        }
+        Reply::Failed(why) => {
+            tracing::error!(error = %why, "settings page: a section failed");
+            let mut r = layout(
+                settings,
+                session,
+                "Something failed",
+                None,
+                html! { p.problem role="alert" { (why) } },
+            );
+            *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            r
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn other_sites_and_origins_are_refused() {
+        let own = "http://127.0.0.1:8765";
+        assert!(
+            cross_site(&headers(&[]), own).is_none(),
+            "a client without them"
+        );
+        assert!(
+            cross_site(
+                &headers(&[("origin", own), ("sec-fetch-site", "same-origin")]),
+                own
+            )
+            .is_none()
+        );
+        assert!(cross_site(&headers(&[("sec-fetch-site", "none")]), own).is_none());
+        assert!(cross_site(&headers(&[("sec-fetch-site", "same-site")]), own).is_some());
+        assert!(cross_site(&headers(&[("sec-fetch-site", "cross-site")]), own).is_some());
+        assert!(cross_site(&headers(&[("origin", "http://127.0.0.1:9999")]), own).is_some());
+        assert!(cross_site(&headers(&[("origin", "null")]), own).is_some());
+    }
+
+    #[test]
+    fn only_known_hosts_are_answered() {
+        let hosts = vec![
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "[::1]".to_owned(),
+        ];
+        assert_eq!(
+            host_allowed(&headers(&[("host", "127.0.0.1:8765")]), &hosts),
+            Some("127.0.0.1:8765")
+        );
+        assert_eq!(
+            host_allowed(&headers(&[("host", "localhost")]), &hosts),
+            Some("localhost")
+        );
+        assert_eq!(
+            host_allowed(&headers(&[("host", "[::1]:80")]), &hosts),
+            Some("[::1]:80")
+        );
+        assert_eq!(
+            host_allowed(&headers(&[("host", "evil.example:8765")]), &hosts),
+            None
+        );
+        assert_eq!(host_allowed(&headers(&[]), &hosts), None);
+    }
+
+    #[test]
+    fn paths_decode_and_cookies_are_found_by_name() {
+        assert_eq!(
+            segments("/settings/memories/memory/3/edit"),
+            ["memories", "memory", "3", "edit"]
+        );
+        assert_eq!(segments("/settings"), Vec::<String>::new());
+        assert_eq!(segments("/settings/a%2Fb/c+d"), ["a/b", "c+d"]);
+        let h = headers(&[("cookie", "a=1; ringfence-session=xyz; b=2")]);
+        assert_eq!(cookie(&h, "ringfence-session"), Some("xyz"));
+        assert_eq!(cookie(&h, "ringfence"), None);
+    }
+
+    #[test]
+    fn a_notice_shows_only_when_this_session_signed_it() {
+        let s = WebSession {
+            user: "a".into(),
+            csrf: "c1".into(),
+        };
+        let q = |text: &str, sig: &str| {
+            BTreeMap::from([
+                ("notice".to_owned(), text.to_owned()),
+                ("n".to_owned(), sig.to_owned()),
+            ])
+        };
+        assert_eq!(
+            notice_of(&q("Saved.", &notice_sig("Saved.", "c1")), &s).as_deref(),
+            Some("Saved.")
+        );
+        assert_eq!(notice_of(&q("Go to evil.example", "0"), &s), None);
+        assert_eq!(
+            notice_of(&q("Saved.", &notice_sig("Saved.", "c2")), &s),
+            None
+        );
+    }
+}

@@ -1,0 +1,1012 @@
+"""The settings page (`/settings`) in a real browser: Debian's Chromium, headless, driven by
+Playwright against `ringfence serve --http 127.0.0.1:0` with bearer-token users.
+
+A person signs in with their access token and sees and changes what ringfence keeps for
+them: truths and memories (search, filter, pages, edit, delete, pin, export, delete all),
+and later follow-ups, the calendar, activity and tools. Every change is checked where an
+assistant would see it: through the official MCP Python SDK client over streamable HTTP.
+The security tests are each their own: stored markup stays text, a cross-site POST and a
+POST without the CSRF token are refused, one user reaches nothing of another's, the
+headers forbid inline scripts and framing, and signing out ends the session.
+
+The browser: `$RINGFENCE_TEST_CHROMIUM` (scripts/test.sh installs Debian's `chromium` and
+sets it), else `chromium` on PATH; Playwright's own browser downloads are never used.
+Without a browser (or without the playwright package) the tests skip, unless
+`RINGFENCE_REQUIRE_BROWSER=1` (scripts/test.sh sets it), when they fail.
+`RINGFENCE_SCREENSHOTS=1` writes the screenshots in docs/images/settings-*.png.
+
+Memory search runs words-only here (`provider = "none"`): the texts below share a rare word
+with the query that must find them, and nothing else does.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import http.server
+import json
+import os
+import re
+import shutil
+import threading
+import urllib.parse
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Iterator
+
+import anyio
+import httpx2
+import pytest
+
+from store import on_postgres
+from test_http import call, client
+from test_http_users import self_signed, serve, tokens_config
+from test_sdk_client import REPO_ROOT, TEST_TIMEOUT_S, is_error, structured, text_of
+
+try:
+    from playwright.async_api import async_playwright, expect
+except ImportError:  # reported by the `browser` fixture: a failure in CI, else a skip
+    async_playwright = None  # type: ignore[assignment]
+    expect = None  # type: ignore[assignment]
+
+pytestmark = pytest.mark.anyio
+
+ALICE, BOB = "alice-settings-token-" + "a" * 20, "bob-settings-token-" + "b" * 20
+WORDS_ONLY = '[memory.embeddings]\nprovider = "none"\n'
+PINNED_URI = "ringfence://truths/pinned"
+PAGE_ROWS = 50
+SCREENSHOTS = REPO_ROOT / "docs" / "images"
+NOT_BUILT = pytest.mark.xfail(strict=False, reason="section not built yet")
+
+# Bounds for Playwright's own waiting (a debug build on a loaded 2-core machine), not
+# assertions about speed.
+ACTION_TIMEOUT_MS = 60_000
+if expect is not None:
+    expect.set_options(timeout=ACTION_TIMEOUT_MS)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+# --- the browser ----------------------------------------------------------------------------
+
+
+def chromium_path() -> str | None:
+    raw = os.environ.get("RINGFENCE_TEST_CHROMIUM")
+    if raw:
+        return raw if os.path.isfile(raw) and os.access(raw, os.X_OK) else None
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def browser_required() -> bool:
+    return os.environ.get("RINGFENCE_REQUIRE_BROWSER", "") not in ("", "0")
+
+
+def need_browser() -> str:
+    """Chromium's path; a failure (CI) or a skip (a developer without it) otherwise."""
+    exe = chromium_path()
+    problem = None
+    if async_playwright is None:
+        problem = "the playwright package is not installed (pip install -r tests/python/requirements.txt)"
+    elif exe is None:
+        where = os.environ.get("RINGFENCE_TEST_CHROMIUM")
+        problem = (f"RINGFENCE_TEST_CHROMIUM={where} is not an executable" if where else
+                   "no chromium on PATH (apt-get install chromium, or set RINGFENCE_TEST_CHROMIUM)")
+    if problem:
+        if browser_required():
+            pytest.fail(f"RINGFENCE_REQUIRE_BROWSER is set and {problem}")
+        pytest.skip(problem)
+    assert exe is not None
+    return exe
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    """Headless Chromium. Playwright launches it with --no-sandbox by default
+    (`chromium_sandbox=False`), which it needs as root, as CI runs."""
+    exe = need_browser()
+    async with async_playwright() as pw:
+        b = await pw.chromium.launch(executable_path=exe, headless=True)
+        try:
+            yield b
+        finally:
+            await b.close()
+
+
+async def new_page(browser: Any, **context_options: Any) -> Any:
+    ctx = await browser.new_context(viewport={"width": 1280, "height": 860}, **context_options)
+    ctx.set_default_timeout(ACTION_TIMEOUT_MS)
+    return await ctx.new_page()
+
+
+async def screenshot(page: Any, name: str) -> None:
+    """docs/images/settings-NAME.png, only with RINGFENCE_SCREENSHOTS=1."""
+    if os.environ.get("RINGFENCE_SCREENSHOTS") != "1":
+        return
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(SCREENSHOTS / f"settings-{name}.png"), full_page=True)
+
+
+# --- servers --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """Starts `ringfence serve --http` servers (Alice and Bob, words-only memory unless
+    `config` says otherwise), each in a directory of its own; stops them after the test.
+    On PostgreSQL they all share the test's database (store.store_env, in serve())."""
+    started: list[Any] = []
+
+    def _start(config: str | None = None, *extra: str, roots: tuple[str, ...] = ()) -> Any:
+        d = tmp_path / f"server-{len(started)}"
+        d.mkdir()
+        cfg = config if config is not None else tokens_config(alice=ALICE, bob=BOB) + WORDS_ONLY
+        srv = serve(d, cfg, *extra, roots=roots)
+        started.append(srv)
+        return srv
+
+    yield _start
+    for srv in started:
+        srv.stop()
+
+
+# --- MCP, as an assistant sees the same data ------------------------------------------------
+
+
+async def mcp_store(srv: Any, token: str, kind: str, *texts: str, **extra: Any) -> list[int]:
+    """Stores truths or memories through MCP; their ids."""
+    tool, field = ("store_truth", "truthContent") if kind == "truth" else ("store_memory", "memoryContent")
+    ids = []
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with client(srv.url, token) as s:
+            for text in texts:
+                r = await call(s, tool, {field: text, **extra})
+                assert not is_error(r), text_of(r)
+                sc = structured(r)
+                assert sc["stored"] is True, sc
+                ids.append(sc["id"])
+    return ids
+
+
+async def mcp_find(srv: Any, token: str, kind: str, query: str) -> list[str]:
+    """The texts `search_truths` / `search_memory` finds for `query`."""
+    tool = "search_truths" if kind == "truth" else "search_memory"
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with client(srv.url, token) as s:
+            r = await call(s, tool, {"searchQuery": query, "limit": 20})
+            assert not is_error(r), text_of(r)
+            return [hit["content"] for hit in structured(r)["results"]]
+
+
+async def pinned_text(srv: Any, token: str) -> str:
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with client(srv.url, token) as s:
+            return (await s.read_resource(PINNED_URI)).contents[0].text
+
+
+# --- page helpers ---------------------------------------------------------------------------
+
+
+def path_of(url: str) -> str:
+    return urllib.parse.urlsplit(url).path
+
+
+def location_path(response: Any) -> str:
+    """The path a redirect points to (its Location may be relative)."""
+    return path_of(urllib.parse.urljoin(response.url, response.headers["location"]))
+
+
+def control(scope: Any, name: str) -> Any:
+    """A link or a button of that exact name (the spec allows either for some)."""
+    return scope.get_by_role("link", name=name, exact=True).or_(
+        scope.get_by_role("button", name=name, exact=True))
+
+
+def row(page: Any, text: str) -> Any:
+    """The list row showing `text`: the innermost table row or list item with an Edit
+    control."""
+    return (page.locator("tr, li, article, [role=row], [role=listitem]")
+            .filter(has_text=text).filter(has=control(page, "Edit")).last)
+
+
+def rows(page: Any) -> Any:
+    """One Edit control per row: their count is the number of rows shown."""
+    return control(page, "Edit")
+
+
+async def submit(page: Any, target: Any) -> tuple[Any, Any]:
+    """Clicks `target` (a form's button or a link) and waits for the navigation; the
+    first response (a redirect's own, when there was one) and the final one."""
+    async with page.expect_navigation() as nav:
+        await target.click()
+    final = await nav.value
+    request = final.request
+    while request.redirected_from is not None:
+        request = request.redirected_from
+    return await request.response(), final
+
+
+async def sign_in(page: Any, srv: Any, token: str) -> None:
+    await page.goto(srv.base + "/settings/login")
+    await page.get_by_label("Access token").fill(token)
+    first, final = await submit(page, page.get_by_role("button", name="Sign in"))
+    assert first.status == 303, (first.status, await final.text())
+    assert location_path(first) == "/settings", first.headers
+    assert final.ok, (final.status, final.url)
+    assert path_of(page.url).startswith("/settings") and "login" not in page.url, page.url
+
+
+async def session_cookie(page: Any) -> dict[str, Any]:
+    cookies = [c for c in await page.context.cookies()
+               if c["name"] in ("ringfence-session", "__Host-ringfence-session")]
+    assert len(cookies) == 1, await page.context.cookies()
+    return cookies[0]
+
+
+async def open_memories(page: Any, srv: Any, query: str = "") -> Any:
+    response = await page.goto(srv.base + "/settings/memories" + (f"?{query}" if query else ""))
+    assert response.status == 200, (response.status, await response.text())
+    return response
+
+
+async def expect_header(page: Any, user: str) -> None:
+    """Every signed-in page: a header with the user's name and a Sign out button."""
+    banner = page.get_by_role("banner")
+    await expect(banner).to_contain_text(user)
+    await expect(banner.get_by_role("button", name="Sign out")).to_be_visible()
+
+
+class Forms(html.parser.HTMLParser):
+    """The forms of a page: method, action and their inputs' names and values."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: list[dict[str, Any]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "form":
+            self.forms.append({"method": a.get("method", "get").lower(),
+                               "action": a.get("action", ""), "fields": {}, "hidden": {}})
+        elif tag == "input" and self.forms and a.get("name"):
+            self.forms[-1]["fields"][a["name"]] = a.get("value", "")
+            if a.get("type", "").lower() == "hidden":
+                self.forms[-1]["hidden"][a["name"]] = a.get("value", "")
+
+
+def forms_of(body: str) -> list[dict[str, Any]]:
+    parser = Forms()
+    parser.feed(body)
+    return parser.forms
+
+
+def hidden_fields(body: str, action_ends: str) -> dict[str, str]:
+    """The hidden fields (the CSRF token, whatever its name) of the POST form whose action
+    ends with `action_ends`."""
+    for form in forms_of(body):
+        if form["method"] == "post" and path_of(form["action"]).endswith(action_ends):
+            return form["hidden"]
+    raise AssertionError(f"no POST form to …{action_ends} in:\n{body[:3000]}")
+
+
+def cookie_header(cookie: dict[str, Any]) -> dict[str, str]:
+    return {"Cookie": f"{cookie['name']}={cookie['value']}"}
+
+
+@contextmanager
+def http_site(pages: dict[str, tuple[str, bytes, dict[str, str]]]) -> Iterator[str]:
+    """A small site on another port of 127.0.0.1: path → (content type, body, extra
+    headers); a POST answers 303 to the path in its `next` header entry, if any."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            path = urllib.parse.urlsplit(self.path).path
+            if self.command == "POST":
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if path not in pages:
+                self.send_error(404)
+                return
+            ctype, body, extra = pages[path]
+            self.send_response(int(extra.get(":status", "200")))
+            for k, v in extra.items():
+                if not k.startswith(":"):
+                    self.send_header(k, v)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{site.server_address[1]}"
+    finally:
+        site.shutdown()
+        site.server_close()
+
+
+# --- 0. the browser itself (needs no ringfence) ---------------------------------------------
+
+
+async def test_browser_self_check(browser):
+    """Chromium starts headless and the suite's helpers work in it: accessible locators, a
+    POST answered 303 (the redirect's own status and Location), the cookie's attributes, a
+    download, the Cookie a form POST carries."""
+    login = (b"<!doctype html><title>Sign in</title><main><form method=post action=/login>"
+             b"<input type=hidden name=csrf value=t0k>"
+             b"<label for=t>Access token</label><input id=t type=password name=token>"
+             b"<button>Sign in</button></form></main>")
+    home = (b"<!doctype html><title>Home</title><header>alice "
+            b"<form method=post action=/logout><input type=hidden name=csrf value=t0k>"
+            b"<button>Sign out</button></form></header><main><table>"
+            b"<tr><td>first row</td><td><a href=/e/1>Edit</a></td></tr>"
+            b"<tr><td>second row</td><td><a href=/e/2>Edit</a> <button>Pin</button></td></tr>"
+            b"</table><a href=/export>Export as JSON</a></main>")
+    export = json.dumps([{"kind": "memory", "id": 1, "content": "first row"}]).encode()
+    pages = {
+        "/": ("text/html", login, {}),
+        "/login": ("text/plain", b"", {":status": "303", "Location": "/home",
+                                       "Set-Cookie": "ringfence-session=s3cret; HttpOnly; "
+                                                     "SameSite=Strict; Path=/"}),
+        "/home": ("text/html", home, {}),
+        "/logout": ("text/plain", b"", {":status": "303", "Location": "/"}),
+        "/export": ("application/json", export,
+                    {"Content-Disposition": 'attachment; filename="memories.json"'}),
+    }
+    with http_site(pages) as base:
+        page = await new_page(browser)
+        await page.goto(base + "/")
+        assert hidden_fields(await page.content(), "/login") == {"csrf": "t0k"}
+        await page.get_by_label("Access token").fill("anything")
+        first, final = await submit(page, page.get_by_role("button", name="Sign in"))
+        assert first.status == 303 and location_path(first) == "/home"
+        assert first.request.method == "POST" and final.status == 200
+        cookie = await session_cookie(page)
+        assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict", cookie
+        await expect_header(page, "alice")
+        await expect(rows(page)).to_have_count(2)
+        await expect(row(page, "second row")).to_contain_text("second row")
+        await expect(control(row(page, "second row"), "Pin")).to_be_visible()
+        await expect(control(row(page, "first row"), "Pin")).to_have_count(0)
+        async with page.expect_download() as dl:
+            await page.get_by_role("link", name="Export as JSON").click()
+        data = json.loads(Path(await (await dl.value).path()).read_text())
+        assert data == [{"kind": "memory", "id": 1, "content": "first row"}]
+        async with page.expect_response(lambda r: r.request.method == "POST") as info:
+            await page.get_by_role("banner").get_by_role("button", name="Sign out").click()
+        sent = await (await info.value).request.all_headers()
+        assert "ringfence-session=s3cret" in sent.get("cookie", ""), sent
+        await expect(page.get_by_label("Access token")).to_be_visible()
+
+
+# --- 1. signing in and out ------------------------------------------------------------------
+
+
+async def test_settings_without_a_session_redirects_to_the_login_form(start, browser):
+    srv = start()
+    async with httpx2.AsyncClient(follow_redirects=False) as h:
+        r = await h.get(srv.base + "/settings")
+        assert r.status_code == 303, (r.status_code, r.text)
+        assert path_of(urllib.parse.urljoin(srv.base + "/settings", r.headers["location"])) == "/settings/login"
+        r = await h.get(srv.base + "/settings/memories")
+        assert r.status_code in (303, 401, 403), (r.status_code, r.text)
+        if r.status_code == 303:
+            assert path_of(urllib.parse.urljoin(srv.base, r.headers["location"])) == "/settings/login"
+    page = await new_page(browser)
+    await page.goto(srv.base + "/settings")
+    assert path_of(page.url) == "/settings/login"
+    token = page.get_by_label("Access token")
+    await expect(token).to_be_visible()
+    assert await token.get_attribute("type") == "password"
+    assert await token.get_attribute("name") == "token"
+    await expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    await screenshot(page, "login")
+
+
+async def test_sign_in_sets_a_strict_http_only_session_cookie(start, browser):
+    srv = start()
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    cookie = await session_cookie(page)
+    assert cookie["name"] == "ringfence-session", cookie  # plain HTTP: no __Host- prefix
+    assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict", cookie
+    assert ALICE not in cookie["value"]
+    await expect_header(page, "alice")
+
+
+async def test_over_https_the_session_cookie_is_host_prefixed(start, browser, tmp_path):
+    cert, key = self_signed(tmp_path)
+    srv = start(None, roots=("--tls-cert", str(cert), "--tls-key", str(key)))
+    assert srv.base.startswith("https://127.0.0.1:"), srv.base
+    page = await new_page(browser, ignore_https_errors=True)
+    await sign_in(page, srv, ALICE)
+    cookie = await session_cookie(page)
+    assert cookie["name"] == "__Host-ringfence-session", cookie
+    assert cookie["secure"] is True and cookie["path"] == "/", cookie
+    assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict", cookie
+    await expect_header(page, "alice")
+
+
+async def test_a_wrong_token_is_refused_with_the_form_again(start, browser):
+    srv = start()
+    page = await new_page(browser)
+    await page.goto(srv.base + "/settings/login")
+    wrong = "not-the-token-" + "x" * 24
+    await page.get_by_label("Access token").fill(wrong)
+    first, _ = await submit(page, page.get_by_role("button", name="Sign in"))
+    assert first.status == 401, first.status
+    await expect(page.get_by_text("not valid")).to_be_visible()
+    await expect(page.get_by_label("Access token")).to_be_visible()
+    await expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    assert wrong not in await page.content()  # the token typed is not sent back
+    assert not [c for c in await page.context.cookies() if "ringfence-session" in c["name"]]
+    await screenshot(page, "login-refused")
+    # The right token still works after one mistake.
+    await sign_in(page, srv, ALICE)
+    await expect_header(page, "alice")
+
+
+async def test_repeated_wrong_tokens_are_throttled(browser, start):
+    srv = start(tokens_config(alice=ALICE) + WORDS_ONLY)
+    codes = []
+    async with httpx2.AsyncClient(follow_redirects=False) as h:
+        for i in range(50):  # the spec names no threshold: 50 wrong tokens are "repeated"
+            form = await h.get(srv.base + "/settings/login")
+            assert form.status_code == 200, form.status_code
+            r = await h.post(srv.base + "/settings/login", headers={"Origin": srv.base},
+                             data={**hidden_fields(form.text, "/settings/login"),
+                                   "token": f"wrong-token-{i:02d}-" + "w" * 24})
+            codes.append(r.status_code)
+            if r.status_code == 429:
+                assert "Too many sign-in attempts" in r.text, r.text
+                break
+            assert r.status_code == 401, (i, r.status_code, r.text)
+    assert codes[0] == 401 and codes[-1] == 429, codes
+    # A person in the browser sees the same.
+    page = await new_page(browser)
+    await page.goto(srv.base + "/settings/login")
+    await page.get_by_label("Access token").fill("yet-another-wrong-token-" + "y" * 20)
+    first, _ = await submit(page, page.get_by_role("button", name="Sign in"))
+    assert first.status == 429, first.status
+    await expect(page.get_by_text("Too many sign-in attempts")).to_be_visible()
+
+
+async def test_sign_out_ends_the_session(start, browser):
+    srv = start()
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    old = await session_cookie(page)
+    first, _ = await submit(page, page.get_by_role("banner").get_by_role("button", name="Sign out"))
+    assert first.status == 303 and first.request.method == "POST", first.status
+    assert path_of(first.url) == "/settings/logout"
+    await page.goto(srv.base + "/settings")
+    assert path_of(page.url) == "/settings/login", page.url
+    # The old cookie, put back in a fresh browser, opens nothing.
+    other = await new_page(browser)
+    await other.context.add_cookies([{"name": old["name"], "value": old["value"], "url": srv.base}])
+    await other.goto(srv.base + "/settings")
+    assert path_of(other.url) == "/settings/login", other.url
+    await other.goto(srv.base + "/settings/memories")
+    assert path_of(other.url) == "/settings/login", other.url
+    async with httpx2.AsyncClient(follow_redirects=False) as h:
+        r = await h.get(srv.base + "/settings/memories", headers=cookie_header(old))
+        assert r.status_code in (303, 401, 403), (r.status_code, r.text)
+
+
+# --- 2. navigation and the header -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [
+    "Memories",
+    pytest.param("Follow-ups", marks=NOT_BUILT),
+    pytest.param("Calendar", marks=NOT_BUILT),
+    pytest.param("Activity", marks=NOT_BUILT),
+    pytest.param("Tools", marks=NOT_BUILT),
+])
+async def test_navigation_link(start, browser, name):
+    srv = start()
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    link = page.get_by_role("navigation").get_by_role("link", name=name, exact=True)
+    first, final = await submit(page, link)
+    assert final.status == 200, (name, final.status, final.url)
+    assert path_of(page.url).startswith("/settings/"), page.url
+    if name == "Memories":
+        assert path_of(page.url) == "/settings/memories", page.url
+    await expect_header(page, "alice")
+
+
+async def test_every_signed_in_page_has_the_header(start, browser):
+    srv = start()
+    [mid] = await mcp_store(srv, ALICE, "memory", "User keeps a fern called Gerald")
+    [tid] = await mcp_store(srv, ALICE, "truth", "Alice was born in Tromso")
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    await expect_header(page, "alice")
+    for path in ("/settings/memories", f"/settings/memories/memory/{mid}/edit",
+                 f"/settings/memories/memory/{mid}/delete", f"/settings/memories/truth/{tid}/edit"):
+        r = await page.goto(srv.base + path)
+        assert r.status == 200, (path, r.status)
+        await expect_header(page, "alice")
+    await open_memories(page, srv)
+    await submit(page, control(page, "Delete all"))
+    await expect(page.get_by_label("Type DELETE to confirm")).to_be_visible()
+    await expect_header(page, "alice")
+
+
+# --- 3. memories ----------------------------------------------------------------------------
+
+
+async def test_memories_list_shows_truths_and_memories(start, browser):
+    srv = start()
+    truths = ["Alice is a marine biologist in Bergen", "Alice's sister is called Ingrid"]
+    memories = ["User prefers oat milk in coffee", "User is training for a half marathon",
+                "User's cat is named Pixel"]
+    await mcp_store(srv, ALICE, "truth", *truths)
+    await mcp_store(srv, ALICE, "memory", *memories)
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    await open_memories(page, srv)
+    for text in truths + memories:
+        await expect(row(page, text)).to_be_visible()
+        await expect(control(row(page, text), "Edit")).to_be_visible()
+        await expect(control(row(page, text), "Delete")).to_be_visible()
+    await expect(rows(page)).to_have_count(len(truths) + len(memories))
+    for text in truths:  # truths can be pinned; memories cannot
+        await expect(control(row(page, text), "Pin").or_(control(row(page, text), "Unpin"))).to_have_count(1)
+    for text in memories:
+        await expect(control(row(page, text), "Pin").or_(control(row(page, text), "Unpin"))).to_have_count(0)
+    await expect(page.get_by_label("Search memories")).to_be_visible()
+    await expect(page.get_by_label("Kind")).to_be_visible()
+    await expect(page.get_by_role("link", name="Export as JSON")).to_be_visible()
+    await expect(control(page, "Delete all")).to_be_visible()
+    await screenshot(page, "memories")
+
+
+async def test_search_memories(start, browser):
+    srv = start()
+    await mcp_store(srv, ALICE, "memory", "User collects vintage harmonicas",
+                    "User is learning Portuguese", "User dislikes cilantro")
+    await mcp_store(srv, ALICE, "truth", "Alice plays the harmonicas in a band")
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    await open_memories(page, srv)
+    await page.get_by_label("Search memories").fill("harmonicas")
+    first, final = await submit(page, page.get_by_role("button", name="Search"))
+    assert first.request.method == "GET" and final.status == 200
+    assert urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query).get("q") == ["harmonicas"], page.url
+    await expect(row(page, "User collects vintage harmonicas")).to_be_visible()
+    await expect(row(page, "Alice plays the harmonicas in a band")).to_be_visible()
+    await expect(page.get_by_text("User is learning Portuguese")).to_have_count(0)
+    await expect(page.get_by_text("User dislikes cilantro")).to_have_count(0)
+    await expect(rows(page)).to_have_count(2)
+    await expect(page.get_by_label("Search memories")).to_have_value("harmonicas")
+    await screenshot(page, "search")
+
+
+async def choose_kind(page: Any, kind: str) -> str:
+    """Selects the Kind option for `kind` (all, truth, memory: its value, or its label in
+    either number); the value chosen."""
+    select = page.get_by_label("Kind")
+    options = await select.locator("option").evaluate_all(
+        "os => os.map(o => [o.value, o.textContent.trim()])")
+    names = {kind, kind + "s", {"memory": "memories", "truth": "truths", "all": "all"}[kind]}
+    for value, label in options:
+        if value.lower() in names or label.lower() in names:
+            await select.select_option(value=value)
+            return value
+    raise AssertionError(f"no option for {kind!r} in the Kind select: {options}")
+
+
+async def test_kind_filter(start, browser):
+    srv = start()
+    await mcp_store(srv, ALICE, "truth", "Alice grew up near Lofoten", "Alice speaks Norwegian")
+    await mcp_store(srv, ALICE, "memory", "User bought a red kayak", "User naps after lunch",
+                    "User reads crime novels")
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    for kind, shown, hidden in (
+        ("truth", ["Alice grew up near Lofoten", "Alice speaks Norwegian"], ["User bought a red kayak"]),
+        ("memory", ["User bought a red kayak", "User naps after lunch", "User reads crime novels"],
+         ["Alice speaks Norwegian"]),
+        ("all", ["Alice speaks Norwegian", "User naps after lunch"], []),
+    ):
+        await open_memories(page, srv)
+        value = await choose_kind(page, kind)
+        _, final = await submit(page, page.get_by_role("button", name="Search"))
+        assert final.status == 200, (kind, final.status)
+        await expect(page.get_by_label("Kind")).to_have_value(value)
+        for text in shown:
+            await expect(row(page, text)).to_be_visible()
+        for text in hidden:
+            await expect(page.get_by_text(text)).to_have_count(0)
+        await expect(rows(page)).to_have_count({"truth": 2, "memory": 3, "all": 5}[kind])
+
+
+async def shown_numbers(page: Any) -> set[int]:
+    """The numbers of the "Paging fact NNN" rows the page shows."""
+    body = await page.locator("body").inner_text()
+    return {int(n) for n in re.findall(r"Paging fact (\d{3})", body)}
+
+
+async def test_paging_shows_fifty_rows_a_page(start, browser):
+    srv = start()
+    texts = [f"Paging fact {i:03d}: the user owns teapot number {i:03d}" for i in range(1, 56)]
+    await mcp_store(srv, ALICE, "memory", *texts)
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    await open_memories(page, srv)
+    await expect(rows(page)).to_have_count(PAGE_ROWS)
+    await expect(page.get_by_role("link", name="Previous page")).to_have_count(0)
+    first_page = await shown_numbers(page)
+    assert len(first_page) == PAGE_ROWS, first_page
+    _, final = await submit(page, page.get_by_role("link", name="Next page"))
+    assert final.status == 200
+    await expect(rows(page)).to_have_count(len(texts) - PAGE_ROWS)
+    await expect(page.get_by_role("link", name="Next page")).to_have_count(0)
+    second_page = await shown_numbers(page)
+    assert not first_page & second_page, (first_page, second_page)
+    assert first_page | second_page == set(range(1, len(texts) + 1)), (first_page, second_page)
+    await submit(page, page.get_by_role("link", name="Previous page"))
+    await expect(rows(page)).to_have_count(PAGE_ROWS)
+
+
+@pytest.mark.parametrize("kind", ["memory", "truth"])
+async def test_edit_is_seen_through_mcp(start, browser, kind):
+    srv = start()
+    old = ("User's favourite bird is the puffin" if kind == "memory"
+           else "Alice's favourite bird is the puffin")
+    new = old.replace("puffin", "zeppelin-shaped kittiwake")
+    [rid] = await mcp_store(srv, ALICE, kind, old)
+    await mcp_store(srv, ALICE, kind, "Something else entirely about gardening"
+                    if kind == "memory" else "Alice owns a greenhouse")
+    assert await mcp_find(srv, ALICE, kind, "puffin") == [old]
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    await open_memories(page, srv)
+    await submit(page, control(row(page, old), "Edit"))
+    assert path_of(page.url) == f"/settings/memories/{kind}/{rid}/edit", page.url
+    text = page.get_by_label("Text", exact=True)
+    await expect(text).to_have_value(old)
+    assert await text.evaluate("e => e.tagName") == "TEXTAREA"
+    await screenshot(page, "edit")
+    await text.fill(new)
+    first, final = await submit(page, page.get_by_role("button", name="Save"))
+    assert first.status == 303 and first.request.method == "POST", first.status
+    assert path_of(page.url) == "/settings/memories" and final.status == 200, page.url
+    await expect(row(page, new)).to_be_visible()
+    await expect(page.get_by_text(old, exact=True)).to_have_count(0)
+    assert await mcp_find(srv, ALICE, kind, "kittiwake") == [new]
+    assert await mcp_find(srv, ALICE, kind, "puffin") == []
+
+
+async def test_delete_one(start, browser):
+    srv = start()
+    gone, kept = "User once owned a tamagotchi", "User owns a tandem bicycle"
+    [gid, _] = await mcp_store(srv, ALICE, "memory", gone, kept)
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    await open_memories(page, srv)
+    await submit(page, control(row(page, gone), "Delete"))
+    assert path_of(page.url) == f"/settings/memories/memory/{gid}/delete", page.url
+    await screenshot(page, "delete")
+    first, _ = await submit(page, page.get_by_role("button", name="Delete", exact=True))
+    assert first.status == 303 and first.request.method == "POST", first.status
+    assert path_of(page.url) == "/settings/memories", page.url
+    await expect(row(page, kept)).to_be_visible()
+    await expect(page.get_by_text(gone)).to_have_count(0)
+    await expect(rows(page)).to_have_count(1)
+    assert await mcp_find(srv, ALICE, "memory", "tamagotchi") == []
+    assert await mcp_find(srv, ALICE, "memory", "tandem") == [kept]
+
+
+async def test_pin_and_unpin_a_truth(start, browser):
+    srv = start()
+    text = "Alice's daughter is called Solveig"
+    await mcp_store(srv, ALICE, "truth", text, isPinned=False)
+    assert text not in await pinned_text(srv, ALICE)
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    await open_memories(page, srv)
+    await expect(control(row(page, text), "Unpin")).to_have_count(0)
+    await submit(page, control(row(page, text), "Pin"))
+    await open_memories(page, srv)
+    await expect(control(row(page, text), "Unpin")).to_be_visible()
+    await expect(control(row(page, text), "Pin")).to_have_count(0)
+    assert text in await pinned_text(srv, ALICE)
+    await submit(page, control(row(page, text), "Unpin"))
+    await open_memories(page, srv)
+    await expect(control(row(page, text), "Pin")).to_be_visible()
+    assert text not in await pinned_text(srv, ALICE)
+
+
+async def test_export_as_json(start, browser):
+    srv = start()
+    [tid] = await mcp_store(srv, ALICE, "truth", "Alice was born in 1990")
+    mids = await mcp_store(srv, ALICE, "memory", "User likes jazz", "User hates mornings")
+    await mcp_store(srv, BOB, "memory", "Bob's secret: he likes polka")
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    await open_memories(page, srv)
+    async with page.expect_download() as dl:
+        await page.get_by_role("link", name="Export as JSON").click()
+    data = json.loads(Path(await (await dl.value).path()).read_text())
+    assert isinstance(data, list), data
+    assert all({"kind", "id", "content"} <= set(item) for item in data), data
+    got = {(item["kind"], item["id"], item["content"]) for item in data}
+    assert got == {("truth", tid, "Alice was born in 1990"), ("memory", mids[0], "User likes jazz"),
+                   ("memory", mids[1], "User hates mornings")}, data
+
+
+async def test_delete_all_needs_the_typed_confirmation(start, browser):
+    srv = start()
+    await mcp_store(srv, ALICE, "truth", "Alice sails a wooden dinghy")
+    await mcp_store(srv, ALICE, "memory", "User grows chillies on the balcony",
+                    "User sings in a choir")
+    await mcp_store(srv, BOB, "memory", "Bob grows chillies too")
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+
+    async def delete_all(typed: str) -> Any:
+        await open_memories(page, srv)
+        await submit(page, control(page, "Delete all"))
+        if typed == "DELETE":
+            await screenshot(page, "delete-all")
+        await page.get_by_label("Type DELETE to confirm").fill(typed)
+        first, _ = await submit(page, page.get_by_role("button", name="Delete all", exact=True))
+        return first
+
+    await delete_all("delete")  # not the word asked for: nothing is deleted
+    assert await mcp_find(srv, ALICE, "memory", "chillies") == ["User grows chillies on the balcony"]
+    assert await mcp_find(srv, ALICE, "truth", "dinghy") == ["Alice sails a wooden dinghy"]
+    await open_memories(page, srv)
+    await expect(rows(page)).to_have_count(3)
+
+    done = await delete_all("DELETE")
+    assert done.status == 303 and done.request.method == "POST", done.status
+    await open_memories(page, srv)
+    await expect(rows(page)).to_have_count(0)
+    assert await mcp_find(srv, ALICE, "memory", "chillies") == []
+    assert await mcp_find(srv, ALICE, "memory", "choir") == []
+    assert await mcp_find(srv, ALICE, "truth", "dinghy") == []
+    assert await mcp_find(srv, BOB, "memory", "chillies") == ["Bob grows chillies too"]
+
+
+# --- 4. security ----------------------------------------------------------------------------
+
+
+async def test_stored_markup_is_shown_as_text(start, browser):
+    """(1) What an assistant stored is text: no element, no script, no dialog, in the list,
+    the edit and delete pages, or a search that quotes it back."""
+    srv = start()
+    img = '<img src=x onerror="window.__pwned=1">'
+    script = "<script>window.__pwned=2</script>"
+    breakout = '</textarea><script>window.__pwned=3</script><textarea>'
+    ids = await mcp_store(srv, ALICE, "memory", img, script, breakout)
+    page = await new_page(browser)
+    dialogs: list[str] = []
+
+    async def on_dialog(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        await dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    await sign_in(page, srv, ALICE)
+    await open_memories(page, srv)
+    await page.wait_for_load_state("load")  # an <img>'s error fires before `load`
+    for text in (img, script, breakout):
+        await expect(page.get_by_text(text).first).to_be_visible()
+
+    async def no_injection(where: str) -> None:
+        await page.wait_for_load_state("load")
+        assert await page.evaluate("typeof window.__pwned") == "undefined", where
+        assert await page.locator("img[src=x]").count() == 0, where
+        scripts = await page.locator("script").evaluate_all("s => s.map(e => e.textContent)")
+        assert not [s for s in scripts if "__pwned" in s], (where, scripts)
+        assert not dialogs, (where, dialogs)
+
+    await no_injection("list")
+    for rid, text in zip(ids, (img, script, breakout)):
+        await page.goto(f"{srv.base}/settings/memories/memory/{rid}/edit")
+        await expect(page.get_by_label("Text", exact=True)).to_have_value(text)
+        await no_injection(f"edit {rid}")
+        await page.goto(f"{srv.base}/settings/memories/memory/{rid}/delete")
+        await no_injection(f"delete {rid}")
+    await page.goto(srv.base + "/settings/memories?q=" + urllib.parse.quote(img))
+    await no_injection("search")
+    await expect(page.get_by_label("Search memories")).to_have_value(img)
+
+
+async def test_a_cross_site_post_is_refused(start, browser):
+    """(2) A page on another origin (another port) whose form posts a delete as soon as it
+    loads: the browser sends the session cookie (same host, so same site) but no CSRF token
+    and a foreign Origin; the server answers 403 and the memory stays."""
+    srv = start()
+    text = "User keeps a diary in a locked drawer"
+    [rid] = await mcp_store(srv, ALICE, "memory", text)
+    target = f"{srv.base}/settings/memories/memory/{rid}/delete"
+    attack = (f'<!doctype html><title>win a prize</title><form id=f method=post action="{target}">'
+              '<input type=hidden name=confirm value=yes></form>'
+              '<script>document.getElementById("f").submit()</script>').encode()
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    cookie = await session_cookie(page)
+    with http_site({"/": ("text/html", attack, {})}) as evil:
+        async with page.expect_response(
+                lambda r: r.request.method == "POST" and path_of(r.url) == path_of(target)) as info:
+            await page.goto(evil + "/")
+        refused = await info.value
+        sent = await refused.request.all_headers()
+    assert f"{cookie['name']}={cookie['value']}" in sent.get("cookie", ""), sent
+    assert refused.status == 403, (refused.status, await refused.text())
+    assert await mcp_find(srv, ALICE, "memory", "diary") == [text]
+    await open_memories(page, srv)
+    await expect(row(page, text)).to_be_visible()
+
+
+async def test_a_post_without_the_csrf_token_is_refused(start, browser):
+    """(2) The session cookie alone does not make a change: no token, or a wrong one → 403."""
+    srv = start()
+    text = "User hides spare keys under the blue flowerpot"
+    [rid] = await mcp_store(srv, ALICE, "memory", text)
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    cookie = await session_cookie(page)
+    path = f"/settings/memories/memory/{rid}/delete"
+    await page.goto(srv.base + path)
+    hidden = hidden_fields(await page.content(), path)
+    assert hidden, "the delete form carries no hidden (CSRF) field"
+    forged = {name: "forged-" + "0" * 32 for name in hidden}
+    async with httpx2.AsyncClient(follow_redirects=False) as h:
+        for why, headers, data in (
+            ("no token", {}, {}),
+            ("no token, own Origin", {"Origin": srv.base}, {}),
+            ("wrong token, own Origin", {"Origin": srv.base}, forged),
+        ):
+            r = await h.post(srv.base + path, headers={**cookie_header(cookie), **headers}, data=data)
+            assert r.status_code == 403, (why, r.status_code, r.text)
+    assert await mcp_find(srv, ALICE, "memory", "flowerpot") == [text]
+
+
+async def test_another_user_reaches_nothing_of_alices(start, browser):
+    """(3) Bob, signed in, sees none of Alice's rows, and her ids (which Bob does not have:
+    ids are numbered per user) are 404 for him, to look at or to change."""
+    srv = start()
+    secrets = ["Alice's bank PIN hint is her first dog", "Alice is planning a surprise party"]
+    [mid, _] = await mcp_store(srv, ALICE, "memory", *secrets)
+    [tid] = await mcp_store(srv, ALICE, "truth", "Alice's middle name is Henrikke")
+    page = await new_page(browser)
+    await sign_in(page, srv, BOB)
+    await expect_header(page, "bob")
+    await open_memories(page, srv)
+    await expect(rows(page)).to_have_count(0)
+    for text in secrets + ["Henrikke"]:
+        await expect(page.get_by_text(text)).to_have_count(0)
+    async with page.expect_download() as dl:
+        await page.get_by_role("link", name="Export as JSON").click()
+    assert json.loads(Path(await (await dl.value).path()).read_text()) == []
+    hidden = hidden_fields(await page.content(), "/settings/logout")  # Bob's own CSRF token
+    for kind, rid in (("memory", mid), ("memory", 1), ("truth", tid)):
+        for action in ("edit", "delete"):
+            url = f"{srv.base}/settings/memories/{kind}/{rid}/{action}"
+            r = await page.goto(url)
+            assert r.status == 404, (url, r.status)
+            body = await page.content()
+            assert not [s for s in secrets if s in body]
+            fields = {**hidden, **({"text": "bob was here", "content": "bob was here"}
+                                   if action == "edit" else {})}
+            r = await page.request.post(url, form=fields, headers={"Origin": srv.base},
+                                        max_redirects=0)
+            assert r.status == 404, ("POST", url, r.status)
+    assert await mcp_find(srv, ALICE, "memory", "bank") == [secrets[0]]
+    assert await mcp_find(srv, ALICE, "memory", "surprise") == [secrets[1]]
+    assert await mcp_find(srv, ALICE, "truth", "Henrikke") == ["Alice's middle name is Henrikke"]
+
+
+def csp_directives(header: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for part in header.split(";"):
+        words = part.split()
+        if words:
+            out.setdefault(words[0].lower(), [w.lower() for w in words[1:]])
+    return out
+
+
+async def test_security_headers(start, browser):
+    """(4) A Content-Security-Policy without inline scripts, and no framing."""
+    srv = start()
+    [mid] = await mcp_store(srv, ALICE, "memory", "User likes headers")
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    cookie = cookie_header(await session_cookie(page))
+    async with httpx2.AsyncClient(follow_redirects=False) as h:
+        responses = {
+            "login form": await h.get(srv.base + "/settings/login"),
+            "wrong token": await h.post(srv.base + "/settings/login", headers={"Origin": srv.base},
+                                        data={"token": "wrong-" + "z" * 30}),
+            "memories": await h.get(srv.base + "/settings/memories", headers=cookie),
+            "edit": await h.get(f"{srv.base}/settings/memories/memory/{mid}/edit", headers=cookie),
+            "not found": await h.get(f"{srv.base}/settings/memories/memory/999/edit", headers=cookie),
+        }
+    for what, r in responses.items():
+        csp = r.headers.get("content-security-policy")
+        assert csp, (what, r.status_code, dict(r.headers))
+        d = csp_directives(csp)
+        scripts = d.get("script-src", d.get("default-src"))
+        assert scripts is not None, (what, csp)
+        assert "'unsafe-inline'" not in scripts, (what, csp)
+        xfo = r.headers.get("x-frame-options", "").strip().upper()
+        assert xfo == "DENY" or d.get("frame-ancestors") == ["'none'"], (what, xfo, csp)
+
+
+# --- 5. follow-ups (not built yet) ----------------------------------------------------------
+
+
+@NOT_BUILT
+async def test_cancel_a_follow_up(start, browser):
+    srv = start(tokens_config(alice=ALICE, bob=BOB) + WORDS_ONLY + "[followups]\nproactive = true\n")
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with client(srv.url, ALICE) as s:
+            for context in ("Ask how the dentist appointment went", "Remind about the library books"):
+                r = await call(s, "schedule_followup", {"context": context, "minutes_from_now": 600})
+                assert not is_error(r), text_of(r)
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    r = await page.goto(srv.base + "/settings/followups")
+    assert r.status == 200, r.status
+    await expect_header(page, "alice")
+    await screenshot(page, "followups")
+    dentist = (page.locator("tr, li, article, [role=row], [role=listitem]")
+               .filter(has_text="Ask how the dentist appointment went").last)
+    await submit(page, dentist.get_by_role("button", name="Cancel follow-up"))
+    await page.goto(srv.base + "/settings/followups")
+    await expect(page.get_by_text("Ask how the dentist appointment went")).to_have_count(0)
+    await expect(page.get_by_text("Remind about the library books")).to_be_visible()
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with client(srv.url, ALICE) as s:
+            listed = structured(await call(s, "list_followups", {"status": "all"}))
+    status = {f["context"]: f["status"] for f in listed["followups"]}
+    assert status == {"Ask how the dentist appointment went": "cancelled",
+                      "Remind about the library books": "pending"}, listed
+
+
+# --- 6. several instances on one PostgreSQL -------------------------------------------------
+
+
+@pytest.mark.skipif(not on_postgres(),
+                    reason="sessions are shared between instances only through PostgreSQL "
+                           "(RINGFENCE_TEST_STORE=postgres)")
+async def test_a_session_works_on_every_instance(start, browser):
+    """Signed in on instance A, the same cookie edits a memory on instance B; signing out
+    on A ends it on B too."""
+    a, b = start(), start()
+    old = "User's umbrella is yellow"
+    [rid] = await mcp_store(a, ALICE, "memory", old)
+    page_a = await new_page(browser)
+    await sign_in(page_a, a, ALICE)
+    cookie = await session_cookie(page_a)
+    page_b = await new_page(browser)  # a context of its own: only the cookie is carried over
+    await page_b.context.add_cookies([{"name": cookie["name"], "value": cookie["value"],
+                                       "url": b.base}])
+    r = await page_b.goto(f"{b.base}/settings/memories/memory/{rid}/edit")
+    assert r.status == 200 and "login" not in page_b.url, (r.status, page_b.url)
+    await expect_header(page_b, "alice")
+    await page_b.get_by_label("Text", exact=True).fill("User's umbrella is polka-dotted")
+    first, _ = await submit(page_b, page_b.get_by_role("button", name="Save"))
+    assert first.status == 303, first.status
+    assert await mcp_find(a, ALICE, "memory", "umbrella") == ["User's umbrella is polka-dotted"]
+    await open_memories(page_a, a)
+    await expect(row(page_a, "User's umbrella is polka-dotted")).to_be_visible()
+    await submit(page_a, page_a.get_by_role("banner").get_by_role("button", name="Sign out"))
+    await page_b.goto(b.base + "/settings/memories")
+    assert path_of(page_b.url) == "/settings/login", page_b.url
