@@ -14,6 +14,7 @@ pub mod desktop;
 mod due;
 
 mod list_followups;
+mod page;
 mod plug;
 mod schedule_followup;
 pub mod scheduler;

@@ -173,11 +173,16 @@ impl FamilyPlug for FollowupsPlug {
                 }
             });
         }
+        let backend: Arc<dyn FollowupBackend> = Arc::new(LazyFollowups(db));
         Ok(crate::family(FollowupServices {
-            backend: Arc::new(LazyFollowups(db)),
+            backend: backend.clone(),
             delivery: Arc::new(Policy(settings.clone())),
             clock: Arc::new(SystemClock),
-        }))
+        })
+        .with_section(Arc::new(crate::page::FollowupPage {
+            backend,
+            settings: settings.clone(),
+        })))
     }
 }
 

@@ -269,6 +269,28 @@ impl App {
         &self.store
     }
 
+    /// The settings page's sections: the families' (what they keep for a person), then the
+    /// server's own (activity, tools).
+    pub fn settings_sections(&self) -> Vec<Arc<dyn ringfence_core::page::Section>> {
+        let mut offered: Vec<(&'static str, Vec<String>)> = Vec::new();
+        for tool in self.toolbox.iter() {
+            match offered.iter_mut().find(|(f, _)| *f == tool.family()) {
+                Some((_, tools)) => tools.push(tool.name().to_owned()),
+                None => offered.push((tool.family(), vec![tool.name().to_owned()])),
+            }
+        }
+        let mut sections = self.sections.clone();
+        sections.push(Arc::new(crate::pages::Activity {
+            store: self.store.clone(),
+            data_dir: self.data_dir.clone(),
+        }));
+        sections.push(Arc::new(crate::pages::Tools {
+            offered,
+            withheld: self.withheld.clone(),
+        }));
+        sections
+    }
+
     /// Deletes saved outputs older than the retention period (every user's).
     pub fn prune_spill(&self) {
         self.sessions.prune_spill(self.limits.spill_retention_days);

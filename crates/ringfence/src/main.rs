@@ -7,6 +7,7 @@ mod config;
 mod data_dir;
 mod env_vars;
 mod families;
+mod pages;
 mod sessions;
 mod store;
 

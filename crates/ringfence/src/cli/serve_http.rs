@@ -71,7 +71,7 @@ async fn serve(app: &Arc<App>, addr: SocketAddr, plan: &HttpPlan) -> Result<(), 
     options.shared_sessions = crate::store::sessions(app.store())
         .map_err(|e| format!("the shared session store: {e}"))?;
     options.settings = Some(ringfence_mcp::SettingsPage {
-        sections: app.sections.clone(),
+        sections: app.settings_sections(),
         sessions: crate::store::web_sessions(app.store())
             .map_err(|e| format!("the settings page's sign-ins: {e}"))?,
         session_ttl: std::time::Duration::from_secs(12 * 3600),

@@ -1,0 +1,279 @@
+//! The family's section of the settings page, `/settings/followups`: the check-ins a
+//! person's assistant scheduled — pending ones (cancel, reschedule) and past ones with their
+//! status and delivery attempts — and how they reach this person (the channels, time zone,
+//! quiet hours and whether they are delivered at all, as the configuration sets them).
+
+use std::sync::Arc;
+
+use ringfence_core::page::{Markup, Method, PageRequest, Reply, Section, html, when};
+use ringfence_core::time::{TimeZone, format_in_zone, now_ms};
+
+use crate::settings::FollowupSettings;
+use crate::{ChangeOutcome, Followup, FollowupBackend, ListFilter, Status};
+
+/// Pending and past follow-ups shown at most.
+const SHOWN: usize = 200;
+
+pub(crate) struct FollowupPage {
+    pub(crate) backend: Arc<dyn FollowupBackend>,
+    pub(crate) settings: FollowupSettings,
+}
+
+impl Section for FollowupPage {
+    fn name(&self) -> &'static str {
+        "followups"
+    }
+
+    fn title(&self) -> &'static str {
+        "Follow-ups"
+    }
+
+    fn handle(&self, req: &PageRequest<'_>) -> Reply {
+        let path = req.path();
+        match (req.method, path.as_slice()) {
+            (Method::Get, []) => self.list(req),
+            (method, [id, action]) => {
+                let Ok(id) = id.parse::<i64>() else {
+                    return Reply::NotFound;
+                };
+                let Some(f) = (match self.find(req.user, id) {
+                    Ok(f) => f,
+                    Err(reply) => return reply,
+                }) else {
+                    return Reply::NotFound;
+                };
+                match (method, *action) {
+                    (Method::Get, "cancel") => cancel_form(req, &f),
+                    (Method::Post, "cancel") => self.cancel(req, &f),
+                    (Method::Get, "reschedule") => self.reschedule_form(req, &f, None),
+                    (Method::Post, "reschedule") => self.reschedule(req, &f),
+                    _ => Reply::NotFound,
+                }
+            }
+            _ => Reply::NotFound,
+        }
+    }
+}
+
+fn failed(e: impl std::fmt::Display) -> Reply {
+    Reply::Failed(format!("the follow-up database: {e}"))
+}
+
+fn status_words(s: Status) -> &'static str {
+    match s {
+        Status::Pending => "pending",
+        Status::Delivering => "being delivered",
+        Status::Completed => "delivered",
+        Status::Cancelled => "cancelled",
+        Status::Failed => "failed",
+    }
+}
+
+impl FollowupPage {
+    fn zone(&self, user: &str) -> (String, TimeZone) {
+        self.settings.zone_of(user)
+    }
+
+    /// `user`'s follow-up `id`, whatever its status.
+    fn find(&self, user: &str, id: i64) -> Result<Option<Followup>, Reply> {
+        let all = self
+            .backend
+            .list(user, ListFilter::All, usize::MAX)
+            .map_err(failed)?;
+        Ok(all.followups.into_iter().find(|f| f.id == id))
+    }
+
+    fn list(&self, req: &PageRequest<'_>) -> Reply {
+        let (pending, past) = match (
+            self.backend.list(req.user, ListFilter::Pending, SHOWN),
+            self.backend.list(req.user, ListFilter::All, SHOWN + SHOWN),
+        ) {
+            (Ok(p), Ok(a)) => (p, a),
+            (Err(e), _) | (_, Err(e)) => return failed(e),
+        };
+        let past: Vec<&Followup> = past
+            .followups
+            .iter()
+            .filter(|f| !matches!(f.status, Status::Pending | Status::Delivering))
+            .take(SHOWN)
+            .collect();
+        let (zone_name, zone) = self.zone(req.user);
+        let s = &self.settings;
+        let channels: Vec<&str> = s
+            .channels
+            .iter()
+            .filter(|c| c.serves(req.user))
+            .map(|c| c.name())
+            .collect();
+        let quiet = s
+            .users
+            .get(req.user)
+            .and_then(|u| u.quiet_hours)
+            .unwrap_or(s.quiet_hours);
+        let body = html! {
+            p { "Check-ins your assistant scheduled with you. Cancel one, or move it to another time." }
+            section aria-labelledby="how" {
+                h2 #how { "How they reach you" }
+                dl {
+                    dt { "Delivered" }
+                    dd { @if s.proactive_for(req.user) { "Yes" } @else { "No: proactive messages are off for you. The server's operator turns them on ([followups] proactive = true, or your own [followups.users] table)." } }
+                    dt { "Through" }
+                    dd { @if channels.is_empty() { "no channel" } @else { (channels.join(", ")) } }
+                    dt { "Time zone" }
+                    dd { (zone_name) }
+                    dt { "Quiet hours" }
+                    dd { @match quiet { Some(q) => { (q.describe()) " (nothing is delivered then; it waits until they end)" }, None => "none" } }
+                }
+            }
+            section aria-labelledby="pending" {
+                h2 #pending { "Pending (" (pending.total) ")" }
+                @if pending.followups.is_empty() {
+                    p.empty { "Nothing is scheduled." }
+                } @else {
+                    ul.items { @for f in &pending.followups { (row(req, f, &zone)) } }
+                }
+            }
+            section aria-labelledby="past" {
+                h2 #past { "Past" }
+                @if past.is_empty() {
+                    p.empty { "None yet." }
+                } @else {
+                    ul.items { @for f in &past { (row(req, f, &zone)) } }
+                }
+            }
+        };
+        Reply::page("Follow-ups", body)
+    }
+
+    fn cancel(&self, req: &PageRequest<'_>, f: &Followup) -> Reply {
+        let reason = req.field("reason").trim();
+        let reason = (!reason.is_empty()).then_some(reason);
+        match self.backend.cancel(
+            req.user,
+            f.id,
+            reason.or(Some("cancelled on the settings page")),
+            now_ms(),
+        ) {
+            Ok(ChangeOutcome::Changed(_)) => {
+                Reply::redirect(req.base, format!("Follow-up #{} cancelled.", f.id))
+            }
+            Ok(ChangeOutcome::NotPending(now)) => Reply::Invalid(format!(
+                "Follow-up #{} is {} now and can no longer be cancelled.",
+                f.id,
+                status_words(now.status)
+            )),
+            Ok(ChangeOutcome::NotFound) => Reply::NotFound,
+            Err(e) => failed(e),
+        }
+    }
+
+    fn reschedule_form(&self, req: &PageRequest<'_>, f: &Followup, problem: Option<&str>) -> Reply {
+        let (zone_name, zone) = self.zone(req.user);
+        let current = jiff::Timestamp::from_millisecond(f.due_ms)
+            .map(|t| {
+                t.to_zoned_datetime(zone)
+                    .strftime("%Y-%m-%dT%H:%M")
+                    .to_string()
+            })
+            .unwrap_or_default();
+        let value = if req.form.contains_key("due") {
+            req.field("due").to_owned()
+        } else {
+            current
+        };
+        let body = html! {
+            @if let Some(p) = problem { p.problem role="alert" { (p) } }
+            blockquote { (f.context) }
+            form method="post" action=(format!("{}/{}/reschedule", req.base, f.id)) {
+                (req.csrf())
+                label for="due" { "New time (" (zone_name) ")" }
+                input #due type="datetime-local" name="due" value=(value) required;
+                button type="submit" { "Reschedule" }
+                " "
+                a href=(req.base) { "Back" }
+            }
+        };
+        Reply::page(format!("Reschedule follow-up #{}", f.id), body)
+    }
+
+    fn reschedule(&self, req: &PageRequest<'_>, f: &Followup) -> Reply {
+        let (_, zone) = self.zone(req.user);
+        let text = req.field("due").trim();
+        let due = text
+            .parse::<jiff::civil::DateTime>()
+            .ok()
+            .and_then(|dt| dt.to_zoned_datetime(zone.clone()).ok())
+            .map(|z| z.timestamp().as_millisecond());
+        let Some(due) = due else {
+            return self.reschedule_form(
+                req,
+                f,
+                Some("That is not a date and time: pick one, as 2026-12-24T09:30."),
+            );
+        };
+        let now = now_ms();
+        if due <= now {
+            return self.reschedule_form(req, f, Some("That time has passed: pick a later one."));
+        }
+        match self.backend.update(req.user, f.id, None, Some(due), now) {
+            Ok(ChangeOutcome::Changed(_)) => Reply::redirect(
+                req.base,
+                format!(
+                    "Follow-up #{} moved to {}.",
+                    f.id,
+                    format_in_zone(due, &zone)
+                ),
+            ),
+            Ok(ChangeOutcome::NotPending(now)) => Reply::Invalid(format!(
+                "Follow-up #{} is {} now and can no longer be moved.",
+                f.id,
+                status_words(now.status)
+            )),
+            Ok(ChangeOutcome::NotFound) => Reply::NotFound,
+            Err(e) => failed(e),
+        }
+    }
+}
+
+fn row(req: &PageRequest<'_>, f: &Followup, zone: &TimeZone) -> Markup {
+    let pending = f.status == Status::Pending;
+    html! {
+        li.item id=(format!("followup-{}", f.id)) {
+            p.content { (f.context) }
+            p.meta {
+                span.kind { "Follow-up #" (f.id) }
+                " · " span.status { (status_words(f.status)) }
+                " · due " span.when { (format_in_zone(f.due_ms, zone)) }
+                @if f.attempts > 0 { " · " (f.attempts) " delivery attempt" @if f.attempts != 1 { "s" } }
+                @if let Some(at) = f.delivered_ms { " · delivered " (when(at)) }
+                @if let Some(via) = &f.delivered_via { " through " (via) }
+                @if let Some(e) = &f.last_error { " · last error: " (e) }
+                @if let Some(r) = &f.cancel_reason { " · " (r) }
+            }
+            @if pending {
+                div.actions {
+                    a href=(format!("{}/{}/reschedule", req.base, f.id)) aria-label=(format!("Reschedule follow-up #{}", f.id)) { "Reschedule" }
+                    form method="post" action=(format!("{}/{}/cancel", req.base, f.id)) {
+                        (req.csrf())
+                        button type="submit" aria-label=(format!("Cancel follow-up #{}", f.id)) { "Cancel follow-up" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn cancel_form(req: &PageRequest<'_>, f: &Followup) -> Reply {
+    let body = html! {
+        blockquote { (f.context) }
+        form method="post" action=(format!("{}/{}/cancel", req.base, f.id)) {
+            (req.csrf())
+            label for="reason" { "Reason (optional)" }
+            input #reason name="reason";
+            button type="submit" { "Cancel follow-up" }
+            " "
+            a href=(req.base) { "Back" }
+        }
+    };
+    Reply::page(format!("Cancel follow-up #{}?", f.id), body)
+}
