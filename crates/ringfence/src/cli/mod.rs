@@ -99,6 +99,17 @@ enum Command {
         #[arg(long, value_name = "FILE", requires = "tls_cert")]
         tls_key: Option<PathBuf>,
     },
+    /// Open your settings page (memories, follow-ups, activity, tools) in a browser: serves
+    /// it (and MCP) on loopback and prints a one-time sign-in link for the `local` user —
+    /// the user of stdio clients.
+    Ui {
+        /// The loopback port (default: any free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Print the link without opening a browser.
+        #[arg(long)]
+        no_open: bool,
+    },
     /// Run one tool call and print its result.
     Call {
         /// Tool name, e.g. read_file.
@@ -188,6 +199,7 @@ impl Cli {
         let roots = match &self.command {
             Command::Serve { roots, .. } | Command::Call { roots, .. } => roots.clone(),
             Command::Tools { .. }
+            | Command::Ui { .. }
             | Command::TokenHash
             | Command::Audit(_)
             | Command::Model(_)
@@ -253,10 +265,10 @@ pub fn run_main() -> ExitCode {
     // Only a server starts background work (opening databases, loading the model, writing
     // access counts): a one-off `call` opens what its tool needs when it needs it, and does
     // not wait at exit for a model it never used.
-    let background = matches!(cli.command, Command::Serve { .. });
+    let background = matches!(cli.command, Command::Serve { .. } | Command::Ui { .. });
     if matches!(
         cli.command,
-        Command::Serve { .. } | Command::Call { .. } | Command::Scheduler
+        Command::Serve { .. } | Command::Ui { .. } | Command::Call { .. } | Command::Scheduler
     ) {
         // What an earlier version left readable by every local account (0644 in 0755
         // directories) becomes private before anything is served.
@@ -291,6 +303,11 @@ pub fn run_main() -> ExitCode {
                 Some(addr) => serve_http::run(app, &addr, tls_cert.zip(tls_key)),
                 None => serve::run(app),
             }
+        }
+        Command::Ui { port, no_open } => {
+            app.open_audit();
+            banner::log(&config, &app);
+            serve_http::run_ui(app, port, !no_open)
         }
         Command::Call {
             tool, json, user, ..

@@ -11,6 +11,21 @@ use crate::app::App;
 use crate::config::HttpPlan;
 
 pub(super) fn run(app: App, addr: &str, tls_files: Option<(PathBuf, PathBuf)>) -> ExitCode {
+    serve_at(app, addr, tls_files, None)
+}
+
+/// `ringfence ui`: the server on loopback, and a one-time sign-in link for `local` printed
+/// (and opened in a browser when `open` and one is found).
+pub(super) fn run_ui(app: App, port: u16, open: bool) -> ExitCode {
+    serve_at(app, &format!("127.0.0.1:{port}"), None, Some(open))
+}
+
+fn serve_at(
+    app: App,
+    addr: &str,
+    tls_files: Option<(PathBuf, PathBuf)>,
+    ui: Option<bool>,
+) -> ExitCode {
     let addr: SocketAddr = match addr.parse() {
         Ok(a) => a,
         Err(e) => {
@@ -33,7 +48,7 @@ pub(super) fn run(app: App, addr: &str, tls_files: Option<(PathBuf, PathBuf)>) -
     app.prune_spill();
     let app = Arc::new(app);
     let rt = runtime();
-    let result = rt.block_on(serve(&app, addr, &plan));
+    let result = rt.block_on(serve(&app, addr, &plan, ui));
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
     app.shutdown();
     match result {
@@ -51,7 +66,12 @@ fn descriptor_limit() -> Option<u64> {
 }
 
 /// Serves until SIGTERM or SIGINT, then lets running calls finish (the plan's grace).
-async fn serve(app: &Arc<App>, addr: SocketAddr, plan: &HttpPlan) -> Result<(), String> {
+async fn serve(
+    app: &Arc<App>,
+    addr: SocketAddr,
+    plan: &HttpPlan,
+    ui: Option<bool>,
+) -> Result<(), String> {
     use tokio::signal::unix::{SignalKind, signal};
     let auth = plan
         .auth()
@@ -70,11 +90,13 @@ async fn serve(app: &Arc<App>, addr: SocketAddr, plan: &HttpPlan) -> Result<(), 
     // With PostgreSQL, any instance serves any request of a session.
     options.shared_sessions = crate::store::sessions(app.store())
         .map_err(|e| format!("the shared session store: {e}"))?;
+    let once = ui.map(|_| ringfence_mcp::one_time_token());
     options.settings = Some(ringfence_mcp::SettingsPage {
         sections: app.settings_sections(),
         sessions: crate::store::web_sessions(app.store())
             .map_err(|e| format!("the settings page's sign-ins: {e}"))?,
         session_ttl: std::time::Duration::from_secs(12 * 3600),
+        one_time: once.as_deref().map(ringfence_mcp::one_time_key),
     });
     if let Some(reads) =
         crate::store::reads(app.store()).map_err(|e| format!("the shared session store: {e}"))?
@@ -105,6 +127,15 @@ async fn serve(app: &Arc<App>, addr: SocketAddr, plan: &HttpPlan) -> Result<(), 
         url = %format!("{}://{local}/mcp", plan.scheme),
         "serving MCP over streamable HTTP"
     );
+    if let (Some(open), Some(once)) = (ui, &once) {
+        let link = format!("{}://{local}/settings/login?once={once}", plan.scheme);
+        super::print_out(&format!(
+            "Your settings page: {link}\n(the link signs you in once, as `local`; Ctrl-C stops the server)\n"
+        ));
+        if open {
+            open_browser(&link);
+        }
+    }
     let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
     let stop = shutdown.clone();
@@ -118,4 +149,22 @@ async fn serve(app: &Arc<App>, addr: SocketAddr, plan: &HttpPlan) -> Result<(), 
     ringfence_mcp::serve_http(listener, factory, shutdown, options)
         .await
         .map_err(|e| format!("serve --http {addr}: {e}"))
+}
+
+/// Opens `link` in the desktop's browser when an opener is found (`xdg-open`, `open`); the
+/// printed link is there either way.
+fn open_browser(link: &str) {
+    for opener in ["xdg-open", "open"] {
+        let spawned = std::process::Command::new(opener)
+            .arg(link)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        if let Ok(mut child) = spawned {
+            std::thread::spawn(move || child.wait());
+            return;
+        }
+    }
+    tracing::info!("no browser opener (xdg-open) found: open the link above yourself");
 }

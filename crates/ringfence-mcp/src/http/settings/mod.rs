@@ -44,6 +44,18 @@ pub struct SettingsPage {
     pub sessions: Arc<dyn WebSessions>,
     /// How long a sign-in lasts.
     pub session_ttl: Duration,
+    /// The key ([`one_time_key`]) of a link that signs `local` in once (`ringfence ui`).
+    pub one_time: Option<String>,
+}
+
+/// A new one-time sign-in token (for the link `ringfence ui` prints).
+pub fn one_time_token() -> String {
+    signin::random_token()
+}
+
+/// What [`SettingsPage::one_time`] holds for `token`.
+pub fn one_time_key(token: &str) -> String {
+    signin::key_of(token)
 }
 
 impl std::fmt::Debug for SettingsPage {
@@ -64,6 +76,7 @@ impl SettingsPage {
             sections,
             sessions: Arc::new(signin::MemoryWebSessions::default()),
             session_ttl: Duration::from_secs(12 * 3600),
+            one_time: None,
         }
     }
 }
@@ -81,6 +94,8 @@ pub(super) struct Settings {
     hosts: Vec<String>,
     https: bool,
     attempts: Attempts,
+    /// The one-time link's key, until it is used.
+    one_time: std::sync::Mutex<Option<String>>,
 }
 
 /// The largest form a settings page takes (an edited memory is far smaller).
@@ -98,11 +113,12 @@ impl Settings {
         https: bool,
     ) -> Settings {
         Settings {
-            page,
             auth: auth.filter(|a| !a.is_empty()),
             hosts,
             https,
             attempts: Attempts::default(),
+            one_time: std::sync::Mutex::new(page.one_time.clone()),
+            page,
         }
     }
 
@@ -284,9 +300,33 @@ async fn handle(settings: &Settings, req: Request) -> Response {
             STYLE,
         )
             .into_response(),
-        (Method::Get, ["login"]) => match session {
-            Some(_) => see_other("/settings"),
-            None => login_page(settings, StatusCode::OK, None),
+        (Method::Get, ["login"]) => match (session, query.get("once")) {
+            (_, Some(once)) => {
+                let taken = {
+                    let mut slot = settings.one_time.lock().unwrap_or_else(|e| e.into_inner());
+                    let ok = slot
+                        .as_deref()
+                        .is_some_and(|k| signin::same_secret(k, &signin::key_of(once)));
+                    if ok {
+                        *slot = None;
+                    }
+                    ok
+                };
+                if taken {
+                    start_session(settings, ringfence_core::LOCAL_USER.to_owned()).await
+                } else {
+                    settings.attempts.failed(peer, Instant::now());
+                    login_page(
+                        settings,
+                        StatusCode::UNAUTHORIZED,
+                        Some(
+                            "This sign-in link was used already or is not this server's: run `ringfence ui` again for a new one.",
+                        ),
+                    )
+                }
+            }
+            (Some(_), None) => see_other("/settings"),
+            (None, None) => login_page(settings, StatusCode::OK, None),
         },
         (Method::Post, ["login"]) => sign_in(settings, &form, peer).await,
         (Method::Post, ["logout"]) => {
@@ -442,6 +482,11 @@ async fn sign_in(settings: &Settings, form: &BTreeMap<String, String>, peer: IpA
         }
     };
     settings.attempts.succeeded(peer);
+    start_session(settings, user).await
+}
+
+/// Signs `user` in: a new session stored, its cookie set, on to the settings.
+async fn start_session(settings: &Settings, user: String) -> Response {
     let value = signin::random_token();
     let session = WebSession {
         user: user.clone(),
