@@ -14,6 +14,10 @@
 #   6. no System V shared memory segment left behind by the tests (they are removed, and
 #      the run fails)
 #
+# Chromium: Debian's package, installed if missing (before the Python tests); the settings
+# page's browser tests drive it with Playwright (RINGFENCE_TEST_CHROMIUM names it, and
+# RINGFENCE_REQUIRE_BROWSER=1 makes them fail rather than skip without it).
+#
 # PostgreSQL: scripts/postgres.sh installs it from Debian's packages if missing and starts
 # a throwaway cluster (removed when the script exits); RINGFENCE_TEST_DATABASE_URL names it
 # to both test suites, RINGFENCE_TEST_DATABASE_CA its TLS certificate authority, and
@@ -130,6 +134,36 @@ if ! run_step "dbus-daemon" ensure_dbus; then
     exit 1
 fi
 
+# --- 1e. A browser for the settings page's tests --------------------------------------
+# Debian's Chromium, which Playwright (tests/python/requirements.txt) drives headless through
+# its executable path: Playwright's own browser downloads (`playwright install`) come from
+# hosts that are not reachable here. RINGFENCE_REQUIRE_BROWSER makes the browser tests fail
+# rather than skip when it is missing. The path named is the browser itself, not Debian's
+# /usr/bin/chromium launcher script (whose /dev/shm check prints shell errors here).
+CHROMIUM_EXE=/usr/lib/chromium/chromium
+ensure_chromium() {
+    local exe=$CHROMIUM_EXE
+    [[ -x "$exe" ]] || exe="$(command -v chromium || true)"
+    if [[ -z "$exe" ]]; then
+        echo "chromium is not installed: installing Debian's package" >&2
+        local sudo=""
+        [[ $(id -u) -eq 0 ]] || sudo="sudo"
+        command -v apt-get >/dev/null || { echo "no apt-get here: install chromium" >&2; return 1; }
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2 ||
+            { $sudo apt-get update -q >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2; } ||
+            return 1
+        exe=$CHROMIUM_EXE
+        [[ -x "$exe" ]] || exe="$(command -v chromium)" || return 1
+    fi
+    "$exe" --version || return 1
+    export RINGFENCE_TEST_CHROMIUM="$exe" RINGFENCE_REQUIRE_BROWSER=1
+}
+
+section "chromium (a headless browser for the settings page tests)"
+if ! run_step "chromium" ensure_chromium; then
+    exit 1
+fi
+
 section "PostgreSQL test cluster (scripts/postgres.sh)"
 if ! run_step "postgres cluster" start_postgres; then
     exit 1
@@ -138,7 +172,10 @@ fi
 # System V shared memory on the machine before the tests: a segment a test leaves behind
 # (a command run with the sandbox off) holds its memory until reboot, and enough of them
 # starve everything after. Checked again at the end.
+# Orphans only (no process attached: nattch, the 7th column, is 0): a live server's
+# segment (PostgreSQL re-creates its own after a crash recovery) is not a leak.
 shm_ids() { awk 'NR > 1 { print $2 }' /proc/sysvipc/shm 2>/dev/null | sort; }
+orphan_shm_ids() { awk 'NR > 1 && $7 == 0 { print $2 }' /proc/sysvipc/shm 2>/dev/null | sort; }
 SHM_BEFORE="$(shm_ids)"
 
 # --- 2. Rust tests --------------------------------------------------------------------
@@ -179,7 +216,7 @@ setup_venv() {
     else
         echo "requirements unchanged; reusing $VENV"
     fi
-    "$VENV/bin/python" -c 'import importlib.metadata as m; print("mcp", m.version("mcp"), "| pytest", m.version("pytest"), "| anyio", m.version("anyio"))'
+    "$VENV/bin/python" -c 'import importlib.metadata as m; print("mcp", m.version("mcp"), "| pytest", m.version("pytest"), "| anyio", m.version("anyio"), "| playwright", m.version("playwright"))'
 }
 
 section "python venv (.venv) with tests/python/requirements.txt"
@@ -205,7 +242,8 @@ run_step "python tests (pytest)" \
 PG_SUITES=(tests/python/test_store.py tests/python/test_instances.py tests/python/test_memory.py
     tests/python/test_followups.py tests/python/test_calendar.py tests/python/test_calendar_google.py
     tests/python/test_http.py tests/python/test_http_users.py tests/python/test_http_hardening.py
-    tests/python/test_http_stateless.py tests/python/test_client_roots.py)
+    tests/python/test_http_stateless.py tests/python/test_client_roots.py
+    tests/python/test_settings_page.py)
 section "pytest on PostgreSQL: ${PG_SUITES[*]}"
 # shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose
 run_step "python tests on PostgreSQL (pytest)" env RINGFENCE_TEST_STORE=postgres \
@@ -214,7 +252,7 @@ run_step "python tests on PostgreSQL (pytest)" env RINGFENCE_TEST_STORE=postgres
 # --- 6. Nothing left behind -----------------------------------------------------------
 no_shm_left() {
     local left
-    left="$(comm -13 <(echo "$SHM_BEFORE") <(shm_ids))"
+    left="$(comm -13 <(echo "$SHM_BEFORE") <(orphan_shm_ids))"
     [[ -z "$left" ]] && return 0
     echo "System V shared memory segments the tests left behind (ipcs -m; removed now):" >&2
     local id

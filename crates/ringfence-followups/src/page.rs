@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use ringfence_core::page::{Markup, Method, PageRequest, Reply, Section, html, when};
-use ringfence_core::time::{TimeZone, format_in_zone, now_ms};
+use ringfence_core::time::{TimeZone, now_ms};
 
 use crate::settings::FollowupSettings;
 use crate::{ChangeOutcome, Followup, FollowupBackend, ListFilter, Status};
@@ -218,11 +218,7 @@ impl FollowupPage {
         match self.backend.update(req.user, f.id, None, Some(due), now) {
             Ok(ChangeOutcome::Changed(_)) => Reply::redirect(
                 req.base,
-                format!(
-                    "Follow-up #{} moved to {}.",
-                    f.id,
-                    format_in_zone(due, &zone)
-                ),
+                format!("Follow-up #{} moved to {}.", f.id, local_time(due, &zone)),
             ),
             Ok(ChangeOutcome::NotPending(now)) => Reply::Invalid(format!(
                 "Follow-up #{} is {} now and can no longer be moved.",
@@ -243,7 +239,7 @@ fn row(req: &PageRequest<'_>, f: &Followup, zone: &TimeZone) -> Markup {
             p.meta {
                 span.kind { "Follow-up #" (f.id) }
                 " · " span.status { (status_words(f.status)) }
-                " · due " span.when { (format_in_zone(f.due_ms, zone)) }
+                " · due " span.when { (local_time(f.due_ms, zone)) }
                 @if f.attempts > 0 { " · " (f.attempts) " delivery attempt" @if f.attempts != 1 { "s" } }
                 @if let Some(at) = f.delivered_ms { " · delivered " (when(at)) }
                 @if let Some(via) = &f.delivered_via { " through " (via) }
@@ -276,4 +272,15 @@ fn cancel_form(req: &PageRequest<'_>, f: &Followup) -> Reply {
         }
     };
     Reply::page(format!("Cancel follow-up #{}?", f.id), body)
+}
+
+/// A time as a person reads it in their zone: `2026-12-24 09:30 CET`.
+fn local_time(ms: i64, zone: &TimeZone) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| {
+            t.to_zoned_datetime(zone.clone())
+                .strftime("%Y-%m-%d %H:%M %Z")
+                .to_string()
+        })
+        .unwrap_or_else(|_| when(ms))
 }

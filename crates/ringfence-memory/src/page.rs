@@ -119,19 +119,25 @@ fn list(db: &MemoryDb, req: &PageRequest<'_>) -> Reply {
     let body = html! {
         p { "What your assistant keeps about you: truths (facts it always trusts) and memories (what it noted along the way). Change or remove anything here; the assistant sees the change at once." }
         form.filters method="get" action=(base) role="search" {
-            label for="q" { "Search memories" }
-            input #q type="search" name="q" value=(q);
-            label for="kind" { "Kind" }
-            select #kind name="kind" {
-                option value="" selected[kind.is_empty()] { "All" }
-                option value="truth" selected[kind == "truth"] { "Truths" }
-                option value="memory" selected[kind == "memory"] { "Memories" }
+            div.field {
+                label for="q" { "Search memories" }
+                input #q type="search" name="q" value=(q);
             }
-            label for="category" { "Category" }
-            select #category name="category" {
-                option value="" selected[category.is_empty()] { "Any" }
-                @for c in &categories {
-                    option value=(c) selected[category == *c] { (c) }
+            div.field {
+                label for="kind" { "Kind" }
+                select #kind name="kind" {
+                    option value="" selected[kind.is_empty()] { "All" }
+                    option value="truth" selected[kind == "truth"] { "Truths" }
+                    option value="memory" selected[kind == "memory"] { "Memories" }
+                }
+            }
+            div.field {
+                label for="category" { "Category" }
+                select #category name="category" {
+                    option value="" selected[category.is_empty()] { "Any" }
+                    @for c in &categories {
+                        option value=(c) selected[category == *c] { (c) }
+                    }
                 }
             }
             button type="submit" { "Search" }

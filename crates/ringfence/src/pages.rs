@@ -84,12 +84,9 @@ impl Section for Activity {
         let body = html! {
             p { "What your assistant did with its tools, newest first: which tool, when, how it ended and how long it took. What it read or wrote is not kept here." }
             form.filters method="get" action=(req.base) role="search" {
-                label for="tool" { "Tool" }
-                input #tool name="tool" value=(tool);
-                label for="since" { "From" }
-                input #since name="since" value=(since) placeholder="2h, yesterday, 2026-12-01";
-                label for="until" { "Until" }
-                input #until name="until" value=(until) placeholder="now";
+                div.field { label for="tool" { "Tool" } input #tool name="tool" value=(tool); }
+                div.field { label for="since" { "From" } input #since name="since" value=(since) placeholder="2h, yesterday, 2026-12-01"; }
+                div.field { label for="until" { "Until" } input #until name="until" value=(until) placeholder="now"; }
                 button type="submit" { "Filter" }
             }
             p.count { (total) " calls" }
