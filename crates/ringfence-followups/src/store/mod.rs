@@ -793,6 +793,10 @@ mod tests {
         );
         let limited = db.list("alice", ListFilter::Pending, 1).unwrap();
         assert_eq!((limited.followups.len(), limited.total), (1, 2));
+        // "No limit" (usize::MAX) lists them all on both stores (PostgreSQL's LIMIT is
+        // a signed 64-bit number).
+        let all = db.list("alice", ListFilter::All, usize::MAX).unwrap();
+        assert_eq!((all.followups.len(), all.total), (2, 2));
         assert!(
             db.list("alice", ListFilter::Completed, 10)
                 .unwrap()

@@ -183,7 +183,7 @@ impl FollowupStore for PgFollowups {
         let Some((filter, users)) = user_filter(deliverable, 3) else {
             return Ok(Vec::new());
         };
-        let (limit, until) = (limit as i64, now_ms + lease_ms);
+        let (limit, until) = (i64::try_from(limit).unwrap_or(i64::MAX), now_ms + lease_ms);
         let mut claims = self.pg.transaction(async |tx| {
             tx.execute(
                 &format!(
@@ -459,7 +459,7 @@ impl FollowupBackend for PgFollowups {
             ListFilter::Completed => ("status = 'completed'", "delivered_ms DESC, number DESC"),
             ListFilter::All => ("TRUE", "number DESC"),
         };
-        let limit = limit as i64;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.pg
             .transaction(async |tx| {
                 let total: i64 = tx
@@ -493,7 +493,7 @@ impl FollowupBackend for PgFollowups {
         now_ms: i64,
         limit: usize,
     ) -> Result<Vec<Followup>, BackendError> {
-        let limit = limit as i64;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.pg
             .run(async |c| {
                 Ok(c.query(
