@@ -38,6 +38,7 @@ import httpx2
 import pytest
 
 from store import on_postgres
+from test_followups import SECRET, receiver
 from test_http import call, client
 from test_http_users import self_signed, serve, tokens_config
 from test_sdk_client import REPO_ROOT, TEST_TIMEOUT_S, is_error, structured, text_of
@@ -993,6 +994,39 @@ async def test_cancel_a_follow_up(start, browser):
     status = {f["context"]: f["status"] for f in listed["followups"]}
     assert status == {"Ask how the dentist appointment went": "cancelled",
                       "Remind about the library books": "pending"}, listed
+
+
+async def test_send_a_test_through_a_channel(start, browser):
+    """"Send a test" reaches the channel now, signed as a delivery is, marked as a test, and
+    stores nothing; only a channel that serves the user is offered."""
+    with receiver() as hook:
+        srv = start(tokens_config(alice=ALICE, bob=BOB) + WORDS_ONLY +
+                    '[followups]\nproactive = true\n'
+                    f'[[followups.channels]]\nkind = "webhook"\nurl = "{hook.url}"\n'
+                    f'secret = "{SECRET}"\nusers = ["alice"]\n')
+        page = await new_page(browser)
+        await sign_in(page, srv, ALICE)
+        await page.goto(srv.base + "/settings/followups")
+        first, final = await submit(page, page.get_by_role("button", name="Send a test through webhook"))
+        assert first.status == 303 and final.status == 200, (first.status, final.status)
+        await expect(page.get_by_role("status")).to_contain_text("A test was sent through webhook")
+        (sent,) = hook.wait_for(1, 30)
+        assert sent["doc"]["test"] is True and sent["doc"]["user"] == "alice", sent["doc"]
+        assert sent["headers"].get("x-ringfence-signature"), sent["headers"]
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            async with client(srv.url, ALICE) as s:
+                listed = structured(await call(s, "list_followups", {"status": "all"}))
+        assert listed["followups"] == [], listed
+        # Bob is not served by that channel: no button, and its address is not found.
+        bob = await new_page(browser)
+        await sign_in(bob, srv, BOB)
+        await bob.goto(srv.base + "/settings/followups")
+        await expect(bob.get_by_role("button", name="Send a test through webhook")).to_have_count(0)
+        token = await bob.locator("input[name=csrf]").first.get_attribute("value")
+        r = await bob.request.post(srv.base + "/settings/followups/test/0",
+                                   form={"csrf": token}, headers={"Origin": srv.base})
+        assert r.status == 404, r.status
+        assert len(hook.requests) == 1
 
 
 # --- 6. several instances on one PostgreSQL -------------------------------------------------

@@ -17,6 +17,8 @@ const SHOWN: usize = 200;
 pub(crate) struct FollowupPage {
     pub(crate) backend: Arc<dyn FollowupBackend>,
     pub(crate) settings: FollowupSettings,
+    /// The sessions the `mcp` channel reaches (a test through it goes there).
+    pub(crate) live: Option<Arc<ringfence_core::live::LiveSessions>>,
 }
 
 impl Section for FollowupPage {
@@ -32,6 +34,7 @@ impl Section for FollowupPage {
         let path = req.path();
         match (req.method, path.as_slice()) {
             (Method::Get, []) => self.list(req),
+            (Method::Post, ["test", index]) => self.send_test(req, index),
             (method, [id, action]) => {
                 let Ok(id) = id.parse::<i64>() else {
                     return Reply::NotFound;
@@ -99,12 +102,14 @@ impl FollowupPage {
             .collect();
         let (zone_name, zone) = self.zone(req.user);
         let s = &self.settings;
-        let channels: Vec<&str> = s
+        let channels: Vec<(usize, &str)> = s
             .channels
             .iter()
-            .filter(|c| c.serves(req.user))
-            .map(|c| c.name())
+            .enumerate()
+            .filter(|(_, c)| c.serves(req.user))
+            .map(|(i, c)| (i, c.name()))
             .collect();
+        let names: Vec<&str> = channels.iter().map(|(_, n)| *n).collect();
         let quiet = s
             .users
             .get(req.user)
@@ -118,11 +123,21 @@ impl FollowupPage {
                     dt { "Delivered" }
                     dd { @if s.proactive_for(req.user) { "Yes" } @else { "No: proactive messages are off for you. The server's operator turns them on ([followups] proactive = true, or your own [followups.users] table)." } }
                     dt { "Through" }
-                    dd { @if channels.is_empty() { "no channel" } @else { (channels.join(", ")) } }
+                    dd { @if names.is_empty() { "no channel" } @else { (names.join(", ")) } }
                     dt { "Time zone" }
                     dd { (zone_name) }
                     dt { "Quiet hours" }
                     dd { @match quiet { Some(q) => { (q.describe()) " (nothing is delivered then; it waits until they end)" }, None => "none" } }
+                }
+                @if !channels.is_empty() {
+                    div.actions {
+                        @for (i, name) in &channels {
+                            form method="post" action=(format!("{}/test/{i}", req.base)) {
+                                (req.csrf())
+                                button type="submit" { "Send a test through " (name) }
+                            }
+                        }
+                    }
                 }
             }
             section aria-labelledby="pending" {
@@ -143,6 +158,31 @@ impl FollowupPage {
             }
         };
         Reply::page("Follow-ups", body)
+    }
+
+    /// Sends a test check-in through one channel, now (nothing is stored).
+    fn send_test(&self, req: &PageRequest<'_>, index: &str) -> Reply {
+        let Ok(index) = index.parse::<usize>() else {
+            return Reply::NotFound;
+        };
+        if self
+            .settings
+            .channels
+            .get(index)
+            .is_none_or(|c| !c.serves(req.user))
+        {
+            return Reply::NotFound;
+        }
+        let sent = tokio::runtime::Handle::current().block_on(crate::scheduler::send_test(
+            &self.settings,
+            req.user,
+            index,
+            self.live.clone(),
+        ));
+        match sent {
+            Ok(name) => Reply::redirect(req.base, format!("A test was sent through {name}.")),
+            Err(e) => Reply::Invalid(format!("The test could not be sent: {e}")),
+        }
     }
 
     fn cancel(&self, req: &PageRequest<'_>, f: &Followup) -> Reply {

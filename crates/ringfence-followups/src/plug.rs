@@ -182,6 +182,11 @@ impl FamilyPlug for FollowupsPlug {
         .with_section(Arc::new(crate::page::FollowupPage {
             backend,
             settings: settings.clone(),
+            live: settings
+                .channels
+                .iter()
+                .any(|c| c.kind == ChannelKind::Mcp)
+                .then(|| env.shared.get_or_init(LiveSessions::default)),
         })))
     }
 }

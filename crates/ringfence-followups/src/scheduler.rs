@@ -452,6 +452,62 @@ async fn deliver(
     }
 }
 
+/// Sends a test check-in to `user` through `settings.channels[index]` (which must serve
+/// them), as the settings page's "Send a test" does: the document a delivery sends, with
+/// `"test": true` and id 0, so a receiver can tell it apart. Nothing is stored. `Ok` names
+/// the channel.
+pub async fn send_test(
+    settings: &FollowupSettings,
+    user: &str,
+    index: usize,
+    live: Option<Arc<LiveSessions>>,
+) -> Result<&'static str, String> {
+    let ch = settings
+        .channels
+        .get(index)
+        .filter(|c| c.serves(user))
+        .ok_or("no such channel serves you")?;
+    let http = ringfence_net::client(&ringfence_net::Outbound {
+        connect_timeout: Duration::from_secs(10),
+        timeout: Duration::from_secs(60),
+    })
+    .map_err(|e| e.to_string())?;
+    let (zone_name, zone) = settings.zone_of(user);
+    let now = ringfence_core::time::now_ms();
+    let key = format!(
+        "rf-test-{}",
+        &blake3::hash(format!("{user}\0{now}\0{:?}", std::time::SystemTime::now()).as_bytes())
+            .to_hex()[..32]
+    );
+    let doc = json!({
+        "id": 0,
+        "test": true,
+        "user": user,
+        "context": "a test from the settings page",
+        "message": "A test from your settings page: this is how your assistant's check-ins reach you.",
+        "scheduled_for": format_iso_ms(now),
+        "scheduled_for_local": format_in_zone(now, &zone),
+        "timezone": zone_name,
+        "delivered_at": format_iso_ms(now),
+        "late_by_seconds": 0.0,
+        "attempt": 1,
+        "idempotency_key": key,
+    });
+    let body = serde_json::to_vec(&doc).unwrap_or_default();
+    let to = Recipient {
+        user: user.to_owned(),
+        address: settings.users.get(user).and_then(|u| u.email.clone()),
+        live,
+    };
+    tokio::time::timeout(
+        ch.timeout() + Duration::from_secs(5),
+        deliver(&http, ch, &doc, &body, &key, &to),
+    )
+    .await
+    .map_err(|_| format!("no answer within {} s", ch.timeout().as_secs() + 5))??;
+    Ok(ch.name())
+}
+
 /// `text` with every line break a CRLF: a lone CR or a lone LF becomes CR LF (a CR LF stays
 /// one). SMTP ends lines with CR LF only, and a server that also takes a bare CR or LF as one
 /// would read `\r.\r` in a body as the end of the data and the rest as new commands (SMTP
