@@ -49,7 +49,7 @@ def rows(n: int) -> str:
         lines.append(json.dumps({
             "kind": "memory" if i % 10 else "truth",
             "content": f"Note {i}: {words}.",
-            "category": rng.choice(["personal", "work", "health", "travel", "family"]),
+            "category": rng.choice(["personal", "professional", "hobbies", "health", "goals"]),
         }))
     return "\n".join(lines) + "\n"
 
@@ -72,8 +72,9 @@ def main() -> None:
         common = ["--config", str(cfg), "--data-dir", str(data)]
         (tmp / "rows.jsonl").write_text(rows(n))
         t0 = time.monotonic()
-        subprocess.run([binary, *common, "memory", "import", str(tmp / "rows.jsonl"), "--user",
-                        "alice"], check=True, capture_output=True)
+        imported = subprocess.run([binary, *common, "memory", "import", str(tmp / "rows.jsonl"),
+                                   "--user", "alice"], capture_output=True, text=True)
+        assert imported.returncode == 0, imported.stderr[-2000:]
         imported_s = time.monotonic() - t0
         log = tmp / "log"
         with open(log, "wb") as f:
