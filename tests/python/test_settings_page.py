@@ -38,6 +38,7 @@ import httpx2
 import pytest
 
 from store import on_postgres
+from test_calendar_google import google as google_standin
 from test_followups import SECRET, receiver
 from test_http import call, client
 from test_http_users import self_signed, serve, tokens_config
@@ -520,6 +521,7 @@ async def test_sign_out_ends_the_session(start, browser):
 @pytest.mark.parametrize("name", [
     "Memories",
     "Follow-ups",
+    "Calendar",
     "Activity",
     "Tools",
 ])
@@ -1027,6 +1029,57 @@ async def test_send_a_test_through_a_channel(start, browser):
                                    form={"csrf": token}, headers={"Origin": srv.base})
         assert r.status == 404, r.status
         assert len(hook.requests) == 1
+
+
+def google_calendar_config(base: str) -> str:
+    return ('[calendar]\nprovider = "google"\ntimezone = "Europe/Berlin"\n'
+            'client_id = "test-client"\nclient_secret = "s3cret"\n'
+            f'google_auth_url = "{base}/auth"\ngoogle_token_url = "{base}/token"\n'
+            f'google_api_url = "{base}/calendar/v3/"\n'
+            # Over HTTP each user's calendar is their own table (the default is the local
+            # user's); the OAuth client is inherited.
+            '[calendar.users.alice]\nprovider = "google"\n[calendar.users.bob]\nprovider = "google"\n')
+
+
+async def test_connect_google_calendar_in_the_browser(start, browser):
+    """The web authorization-code flow against the Google stand-in: PKCE and state checked
+    by the stand-in and the server, the refresh token stored for that user only, the
+    calendar then usable through MCP; an answer for another person's request is refused;
+    disconnecting forgets the token."""
+    with google_standin() as (g, base):
+        srv = start(tokens_config(alice=ALICE, bob=BOB) + WORDS_ONLY + google_calendar_config(base))
+        page = await new_page(browser)
+        await sign_in(page, srv, ALICE)
+        await page.goto(srv.base + "/settings/calendar")
+        await expect(page.locator("main")).to_contain_text("Not connected")
+        await page.get_by_role("link", name="Connect Google Calendar").click()
+        await expect(page.get_by_role("status")).to_contain_text("Google Calendar is connected")
+        assert g.redirect == srv.base + "/settings/calendar/google", g.redirect
+        await screenshot(page, "calendar")
+        await expect(page.get_by_role("button", name="Disconnect Google Calendar")).to_be_visible()
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            async with client(srv.url, ALICE) as s:
+                r = await call(s, "list_calendar_events", {"days": 7})
+                assert not is_error(r), text_of(r)
+            async with client(srv.url, BOB) as s:
+                r = await call(s, "list_calendar_events", {"days": 7})
+                assert is_error(r) and "not connected" in text_of(r).lower(), text_of(r)
+        # Bob replays an answer meant for a request he never made: refused, nothing stored.
+        bob = await new_page(browser)
+        await sign_in(bob, srv, BOB)
+        r = await bob.goto(srv.base + f"/settings/calendar/google?code={g.code}&state=forged")
+        assert r.status == 400, r.status
+        await expect(bob.locator("main")).to_contain_text("not for a connection you started")
+        await bob.goto(srv.base + "/settings/calendar")
+        await expect(bob.locator("main")).to_contain_text("Not connected")
+        # Alice disconnects: the token is forgotten, and the tools say so.
+        await submit(page, page.get_by_role("button", name="Disconnect Google Calendar"))
+        await expect(page.get_by_role("status")).to_contain_text("disconnected")
+        await expect(page.get_by_role("link", name="Connect Google Calendar")).to_be_visible()
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            async with client(srv.url, ALICE) as s:
+                r = await call(s, "list_calendar_events", {"days": 7})
+                assert is_error(r) and "not connected" in text_of(r).lower(), text_of(r)
 
 
 # --- 6. several instances on one PostgreSQL -------------------------------------------------

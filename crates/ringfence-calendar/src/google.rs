@@ -108,6 +108,8 @@ pub trait TokenStore: Send + Sync + std::fmt::Debug {
     fn load(&self) -> Result<Option<String>, TokenStoreError>;
     /// Saves (replacing) the document.
     fn save(&self, doc: &str) -> Result<(), TokenStoreError>;
+    /// Forgets it (disconnecting); nothing to forget is no error.
+    fn remove(&self) -> Result<(), TokenStoreError>;
     /// Where it is, for messages.
     fn place(&self) -> String;
 }
@@ -147,6 +149,15 @@ impl TokenStore for TokenFile {
         }
         ringfence_fs::write_private_file(&self.0, doc.as_bytes())
             .map_err(|e| self.failed("write", e))
+    }
+
+    #[allow(clippy::disallowed_methods)] // ringfence's own token file
+    fn remove(&self) -> Result<(), TokenStoreError> {
+        match std::fs::remove_file(&self.0) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(self.failed("remove", e)),
+        }
     }
 
     fn place(&self) -> String {
@@ -221,19 +232,7 @@ pub async fn connect(
         .map_err(ConnectError::Listen)?;
     let port = listener.local_addr().map_err(ConnectError::Listen)?.port();
     let redirect = format!("http://127.0.0.1:{port}/");
-    let verifier = random_token(48);
-    let state = random_token(16);
-    let mut url = account.endpoints.auth.clone();
-    url.query_pairs_mut()
-        .append_pair("client_id", &account.client_id)
-        .append_pair("redirect_uri", &redirect)
-        .append_pair("response_type", "code")
-        .append_pair("scope", SCOPE)
-        .append_pair("code_challenge", &challenge(&verifier))
-        .append_pair("code_challenge_method", "S256")
-        .append_pair("state", &state)
-        .append_pair("access_type", "offline")
-        .append_pair("prompt", "consent");
+    let (url, Pending { state, verifier }) = begin(account, &redirect);
     show(url.as_str());
     let code = tokio::time::timeout(wait, async {
         loop {
@@ -268,6 +267,46 @@ pub async fn connect(
     })
     .await
     .map_err(|_| ConnectError::NoAnswer(wait.as_secs()))??;
+    finish(account, code, &redirect, verifier).await
+}
+
+/// What the authorization request was made with, kept until Google sends the person back.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    /// Sent, and checked on the way back (`state`).
+    pub state: String,
+    /// The PKCE verifier (its challenge was sent).
+    pub verifier: String,
+}
+
+/// The address of Google's consent page for `account`, sending the person back to
+/// `redirect` (with a fresh `state` and PKCE challenge, kept in the [`Pending`]).
+pub fn begin(account: &GoogleAccount, redirect: &str) -> (url::Url, Pending) {
+    let verifier = random_token(48);
+    let state = random_token(16);
+    let mut url = account.endpoints.auth.clone();
+    url.query_pairs_mut()
+        .append_pair("client_id", &account.client_id)
+        .append_pair("redirect_uri", redirect)
+        .append_pair("response_type", "code")
+        .append_pair("scope", SCOPE)
+        .append_pair("code_challenge", &challenge(&verifier))
+        .append_pair("code_challenge_method", "S256")
+        .append_pair("state", &state)
+        .append_pair("access_type", "offline")
+        .append_pair("prompt", "consent");
+    (url, Pending { state, verifier })
+}
+
+/// Exchanges the `code` Google sent back (to `redirect`) with the PKCE `verifier` for tokens
+/// and stores the refresh token in the account's place. Returns the scope granted.
+pub async fn finish(
+    account: &GoogleAccount,
+    code: String,
+    redirect: &str,
+    verifier: String,
+) -> Result<String, ConnectError> {
+    let redirect = redirect.to_owned();
     let http = crate::http_client(Duration::from_secs(30))?;
     let mut form = vec![
         ("grant_type", "authorization_code".to_owned()),
@@ -318,7 +357,7 @@ async fn token_request(
 // --- the backend ---------------------------------------------------------------------------
 
 /// [`CalendarBackend`] over Google Calendar.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct GoogleCalendar {
     accounts: Arc<dyn GoogleAccounts>,
     http: reqwest::Client,
@@ -350,6 +389,15 @@ impl GoogleCalendar {
             tokens: Arc::default(),
             seen: Arc::default(),
         })
+    }
+
+    /// Drops the access token held for `user` (they disconnected: the next call needs their
+    /// connection again).
+    pub fn forget(&self, user: &str) {
+        self.tokens
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(user);
     }
 
     /// An access token for `user`: the one held, or a fresh one from the refresh token.

@@ -23,6 +23,7 @@ pub mod google;
 pub mod ical;
 pub mod local;
 pub mod object;
+mod page;
 mod plug;
 pub mod settings;
 pub mod store;

@@ -124,14 +124,21 @@ impl FamilyPlug for CalendarPlug {
             caldav: Mutex::default(),
         });
         let accounts = Arc::new(Accounts::new(settings, env.data_dir, env.store.clone()));
-        let google = GoogleCalendar::new(accounts, settings.timeout).map_err(|e| {
+        let google = GoogleCalendar::new(accounts.clone(), settings.timeout).map_err(|e| {
             BuildError::new(family::FAMILY, format!("the Google Calendar client: {e}"))
         })?;
+        let page = crate::page::CalendarPage {
+            settings: settings.clone(),
+            accounts,
+            google: google.clone(),
+            pending: Mutex::default(),
+        };
         Ok(family::family(Arc::new(Router {
             settings: settings.clone(),
             objects: ObjectCalendar::new(stores),
             google,
-        })))
+        }))
+        .with_section(Arc::new(page)))
     }
 }
 
@@ -263,6 +270,12 @@ impl TokenStore for SharedToken {
         self.credentials
             .save(&self.user, "google", doc, ringfence_core::time::now_ms())
             .map_err(|e| self.failed("write", e))
+    }
+
+    fn remove(&self) -> Result<(), TokenStoreError> {
+        self.credentials
+            .remove(&self.user, "google")
+            .map_err(|e| self.failed("remove", e))
     }
 
     fn place(&self) -> String {

@@ -40,6 +40,9 @@ pub struct PageRequest<'a> {
     pub csrf_token: &'a str,
     /// The section's own address (`/settings/memories`), for links and redirects.
     pub base: &'a str,
+    /// The page's origin as the browser sees it (`https://assistant.example.org`), for an
+    /// address another site sends the person back to.
+    pub origin: &'a str,
 }
 
 impl PageRequest<'_> {
@@ -80,6 +83,9 @@ pub enum Reply {
     Page { title: String, body: Markup },
     /// After a change: go to `to` (a path on this server), saying `notice` there.
     Redirect { to: String, notice: Option<String> },
+    /// Away to another site's page (an `https://` or `http://` address): Google's consent
+    /// page.
+    Leave(String),
     /// A file to save (an export).
     Download {
         file_name: String,

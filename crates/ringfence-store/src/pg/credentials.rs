@@ -45,6 +45,18 @@ impl PgCredentials {
         })
     }
 
+    /// Forgets `user`'s document for `provider` (disconnecting).
+    pub fn remove(&self, user: &str, provider: &str) -> Result<(), StoreError> {
+        self.pg.run(async |c| {
+            c.execute(
+                "DELETE FROM credentials WHERE \"user\" = $1 AND provider = $2",
+                &[&user, &provider],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
     /// Saves (replacing) `user`'s document for `provider`.
     pub fn save(
         &self,

@@ -373,6 +373,7 @@ async fn handle(settings: &Settings, req: Request) -> Response {
                     form.remove(CSRF_FIELD);
                     let (user, csrf) = (session.user.clone(), session.csrf.clone());
                     let base = format!("/settings/{name}");
+                    let origin = own_origin.clone();
                     let reply = blocking(move || {
                         Ok(section.handle(&PageRequest {
                             user: &user,
@@ -382,6 +383,7 @@ async fn handle(settings: &Settings, req: Request) -> Response {
                             form: &form,
                             csrf_token: &csrf,
                             base: &base,
+                            origin: &origin,
                         }))
                     })
                     .await
@@ -650,6 +652,12 @@ fn answer(
                     notice_sig(&n, &session.csrf)
                 ),
             };
+            see_other(&to)
+        }
+        Reply::Leave(to) => {
+            if !(to.starts_with("https://") || to.starts_with("http://")) {
+                return page_error(StatusCode::INTERNAL_SERVER_ERROR, "A bad redirect.");
+            }
             see_other(&to)
         }
         Reply::Download {
