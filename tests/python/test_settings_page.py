@@ -1082,6 +1082,54 @@ async def test_connect_google_calendar_in_the_browser(start, browser):
                 assert is_error(r) and "not connected" in text_of(r).lower(), text_of(r)
 
 
+def test_ringfence_ui_signs_in_once_with_its_link(tmp_path):
+    """`ringfence ui` prints a link that signs `local` in once; the same link again is
+    refused, and so is one the server did not make."""
+    import subprocess
+    import urllib.error
+    import urllib.request
+
+    from test_sdk_client import _binary
+
+    (tmp_path / "cfg.toml").write_text(WORDS_ONLY)
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
+           "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "RINGFENCE_LOG": "info"}
+    proc = subprocess.Popen([str(_binary()), "--config", str(tmp_path / "cfg.toml"),
+                             "--data-dir", str(tmp_path / "data"), "ui", "--no-open"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env, text=True)
+    try:
+        line = proc.stdout.readline()
+        m = re.search(r"(http://127\.0\.0\.1:\d+)(/settings/login\?once=[\w-]+)", line)
+        assert m, line
+        base, link = m.group(1), m.group(2)
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *_a: Any, **_k: Any) -> None:
+                return None
+
+        opener = urllib.request.build_opener(NoRedirect)
+
+        def get(path: str) -> tuple[int, str]:
+            try:
+                r = opener.open(base + path)
+                return r.status, r.headers.get("Set-Cookie", "")
+            except urllib.error.HTTPError as e:
+                return e.code, e.headers.get("Set-Cookie", "")
+
+        status, cookie = get(link)
+        assert status == 303 and cookie.startswith("ringfence-session="), (status, cookie)
+        assert get(link)[0] == 401, "a used link signs nobody in"
+        assert get("/settings/login?once=" + "A" * 43)[0] == 401
+        session = cookie.split(";")[0]
+        r = urllib.request.urlopen(urllib.request.Request(base + "/settings/memories",
+                                                          headers={"Cookie": session}))
+        assert r.status == 200 and "Signed in as" in r.read().decode()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 # --- 6. several instances on one PostgreSQL -------------------------------------------------
 
 

@@ -137,16 +137,6 @@ impl CalendarPage {
     /// Back from Google: the `state` must be the one sent for this user; the code is then
     /// exchanged (with the PKCE verifier) and the refresh token stored.
     fn returned(&self, req: &PageRequest<'_>) -> Reply {
-        if !req.param("error").is_empty() {
-            self.pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(req.user);
-            return Reply::Invalid(format!(
-                "Google did not connect your calendar ({}). Nothing changed.",
-                req.param("error")
-            ));
-        }
         let taken = {
             let mut map = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             match map.get(req.user) {
@@ -159,6 +149,17 @@ impl CalendarPage {
                 _ => None,
             }
         };
+        // A refusal counts only with the state of this user's request (a link of anyone's
+        // may carry `error`); its words are ours, not the link's.
+        if taken.is_some() && !req.param("error").is_empty() {
+            let why = match req.param("error") {
+                "access_denied" => "you did not allow it",
+                _ => "Google refused the request",
+            };
+            return Reply::Invalid(format!(
+                "Google Calendar was not connected: {why}. Nothing changed."
+            ));
+        }
         let (Some(pending), Some(account)) = (taken, self.account(req.user)) else {
             return Reply::Invalid(
                 "This answer from Google is not for a connection you started here (or it took more than 15 minutes). Start again with Connect Google Calendar.".into(),

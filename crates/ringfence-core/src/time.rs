@@ -72,6 +72,15 @@ pub fn format_in_zone(ms: i64, zone: &TimeZone) -> String {
         .to_string()
 }
 
+/// `ms` as local time in `zone`, written with the `strftime` pattern `format`
+/// (`"%a %Y-%m-%d %H:%M"`): how a person reads it on a page or in a listing.
+pub fn local_text(ms: i64, zone: &TimeZone, format: &str) -> String {
+    timestamp_ms(ms)
+        .to_zoned_datetime(zone.clone())
+        .strftime(format)
+        .to_string()
+}
+
 /// The machine's zone and its name (`UTC` when it cannot be told).
 pub fn system_zone() -> (String, TimeZone) {
     let tz = TimeZone::try_system().unwrap_or(TimeZone::UTC);

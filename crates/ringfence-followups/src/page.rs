@@ -19,7 +19,12 @@ pub(crate) struct FollowupPage {
     pub(crate) settings: FollowupSettings,
     /// The sessions the `mcp` channel reaches (a test through it goes there).
     pub(crate) live: Option<Arc<ringfence_core::live::LiveSessions>>,
+    /// When each user last sent a test (one a minute: each reaches a webhook, a mailbox).
+    pub(crate) tested: std::sync::Mutex<std::collections::HashMap<String, i64>>,
 }
+
+/// A user's tests are at least this far apart.
+const TEST_EVERY_MS: i64 = 60_000;
 
 impl Section for FollowupPage {
     fn name(&self) -> &'static str {
@@ -173,6 +178,20 @@ impl FollowupPage {
         {
             return Reply::NotFound;
         }
+        {
+            let now = now_ms();
+            let mut tested = self.tested.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(last) = tested.get(req.user)
+                && now - last < TEST_EVERY_MS
+            {
+                return Reply::Invalid(format!(
+                    "A test was sent {} seconds ago; wait a minute between tests.",
+                    (now - last) / 1000
+                ));
+            }
+            tested.retain(|_, at| now - *at < TEST_EVERY_MS);
+            tested.insert(req.user.to_owned(), now);
+        }
         let sent = tokio::runtime::Handle::current().block_on(crate::scheduler::send_test(
             &self.settings,
             req.user,
@@ -316,11 +335,5 @@ fn cancel_form(req: &PageRequest<'_>, f: &Followup) -> Reply {
 
 /// A time as a person reads it in their zone: `2026-12-24 09:30 CET`.
 fn local_time(ms: i64, zone: &TimeZone) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| {
-            t.to_zoned_datetime(zone.clone())
-                .strftime("%Y-%m-%d %H:%M %Z")
-                .to_string()
-        })
-        .unwrap_or_else(|_| when(ms))
+    ringfence_core::time::local_text(ms, zone, "%Y-%m-%d %H:%M %Z")
 }

@@ -187,6 +187,7 @@ impl FamilyPlug for FollowupsPlug {
                 .iter()
                 .any(|c| c.kind == ChannelKind::Mcp)
                 .then(|| env.shared.get_or_init(LiveSessions::default)),
+            tested: Default::default(),
         })))
     }
 }

@@ -39,7 +39,9 @@ impl Section for Activity {
             }
             parse_instant(text, now, &zone)
                 .map(|ms| Some(format_iso_ms(ms)))
-                .map_err(|e| format!("{label}: {e}"))
+                .map_err(|_| {
+                    format!("{label}: not a time ringfence understands; use 2h, 3d, today, yesterday, a date (2026-12-01) or an RFC 3339 time")
+                })
         };
         let (from, to) = match (bound("From", since), bound("Until", until)) {
             (Ok(f), Ok(t)) => (f, t),

@@ -286,13 +286,7 @@ fn check_span(start: i64, end: i64) -> Result<(), ToolError> {
 
 /// `2026-01-29 10:00`-style local text of an instant in `zone`.
 fn local(ms: i64, zone: &TimeZone) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| {
-            t.to_zoned_datetime(zone.clone())
-                .strftime("%a %Y-%m-%d %H:%M")
-                .to_string()
-        })
-        .unwrap_or_else(|_| format_iso_ms(ms))
+    ringfence_core::time::local_text(ms, zone, "%a %Y-%m-%d %H:%M")
 }
 
 /// The event's times as the user reads them: in their zone, and in the event's own when it

@@ -97,6 +97,7 @@ async fn serve(
             .map_err(|e| format!("the settings page's sign-ins: {e}"))?,
         session_ttl: std::time::Duration::from_secs(12 * 3600),
         one_time: once.as_deref().map(ringfence_mcp::one_time_key),
+        public_origin: plan.public_origin.clone(),
     });
     if let Some(reads) =
         crate::store::reads(app.store()).map_err(|e| format!("the shared session store: {e}"))?

@@ -27,6 +27,9 @@ pub struct HttpPlan {
     tls: Option<Arc<TlsConfig>>,
     /// `https` with TLS, else `http`.
     pub scheme: &'static str,
+    /// `http.public_url`'s origin (`https://assistant.example.org`), when set: what browsers
+    /// see behind a proxy (the settings page's origin, cookie and redirect address).
+    pub public_origin: Option<String>,
     limits: RateLimits,
     /// A tool call running longer is stopped (`None`: never).
     pub call_timeout: Option<Duration>,
@@ -186,7 +189,13 @@ impl HttpPlan {
                 ),
             ));
         }
+        let public_origin = http
+            .public_url
+            .as_ref()
+            .and_then(|u| url::Url::parse(u).ok())
+            .map(|u| u.origin().ascii_serialization());
         Ok(HttpPlan {
+            public_origin,
             tokens,
             oauth,
             allowed_hosts: http.allowed_hosts.clone(),

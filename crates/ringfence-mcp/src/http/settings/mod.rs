@@ -46,6 +46,10 @@ pub struct SettingsPage {
     pub session_ttl: Duration,
     /// The key ([`one_time_key`]) of a link that signs `local` in once (`ringfence ui`).
     pub one_time: Option<String>,
+    /// The origin browsers use (`https://assistant.example.org`) when it is not the
+    /// server's own (behind a proxy that serves HTTPS): forms must come from it, the
+    /// cookie is `Secure` when it is HTTPS, and addresses given to other sites use it.
+    pub public_origin: Option<String>,
 }
 
 /// A new one-time sign-in token (for the link `ringfence ui` prints).
@@ -77,6 +81,7 @@ impl SettingsPage {
             sessions: Arc::new(signin::MemoryWebSessions::default()),
             session_ttl: Duration::from_secs(12 * 3600),
             one_time: None,
+            public_origin: None,
         }
     }
 }
@@ -92,14 +97,26 @@ pub(super) struct Settings {
     auth: Option<Arc<Auth>>,
     /// Host names the server answers to.
     hosts: Vec<String>,
+    /// The server itself serves HTTPS.
+    tls: bool,
+    /// Browsers reach it over HTTPS (itself, or the proxy of `public_origin`).
     https: bool,
     attempts: Attempts,
-    /// The one-time link's key, until it is used.
-    one_time: std::sync::Mutex<Option<String>>,
+    /// The one-time link's key and when it was made, until it is used.
+    one_time: std::sync::Mutex<Option<(String, i64)>>,
+    /// Requests being served ([`MAX_AT_ONCE`]).
+    busy: tokio::sync::Semaphore,
 }
 
 /// The largest form a settings page takes (an edited memory is far smaller).
 const MAX_FORM_BYTES: usize = 1 << 20;
+/// A form must have arrived whole within this.
+const FORM_TIMEOUT: Duration = Duration::from_secs(30);
+/// Settings requests served at once (over all users); more wait for none and get a 503,
+/// so the page cannot take the descriptors and threads `/mcp` needs.
+const MAX_AT_ONCE: usize = 64;
+/// How long the link `ringfence ui` prints signs someone in.
+const ONE_TIME_MS: i64 = 10 * 60 * 1000;
 
 const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
@@ -112,13 +129,31 @@ impl Settings {
         hosts: Vec<String>,
         https: bool,
     ) -> Settings {
+        let tls = https;
+        let https = tls
+            || page
+                .public_origin
+                .as_deref()
+                .is_some_and(|o| o.starts_with("https://"));
         Settings {
             auth: auth.filter(|a| !a.is_empty()),
             hosts,
+            tls,
             https,
             attempts: Attempts::default(),
-            one_time: std::sync::Mutex::new(page.one_time.clone()),
+            one_time: std::sync::Mutex::new(page.one_time.clone().map(|k| (k, signin::now_ms()))),
+            busy: tokio::sync::Semaphore::new(MAX_AT_ONCE),
             page,
+        }
+    }
+
+    /// Whether `user` may still use the page: their token is still configured (a session
+    /// outlives no removed token; a JWT's user cannot be checked here and keeps the session
+    /// until it ends), or the server has no credentials and they are `local`.
+    fn still_allowed(&self, user: &str) -> bool {
+        match &self.auth {
+            None => user == ringfence_core::LOCAL_USER,
+            Some(auth) => auth.tokens.has_user(user) || auth.jwt.is_some(),
         }
     }
 
@@ -135,7 +170,15 @@ impl Settings {
 pub(super) fn router(settings: Arc<Settings>) -> axum::Router {
     let handler = move |req: Request| {
         let settings = settings.clone();
-        async move { secured(handle(&settings, req).await) }
+        async move {
+            let Ok(_permit) = settings.busy.try_acquire() else {
+                return secured(page_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The settings page is busy; try again in a moment.",
+                ));
+            };
+            secured(handle(&settings, req).await)
+        }
     };
     axum::Router::new()
         .route("/settings", axum::routing::any(handler.clone()))
@@ -200,7 +243,7 @@ fn host_allowed<'h>(headers: &'h HeaderMap, hosts: &[String]) -> Option<&'h str>
 }
 
 /// Why a browser's state-changing request is refused as cross-site, if it is.
-fn cross_site(headers: &HeaderMap, own_origin: &str) -> Option<String> {
+fn cross_site(headers: &HeaderMap, own: &[&str]) -> Option<String> {
     if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
         && !matches!(site, "same-origin" | "none")
     {
@@ -210,24 +253,32 @@ fn cross_site(headers: &HeaderMap, own_origin: &str) -> Option<String> {
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
-        if !origin.eq_ignore_ascii_case(own_origin) {
+        if !own.iter().any(|o| origin.eq_ignore_ascii_case(o)) {
             return Some(format!(
-                "this form was sent from another origin ({origin}); changes are taken only from {own_origin}"
+                "this form was sent from another origin ({origin}); changes are taken only from {}",
+                own.last().copied().unwrap_or_default()
             ));
         }
     }
     None
 }
 
+/// The cookie `name`, when the request carries exactly one: two mean another page of this
+/// host planted one (cookies do not tell ports apart), and neither is trusted.
 fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers
+    let mut found = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|c| c.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
+        .filter(|(k, _)| *k == name)
+        .map(|(_, v)| v);
+    let first = found.next();
+    match found.next() {
+        None => first,
+        Some(_) => None,
+    }
 }
 
 async fn handle(settings: &Settings, req: Request) -> Response {
@@ -238,7 +289,10 @@ async fn handle(settings: &Settings, req: Request) -> Response {
             "This server does not answer to that host name.",
         );
     };
-    let own_origin = format!("{}://{host}", if settings.https { "https" } else { "http" });
+    // The origin the request came to, and the public one behind a proxy (which is the
+    // one given to other sites).
+    let here = format!("{}://{host}", if settings.tls { "https" } else { "http" });
+    let own_origin = settings.page.public_origin.clone().unwrap_or(here.clone());
     let method = match parts.method {
         HttpMethod::GET | HttpMethod::HEAD => Method::Get,
         HttpMethod::POST => Method::Post,
@@ -252,16 +306,22 @@ async fn handle(settings: &Settings, req: Request) -> Response {
     let path = segments(parts.uri.path());
     let query = fields(parts.uri.query().unwrap_or_default().as_bytes());
     let form = if method == Method::Post {
-        if let Some(why) = cross_site(&parts.headers, &own_origin) {
+        if let Some(why) = cross_site(&parts.headers, &[&here, &own_origin]) {
             tracing::warn!(reason = %why, "settings page: cross-site request refused");
             return page_error(StatusCode::FORBIDDEN, &why);
         }
-        match axum::body::to_bytes(body, MAX_FORM_BYTES).await {
-            Ok(b) => fields(&b),
-            Err(_) => {
+        match tokio::time::timeout(FORM_TIMEOUT, axum::body::to_bytes(body, MAX_FORM_BYTES)).await {
+            Ok(Ok(b)) => fields(&b),
+            Ok(Err(_)) => {
                 return page_error(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     "The form is larger than the settings page takes (1 MiB).",
+                );
+            }
+            Err(_) => {
+                return page_error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "The form did not arrive whole within 30 seconds.",
                 );
             }
         }
@@ -279,7 +339,7 @@ async fn handle(settings: &Settings, req: Request) -> Response {
             let key = signin::key_of(value);
             let store = settings.page.sessions.clone();
             match blocking(move || store.find(&key, signin::now_ms())).await {
-                Ok(found) => found,
+                Ok(found) => found.filter(|s| settings.still_allowed(&s.user)),
                 Err(e) => {
                     tracing::error!(error = %e, "settings page: the session store failed");
                     return page_error(
@@ -304,9 +364,10 @@ async fn handle(settings: &Settings, req: Request) -> Response {
             (_, Some(once)) => {
                 let taken = {
                     let mut slot = settings.one_time.lock().unwrap_or_else(|e| e.into_inner());
-                    let ok = slot
-                        .as_deref()
-                        .is_some_and(|k| signin::same_secret(k, &signin::key_of(once)));
+                    let ok = slot.as_ref().is_some_and(|(k, made)| {
+                        signin::same_secret(k, &signin::key_of(once))
+                            && signin::now_ms() - made < ONE_TIME_MS
+                    });
                     if ok {
                         *slot = None;
                     }
@@ -320,7 +381,7 @@ async fn handle(settings: &Settings, req: Request) -> Response {
                         settings,
                         StatusCode::UNAUTHORIZED,
                         Some(
-                            "This sign-in link was used already or is not this server's: run `ringfence ui` again for a new one.",
+                            "This sign-in link was used already, is more than 10 minutes old, or is not this server's: run `ringfence ui` again for a new one.",
                         ),
                     )
                 }
@@ -483,7 +544,8 @@ async fn sign_in(settings: &Settings, form: &BTreeMap<String, String>, peer: IpA
             return login_page(settings, StatusCode::UNAUTHORIZED, Some(&why));
         }
     };
-    settings.attempts.succeeded(peer);
+    // Failures are not forgiven by a success: a person with a token of their own must not
+    // be able to guess others' between sign-ins.
     start_session(settings, user).await
 }
 
@@ -640,7 +702,11 @@ fn answer(
     match reply {
         Reply::Page { title, body } => layout(settings, session, &title, notice, body),
         Reply::Redirect { to, notice } => {
-            if !to.starts_with('/') || to.starts_with("//") {
+            if !to.starts_with('/')
+                || to.starts_with("//")
+                || to.contains('\\')
+                || to.chars().any(char::is_control)
+            {
                 return page_error(StatusCode::INTERNAL_SERVER_ERROR, "A bad redirect.");
             }
             let to = match notice {
@@ -716,17 +782,25 @@ mod tests {
 
     #[test]
     fn other_sites_and_origins_are_refused() {
-        let own = "http://127.0.0.1:8765";
+        let own = &["http://127.0.0.1:8765", "https://assistant.example.org"][..];
         assert!(
             cross_site(&headers(&[]), own).is_none(),
             "a client without them"
         );
         assert!(
             cross_site(
-                &headers(&[("origin", own), ("sec-fetch-site", "same-origin")]),
+                &headers(&[("origin", own[0]), ("sec-fetch-site", "same-origin")]),
                 own
             )
             .is_none()
+        );
+        assert!(
+            cross_site(
+                &headers(&[("origin", "https://assistant.example.org")]),
+                own
+            )
+            .is_none(),
+            "the public origin behind a proxy"
         );
         assert!(cross_site(&headers(&[("sec-fetch-site", "none")]), own).is_none());
         assert!(cross_site(&headers(&[("sec-fetch-site", "same-site")]), own).is_some());

@@ -93,9 +93,27 @@ pub(super) struct Attempts(Mutex<HashMap<IpAddr, (u32, Instant)>>);
 pub(super) const MAX_FAILURES: u32 = 10;
 pub(super) const WINDOW: Duration = Duration::from_secs(10 * 60);
 
+/// Addresses counted at most; past it, only those already refused are kept.
+const MAX_ADDRESSES: usize = 100_000;
+
+/// What failures are counted by: an IPv4 address, or an IPv6 address's /64 (one
+/// subscriber's network, which hands out addresses freely).
+fn counted(addr: IpAddr) -> IpAddr {
+    match addr {
+        IpAddr::V4(_) => addr,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(
+                u128::from(v6) & !((1u128 << 64) - 1),
+            )),
+        },
+    }
+}
+
 impl Attempts {
     /// Seconds to wait when `addr` has failed too often, at `now`.
     pub(super) fn refused(&self, addr: IpAddr, now: Instant) -> Option<u64> {
+        let addr = counted(addr);
         let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let (count, since) = map.get(&addr)?;
         let waited = now.saturating_duration_since(*since);
@@ -104,23 +122,18 @@ impl Attempts {
 
     /// Counts a failure of `addr` at `now`.
     pub(super) fn failed(&self, addr: IpAddr, now: Instant) {
+        let addr = counted(addr);
         let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() > 100_000 {
-            map.retain(|_, (_, since)| now.saturating_duration_since(*since) < WINDOW);
+        if map.len() >= MAX_ADDRESSES {
+            map.retain(|_, (n, since)| {
+                now.saturating_duration_since(*since) < WINDOW && *n >= MAX_FAILURES
+            });
         }
         let entry = map.entry(addr).or_insert((0, now));
         if now.saturating_duration_since(entry.1) >= WINDOW {
             *entry = (0, now);
         }
         entry.0 += 1;
-    }
-
-    /// Forgets `addr`'s failures (it signed in).
-    pub(super) fn succeeded(&self, addr: IpAddr) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&addr);
     }
 }
 
@@ -152,8 +165,20 @@ mod tests {
             None,
             "a new window counts from one"
         );
-        attempts.succeeded(addr);
-        assert_eq!(attempts.refused(addr, t0 + WINDOW), None);
+    }
+
+    #[test]
+    fn an_ipv6_network_counts_as_one_address() {
+        let attempts = Attempts::default();
+        let t0 = Instant::now();
+        for i in 0..MAX_FAILURES {
+            let a: IpAddr = format!("2001:db8:1:2::{:x}", i + 1).parse().unwrap();
+            attempts.failed(a, t0);
+        }
+        let same: IpAddr = "2001:db8:1:2:ffff::1".parse().unwrap();
+        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert!(attempts.refused(same, t0).is_some());
+        assert!(attempts.refused(other, t0).is_none());
     }
 
     #[test]
