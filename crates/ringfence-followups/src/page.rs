@@ -92,19 +92,19 @@ impl FollowupPage {
     }
 
     fn list(&self, req: &PageRequest<'_>) -> Reply {
-        let (pending, past) = match (
-            self.backend.list(req.user, ListFilter::Pending, SHOWN),
-            self.backend.list(req.user, ListFilter::All, SHOWN + SHOWN),
-        ) {
-            (Ok(p), Ok(a)) => (p, a),
-            (Err(e), _) | (_, Err(e)) => return failed(e),
+        // One listing (newest first), split: pending ones soonest first, the others as
+        // listed.
+        let all = match self.backend.list(req.user, ListFilter::All, usize::MAX) {
+            Ok(all) => all.followups,
+            Err(e) => return failed(e),
         };
-        let past: Vec<&Followup> = past
-            .followups
+        let (mut pending, past): (Vec<&Followup>, Vec<&Followup>) = all
             .iter()
-            .filter(|f| !matches!(f.status, Status::Pending | Status::Delivering))
-            .take(SHOWN)
-            .collect();
+            .partition(|f| matches!(f.status, Status::Pending | Status::Delivering));
+        pending.sort_by_key(|f| (f.due_ms, f.id));
+        let pending_total = pending.len();
+        let pending = &pending[..pending_total.min(SHOWN)];
+        let past = &past[..past.len().min(SHOWN)];
         let (zone_name, zone) = self.zone(req.user);
         let s = &self.settings;
         let channels: Vec<(usize, &str)> = s
@@ -146,11 +146,11 @@ impl FollowupPage {
                 }
             }
             section aria-labelledby="pending" {
-                h2 #pending { "Pending (" (pending.total) ")" }
-                @if pending.followups.is_empty() {
+                h2 #pending { "Pending (" (pending_total) ")" }
+                @if pending.is_empty() {
                     p.empty { "Nothing is scheduled." }
                 } @else {
-                    ul.items { @for f in &pending.followups { (row(req, f, &zone)) } }
+                    ul.items { @for f in pending { (row(req, f, &zone)) } }
                 }
             }
             section aria-labelledby="past" {
@@ -158,7 +158,7 @@ impl FollowupPage {
                 @if past.is_empty() {
                     p.empty { "None yet." }
                 } @else {
-                    ul.items { @for f in &past { (row(req, f, &zone)) } }
+                    ul.items { @for f in past { (row(req, f, &zone)) } }
                 }
             }
         };

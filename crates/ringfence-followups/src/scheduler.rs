@@ -263,19 +263,19 @@ impl Scheduler {
             }
         }
         let message = self.message(&c, &zone).await;
-        let doc = json!({
-            "id": c.number,
-            "user": c.user,
-            "context": c.context,
-            "message": message,
-            "scheduled_for": format_iso_ms(c.due_ms),
-            "scheduled_for_local": format_in_zone(c.due_ms, &zone),
-            "timezone": zone_name,
-            "delivered_at": format_iso_ms(now_ms),
-            "late_by_seconds": ((now_ms - c.due_ms).max(0) as f64) / 1000.0,
-            "attempt": c.attempt,
-            "idempotency_key": c.idempotency_key,
-        });
+        let doc = document(
+            Delivery {
+                id: c.number,
+                user: &c.user,
+                context: &c.context,
+                due_ms: c.due_ms,
+                attempt: c.attempt,
+                key: &c.idempotency_key,
+            },
+            &message,
+            (&zone_name, &zone),
+            now_ms,
+        );
         let body = serde_json::to_vec(&doc).unwrap_or_default();
         // Every channel that serves the user; `mcp` answers NOBODY_LISTENING when no
         // session of theirs would hear it (now, or in this process at all).
@@ -452,6 +452,39 @@ async fn deliver(
     }
 }
 
+/// What one delivery is of.
+struct Delivery<'a> {
+    id: i64,
+    user: &'a str,
+    context: &'a str,
+    due_ms: i64,
+    attempt: i64,
+    key: &'a str,
+}
+
+/// The document every channel is sent for a delivery (a webhook's body, a command's stdin,
+/// an MCP notice's data), with the check-in `message`, in the user's zone, sent at `now_ms`.
+fn document(
+    d: Delivery<'_>,
+    message: &str,
+    (zone_name, zone): (&str, &ringfence_core::time::TimeZone),
+    now_ms: i64,
+) -> serde_json::Value {
+    json!({
+        "id": d.id,
+        "user": d.user,
+        "context": d.context,
+        "message": message,
+        "scheduled_for": format_iso_ms(d.due_ms),
+        "scheduled_for_local": format_in_zone(d.due_ms, zone),
+        "timezone": zone_name,
+        "delivered_at": format_iso_ms(now_ms),
+        "late_by_seconds": ((now_ms - d.due_ms).max(0) as f64) / 1000.0,
+        "attempt": d.attempt,
+        "idempotency_key": d.key,
+    })
+}
+
 /// Sends a test check-in to `user` through `settings.channels[index]` (which must serve
 /// them), as the settings page's "Send a test" does: the document a delivery sends, with
 /// `"test": true` and id 0, so a receiver can tell it apart. Nothing is stored. `Ok` names
@@ -479,20 +512,20 @@ pub async fn send_test(
         &blake3::hash(format!("{user}\0{now}\0{:?}", std::time::SystemTime::now()).as_bytes())
             .to_hex()[..32]
     );
-    let doc = json!({
-        "id": 0,
-        "test": true,
-        "user": user,
-        "context": "a test from the settings page",
-        "message": "A test from your settings page: this is how your assistant's check-ins reach you.",
-        "scheduled_for": format_iso_ms(now),
-        "scheduled_for_local": format_in_zone(now, &zone),
-        "timezone": zone_name,
-        "delivered_at": format_iso_ms(now),
-        "late_by_seconds": 0.0,
-        "attempt": 1,
-        "idempotency_key": key,
-    });
+    let mut doc = document(
+        Delivery {
+            id: 0,
+            user,
+            context: "a test from the settings page",
+            due_ms: now,
+            attempt: 1,
+            key: &key,
+        },
+        "A test from your settings page: this is how your assistant's check-ins reach you.",
+        (&zone_name, &zone),
+        now,
+    );
+    doc["test"] = true.into();
     let body = serde_json::to_vec(&doc).unwrap_or_default();
     let to = Recipient {
         user: user.to_owned(),

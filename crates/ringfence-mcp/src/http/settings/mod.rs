@@ -29,6 +29,8 @@ use ringfence_core::page::{
     CSRF_FIELD, Markup, Method, PageRequest, PreEscaped, Reply, Section, encode, html,
 };
 
+use ringfence_core::time::now_ms;
+
 use super::auth::Auth;
 
 pub mod signin;
@@ -141,7 +143,7 @@ impl Settings {
             tls,
             https,
             attempts: Attempts::default(),
-            one_time: std::sync::Mutex::new(page.one_time.clone().map(|k| (k, signin::now_ms()))),
+            one_time: std::sync::Mutex::new(page.one_time.clone().map(|k| (k, now_ms()))),
             busy: tokio::sync::Semaphore::new(MAX_AT_ONCE),
             page,
         }
@@ -338,7 +340,7 @@ async fn handle(settings: &Settings, req: Request) -> Response {
         Some(value) => {
             let key = signin::key_of(value);
             let store = settings.page.sessions.clone();
-            match blocking(move || store.find(&key, signin::now_ms())).await {
+            match blocking(move || store.find(&key, now_ms())).await {
                 Ok(found) => found.filter(|s| settings.still_allowed(&s.user)),
                 Err(e) => {
                     tracing::error!(error = %e, "settings page: the session store failed");
@@ -366,7 +368,7 @@ async fn handle(settings: &Settings, req: Request) -> Response {
                     let mut slot = settings.one_time.lock().unwrap_or_else(|e| e.into_inner());
                     let ok = slot.as_ref().is_some_and(|(k, made)| {
                         signin::same_secret(k, &signin::key_of(once))
-                            && signin::now_ms() - made < ONE_TIME_MS
+                            && now_ms() - made < ONE_TIME_MS
                     });
                     if ok {
                         *slot = None;
@@ -557,7 +559,7 @@ async fn start_session(settings: &Settings, user: String) -> Response {
         csrf: signin::random_token(),
     };
     let ttl = settings.page.session_ttl;
-    let expires = signin::now_ms() + ttl.as_millis() as i64;
+    let expires = now_ms() + ttl.as_millis() as i64;
     let (store, key) = (settings.page.sessions.clone(), signin::key_of(&value));
     if let Err(e) = blocking(move || store.create(&key, &session, expires)).await {
         tracing::error!(error = %e, "settings page: the session store failed");

@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+use ringfence_core::time::now_ms;
 
 /// A signed-in person's session, as the store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,12 +55,6 @@ impl WebSessions for MemoryWebSessions {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
         Ok(())
     }
-}
-
-pub(super) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// 32 random bytes, base64url: a cookie's value or a CSRF token.
