@@ -1031,6 +1031,66 @@ async def test_send_a_test_through_a_channel(start, browser):
         assert len(hook.requests) == 1
 
 
+async def test_own_delivery_choices_reach_the_tools_and_the_scheduler(start, browser):
+    """A person's own switch, time zone and quiet hours: saved on the page, read by the
+    follow-up tools (list_followups) and by the scheduler, which then delivers what it held
+    back while delivery was off in the configuration. Bad input is refused, naming the fix,
+    and changes nothing."""
+    with receiver() as hook:
+        srv = start(tokens_config(alice=ALICE, bob=BOB) + WORDS_ONLY +
+                    '[followups]\nproactive = false\ntimezone = "UTC"\n'
+                    f'[[followups.channels]]\nkind = "webhook"\nurl = "{hook.url}"\n'
+                    f'secret = "{SECRET}"\n')
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            async with client(srv.url, ALICE) as s:
+                r = await call(s, "schedule_followup",
+                               {"context": "Ask about the piano exam", "minutes_from_now": 0.01})
+                assert not is_error(r), text_of(r)
+                before = structured(await call(s, "list_followups", {"status": "pending"}))
+        assert before["proactive"] is False and before["timezone"] == "UTC", before
+        page = await new_page(browser)
+        await sign_in(page, srv, ALICE)
+        await page.goto(srv.base + "/settings/followups")
+        await expect(page.get_by_label("Proactive messages")).to_have_value("")
+        # Bad input: refused with the fix named, nothing kept.
+        await page.get_by_label("Time zone").fill("Mars/Olympus_Mons")
+        first, final = await submit(page, page.get_by_role("button", name="Save delivery settings"))
+        assert final.status == 400, final.status
+        await expect(page.get_by_role("alert")).to_contain_text("IANA name such as Europe/Berlin")
+        await page.goto(srv.base + "/settings/followups")
+        await page.get_by_label("Quiet hours").fill("25:00-07:00")
+        first, final = await submit(page, page.get_by_role("button", name="Save delivery settings"))
+        assert final.status == 400, final.status
+        await expect(page.get_by_role("alert")).to_contain_text("HH:MM-HH:MM")
+        await page.goto(srv.base + "/settings/followups")
+        await expect(page.get_by_label("Time zone")).to_have_value("")
+        await expect(page.get_by_label("Quiet hours")).to_have_value("")
+        assert hook.requests == [], "delivered while delivery was off"
+        # Her own choices: on, in Tokyo, no quiet hours.
+        await page.get_by_label("Proactive messages").select_option("on")
+        await page.get_by_label("Time zone").fill("Asia/Tokyo")
+        await page.get_by_label("Quiet hours").fill("none")
+        first, final = await submit(page, page.get_by_role("button", name="Save delivery settings"))
+        assert first.status == 303 and final.status == 200, (first.status, final.status)
+        await expect(page.get_by_role("status")).to_contain_text("Your delivery settings are saved")
+        await expect(page.get_by_label("Proactive messages")).to_have_value("on")
+        await expect(page.get_by_label("Time zone")).to_have_value("Asia/Tokyo")
+        await expect(page.get_by_label("Quiet hours")).to_have_value("none")
+        await screenshot(page, "followups-choices")
+        # The scheduler reads them: the held-back follow-up goes out, in her zone.
+        (sent,) = hook.wait_for(1, 60)
+        assert sent["doc"]["user"] == "alice" and sent["doc"]["timezone"] == "Asia/Tokyo", sent["doc"]
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            async with client(srv.url, ALICE) as s:
+                after = structured(await call(s, "list_followups", {"status": "all"}))
+            async with client(srv.url, BOB) as s:
+                bobs = structured(await call(s, "list_followups", {"status": "pending"}))
+        assert after["proactive"] is True and after["timezone"] == "Asia/Tokyo", after
+        assert after["followups"][0]["status"] == "completed", after
+        # Bob's are his own: still the configuration's.
+        assert bobs["proactive"] is False and bobs["timezone"] == "UTC", bobs
+
+
 def google_calendar_config(base: str) -> str:
     return ('[calendar]\nprovider = "google"\ntimezone = "Europe/Berlin"\n'
             'client_id = "test-client"\nclient_secret = "s3cret"\n'

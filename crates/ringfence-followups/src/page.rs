@@ -1,21 +1,29 @@
 //! The family's section of the settings page, `/settings/followups`: the check-ins a
 //! person's assistant scheduled — pending ones (cancel, reschedule) and past ones with their
-//! status and delivery attempts — and how they reach this person (the channels, time zone,
-//! quiet hours and whether they are delivered at all, as the configuration sets them).
+//! status and delivery attempts — and how they reach this person: the channels, and the
+//! person's own choices of whether they are delivered at all, in which time zone and outside
+//! which quiet hours (kept in the follow-up store, over the configuration's; the scheduler
+//! reads them every round).
 
 use std::sync::Arc;
 
 use ringfence_core::page::{Markup, Method, PageRequest, Reply, Section, html, when};
 use ringfence_core::time::{TimeZone, now_ms};
 
+use ringfence_core::plug::Lazy;
+
 use crate::settings::FollowupSettings;
-use crate::{ChangeOutcome, Followup, FollowupBackend, ListFilter, Status};
+use crate::store::{Choices, FollowupStore};
+use crate::{ChangeOutcome, Followup, FollowupBackend, ListFilter, QuietHours, Status};
 
 /// Pending and past follow-ups shown at most.
 const SHOWN: usize = 200;
 
 pub(crate) struct FollowupPage {
     pub(crate) backend: Arc<dyn FollowupBackend>,
+    /// Where each person's own choices are kept.
+    pub(crate) db: Arc<Lazy<dyn FollowupStore>>,
+    /// The configuration's settings.
     pub(crate) settings: FollowupSettings,
     /// The sessions the `mcp` channel reaches (a test through it goes there).
     pub(crate) live: Option<Arc<ringfence_core::live::LiveSessions>>,
@@ -39,6 +47,7 @@ impl Section for FollowupPage {
         let path = req.path();
         match (req.method, path.as_slice()) {
             (Method::Get, []) => self.list(req),
+            (Method::Post, ["delivery"]) => self.choose(req),
             (Method::Post, ["test", index]) => self.send_test(req, index),
             (method, [id, action]) => {
                 let Ok(id) = id.parse::<i64>() else {
@@ -79,7 +88,70 @@ fn status_words(s: Status) -> &'static str {
 
 impl FollowupPage {
     fn zone(&self, user: &str) -> (String, TimeZone) {
-        self.settings.zone_of(user)
+        self.effective(user).zone_of(user)
+    }
+
+    /// The configuration with `user`'s own choices over it.
+    fn effective(&self, user: &str) -> FollowupSettings {
+        crate::plug::effective(&self.settings, &self.db, user)
+    }
+
+    /// `user`'s own choices (none made: all `None`).
+    fn own(&self, user: &str) -> Result<Choices, Reply> {
+        let db = self.db.get().map_err(failed)?;
+        Ok(db.choices_of(user).map_err(failed)?.unwrap_or_default())
+    }
+
+    /// Keeps the person's choices from the form: each field empty follows the server.
+    fn choose(&self, req: &PageRequest<'_>) -> Reply {
+        let proactive = match req.field("proactive").trim() {
+            "" => None,
+            "on" => Some(true),
+            "off" => Some(false),
+            other => {
+                return Reply::Invalid(format!(
+                    "Proactive messages `{other}`: choose On, Off, or as the server sets it."
+                ));
+            }
+        };
+        let timezone = match req.field("timezone").trim() {
+            "" => None,
+            name => {
+                if name.len() > 64 || ringfence_core::time::zone(name).is_err() {
+                    return Reply::Invalid(format!(
+                        "The time zone `{}` is not known: give an IANA name such as Europe/Berlin or America/New_York, or leave it empty for the server's.",
+                        name.chars().take(64).collect::<String>()
+                    ));
+                }
+                Some(name.to_owned())
+            }
+        };
+        let quiet_hours = match req.field("quiet_hours").trim() {
+            "" => None,
+            q if q.eq_ignore_ascii_case("none") => Some(String::new()),
+            q => match QuietHours::parse(q) {
+                Some(_) => Some(q.to_owned()),
+                None => {
+                    return Reply::Invalid(format!(
+                        "Quiet hours `{}` do not read: write them as HH:MM-HH:MM, such as 22:00-07:00 (two different times), `none` for none, or leave them empty for the server's.",
+                        q.chars().take(32).collect::<String>()
+                    ));
+                }
+            },
+        };
+        let choices = Choices {
+            proactive,
+            timezone,
+            quiet_hours,
+        };
+        let db = match self.db.get() {
+            Ok(db) => db,
+            Err(e) => return failed(e),
+        };
+        match db.set_choices(req.user, &choices, now_ms()) {
+            Ok(()) => Reply::redirect(req.base, "Your delivery settings are saved."),
+            Err(e) => failed(e),
+        }
     }
 
     /// `user`'s follow-up `id`, whatever its status.
@@ -105,8 +177,13 @@ impl FollowupPage {
         let pending_total = pending.len();
         let pending = &pending[..pending_total.min(SHOWN)];
         let past = &past[..past.len().min(SHOWN)];
-        let (zone_name, zone) = self.zone(req.user);
-        let s = &self.settings;
+        let own = match self.own(req.user) {
+            Ok(own) => own,
+            Err(reply) => return reply,
+        };
+        let config = &self.settings;
+        let s = &config.with_choices(&[(req.user.to_owned(), own.clone())]);
+        let (zone_name, zone) = s.zone_of(req.user);
         let channels: Vec<(usize, &str)> = s
             .channels
             .iter()
@@ -115,24 +192,46 @@ impl FollowupPage {
             .map(|(i, c)| (i, c.name()))
             .collect();
         let names: Vec<&str> = channels.iter().map(|(_, n)| *n).collect();
-        let quiet = s
-            .users
-            .get(req.user)
-            .and_then(|u| u.quiet_hours)
-            .unwrap_or(s.quiet_hours);
+        let quiet = s.quiet_hours_of(req.user);
+        let server_quiet = config
+            .quiet_hours_of(req.user)
+            .map_or_else(|| "none".to_owned(), |q| q.describe());
+        let own_quiet = match own.quiet_hours.as_deref() {
+            None => String::new(),
+            Some("") => "none".to_owned(),
+            Some(q) => q.to_owned(),
+        };
         let body = html! {
             p { "Check-ins your assistant scheduled with you. Cancel one, or move it to another time." }
             section aria-labelledby="how" {
                 h2 #how { "How they reach you" }
                 dl {
                     dt { "Delivered" }
-                    dd { @if s.proactive_for(req.user) { "Yes" } @else { "No: proactive messages are off for you. The server's operator turns them on ([followups] proactive = true, or your own [followups.users] table)." } }
+                    dd { @if s.proactive_for(req.user) { "Yes" } @else { "No: proactive messages are off for you. Turn them on below." } }
                     dt { "Through" }
                     dd { @if names.is_empty() { "no channel" } @else { (names.join(", ")) } }
                     dt { "Time zone" }
                     dd { (zone_name) }
                     dt { "Quiet hours" }
                     dd { @match quiet { Some(q) => { (q.describe()) " (nothing is delivered then; it waits until they end)" }, None => "none" } }
+                }
+                form.choices method="post" action=(format!("{}/delivery", req.base)) {
+                    (req.csrf())
+                    label for="proactive" { "Proactive messages" }
+                    select #proactive name="proactive" {
+                        option value="" selected[own.proactive.is_none()] {
+                            "As the server sets it (" @if config.proactive_for(req.user) { "on" } @else { "off" } ")"
+                        }
+                        option value="on" selected[own.proactive == Some(true)] { "On" }
+                        option value="off" selected[own.proactive == Some(false)] { "Off" }
+                    }
+                    label for="timezone" { "Time zone" }
+                    input #timezone name="timezone" value=(own.timezone.as_deref().unwrap_or("")) placeholder=(config.zone_of(req.user).0) aria-describedby="timezone-help";
+                    small #timezone-help { "An IANA name such as Europe/Berlin; empty: the server's (" (config.zone_of(req.user).0) ")." }
+                    label for="quiet_hours" { "Quiet hours" }
+                    input #quiet_hours name="quiet_hours" value=(own_quiet) placeholder="22:00-07:00" aria-describedby="quiet-help";
+                    small #quiet-help { "HH:MM-HH:MM in your time zone, or none; empty: the server's (" (server_quiet) ")." }
+                    button type="submit" { "Save delivery settings" }
                 }
                 @if !channels.is_empty() {
                     div.actions {
@@ -193,7 +292,7 @@ impl FollowupPage {
             tested.insert(req.user.to_owned(), now);
         }
         let sent = tokio::runtime::Handle::current().block_on(crate::scheduler::send_test(
-            &self.settings,
+            &self.effective(req.user),
             req.user,
             index,
             self.live.clone(),

@@ -148,10 +148,11 @@ impl FamilyPlug for FollowupsPlug {
     ) -> Result<Family, BuildError> {
         let (store, path) = (env.store.clone(), settings.db_path.clone());
         let db: Arc<Lazy<dyn FollowupStore>> = Arc::new(Lazy::new(move || open(&store, &path)));
-        // `serve` delivers what falls due while it runs, when anyone's follow-ups can be —
-        // through the `mcp` channel to the sessions it serves (registered in the shared
-        // `LiveSessions`, which the server finds there).
-        if env.background && settings.delivers_for_anyone() {
+        // `serve` delivers what falls due while it runs — through the `mcp` channel to the
+        // sessions it serves too (registered in the shared `LiveSessions`, which the server
+        // finds there). It runs even when delivery is off for everyone in the configuration:
+        // a person may turn their own on, on the settings page.
+        if env.background {
             let (db, settings) = (db.clone(), settings.clone());
             let writer = check_in_writer(env.llm);
             let live = settings
@@ -173,14 +174,18 @@ impl FamilyPlug for FollowupsPlug {
                 }
             });
         }
-        let backend: Arc<dyn FollowupBackend> = Arc::new(LazyFollowups(db));
+        let backend: Arc<dyn FollowupBackend> = Arc::new(LazyFollowups(db.clone()));
         Ok(crate::family(FollowupServices {
             backend: backend.clone(),
-            delivery: Arc::new(Policy(settings.clone())),
+            delivery: Arc::new(Policy {
+                settings: settings.clone(),
+                db: db.clone(),
+            }),
             clock: Arc::new(SystemClock),
         })
         .with_section(Arc::new(crate::page::FollowupPage {
             backend,
+            db,
             settings: settings.clone(),
             live: settings
                 .channels
@@ -217,25 +222,48 @@ pub fn check_in_writer(llm: Option<&LlmSettings>) -> Option<Arc<dyn ChatModel>> 
 /// What the tools say of a user only the `mcp` channel serves.
 const ONLY_MCP: &str = "It reaches the user through their MCP client (a message, and the resource ringfence://followups/due): if none is connected when it falls due, it comes when one connects.";
 
-/// The users' delivery settings, from the configuration.
+/// The users' delivery settings: the configuration, with each person's own choices over it.
 #[derive(Debug)]
-struct Policy(FollowupSettings);
+struct Policy {
+    settings: FollowupSettings,
+    db: Arc<Lazy<dyn FollowupStore>>,
+}
+
+/// `settings` with `user`'s own choices over them (the configuration's alone when they
+/// cannot be read, with a warning).
+pub(crate) fn effective(
+    settings: &FollowupSettings,
+    db: &Lazy<dyn FollowupStore>,
+    user: &str,
+) -> FollowupSettings {
+    match db
+        .get()
+        .map_err(|e| e.to_string())
+        .and_then(|db| db.choices_of(user).map_err(|e| e.to_string()))
+    {
+        Ok(Some(c)) => settings.with_choices(&[(user.to_owned(), c)]),
+        Ok(None) => settings.clone(),
+        Err(e) => {
+            tracing::warn!(user = %user, error = %e, "cannot read the person's own delivery choices: the configuration's apply");
+            settings.clone()
+        }
+    }
+}
 
 impl DeliveryPolicy for Policy {
     fn for_user(&self, user: &str) -> UserDelivery {
-        let s = &self.0;
-        let own = s.users.get(user);
+        let s = &effective(&self.settings, &self.db, user);
         let serving: Vec<_> = s.channels.iter().filter(|c| c.serves(user)).collect();
         let (zone_name, zone) = s.zone_of(user);
         UserDelivery {
             proactive: s.proactive_for(user),
             enable_hint: format!(
-                "an operator sets [followups] proactive = true, or followups.users.{user}.proactive = true, or {}=true",
+                "the user turns proactive messages on on their settings page (/settings/followups), or an operator sets [followups] proactive = true, or followups.users.{user}.proactive = true, or {}=true",
                 settings::RINGFENCE_FOLLOWUPS_PROACTIVE
             ),
             zone,
             zone_name,
-            quiet_hours: own.and_then(|u| u.quiet_hours).unwrap_or(s.quiet_hours),
+            quiet_hours: s.quiet_hours_of(user),
             channels: serving.iter().map(|c| c.name().to_owned()).collect(),
             undeliverable: serving.is_empty().then(|| {
                 format!("no [[followups.channels]] entry serves the user {user}: add one (webhook, command, email or mcp) without `users`, or name them in its `users`")

@@ -75,7 +75,10 @@ pub const WRITER_TIMEOUT: Duration = Duration::from_secs(15);
 
 pub struct Scheduler {
     db: Arc<dyn FollowupStore>,
+    /// The configuration.
     settings: FollowupSettings,
+    /// The configuration with each person's own choices over it, read again every round.
+    current: std::sync::Mutex<Arc<FollowupSettings>>,
     /// Writes each check-in from its context (`[llm]` with an HTTP API), if configured.
     writer: Option<Arc<dyn ChatModel>>,
     /// Names this process in claims: host, pid and a random part.
@@ -136,6 +139,7 @@ impl Scheduler {
         );
         Ok(Scheduler {
             db,
+            current: std::sync::Mutex::new(Arc::new(settings.clone())),
             settings,
             writer,
             owner,
@@ -168,7 +172,29 @@ impl Scheduler {
 
     /// Whose follow-ups this process may deliver now.
     fn deliverable(&self) -> Deliverable {
-        deliverable(&self.settings, &self.connected())
+        deliverable(&self.current(), &self.connected())
+    }
+
+    /// The settings in effect: the configuration with each person's own choices over it.
+    fn current(&self) -> Arc<FollowupSettings> {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Reads the people's own choices again (a failure keeps the last ones, with a
+    /// warning).
+    fn refresh(&self) {
+        let settings = match self.db.choices() {
+            Ok(c) if c.is_empty() => self.settings.clone(),
+            Ok(c) => self.settings.with_choices(&c),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the people's own delivery choices: the last ones read apply");
+                return;
+            }
+        };
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(settings);
     }
 
     /// Runs until `stop` says so, each round then a sleep until the next follow-up is ready
@@ -215,6 +241,7 @@ impl Scheduler {
     /// left to claim.
     pub async fn round(self: &Arc<Self>) -> Result<Round, ringfence_store::StoreError> {
         let mut total = Round::default();
+        self.refresh();
         let deliverable = self.deliverable();
         loop {
             let now_ms = self.clock.now_ms();
@@ -245,14 +272,10 @@ impl Scheduler {
     }
 
     async fn settle(&self, c: Claim, now_ms: i64) -> Round {
-        let user = self.settings.users.get(&c.user);
-        let (zone_name, zone) = user
-            .and_then(|u| u.zone.clone())
-            .unwrap_or_else(|| (self.settings.zone_name.clone(), self.settings.zone.clone()));
-        let quiet = user
-            .and_then(|u| u.quiet_hours)
-            .unwrap_or(self.settings.quiet_hours);
-        if let Some(q) = quiet {
+        let settings = self.current();
+        let user = settings.users.get(&c.user);
+        let (zone_name, zone) = settings.zone_of(&c.user);
+        if let Some(q) = settings.quiet_hours_of(&c.user) {
             let until = q.next_allowed(now_ms, &zone);
             if until != now_ms {
                 let _ = self.db.hold(c.row, &self.owner, until, now_ms);
@@ -934,6 +957,64 @@ mod tests {
         assert_eq!(delivered(), [(1, 3000.0), (2, 0.0)]);
         // The next wait is the longest idle one: nothing is left.
         assert_eq!(db.next_ready_ms(&s.deliverable()).unwrap(), None);
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // reads what the test's own command wrote
+    fn a_persons_own_choices_turn_delivery_on_hold_it_and_turn_it_off() {
+        use crate::store::{Choices, FollowupStore};
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("delivered.jsonl");
+        // Off for everyone in the configuration.
+        let toml = format!(
+            "[followups]\nproactive = false\ntimezone = \"UTC\"\n[[followups.channels]]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"cat >> '{0}'; echo >> '{0}'\"]\n",
+            out.display()
+        );
+        let (db, clock, s) = scheduler(&toml, dir.path());
+        db.schedule("alice", "for alice", T0 + MIN, T0).unwrap();
+        db.schedule("bob", "for bob", T0 + MIN, T0).unwrap();
+        let rt = rt();
+        clock.set(T0 + 2 * MIN);
+        assert_eq!(rt.block_on(s.round()).unwrap(), Round::default());
+        // Alice turns hers on: only hers goes, at the next round.
+        let on = Choices {
+            proactive: Some(true),
+            ..Choices::default()
+        };
+        db.set_choices("alice", &on, T0).unwrap();
+        assert_eq!(rt.block_on(s.round()).unwrap().delivered, 1);
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            text.contains("for alice") && !text.contains("for bob"),
+            "{text}"
+        );
+        // Bob turns his on with quiet hours around now, in his own zone (UTC+9 at T0's
+        // date: 2027-01-15 08:02 UTC is 17:02 in Tokyo): held, not delivered, no attempt.
+        let quiet = Choices {
+            proactive: Some(true),
+            timezone: Some("Asia/Tokyo".into()),
+            quiet_hours: Some("17:00-18:00".into()),
+        };
+        db.set_choices("bob", &quiet, T0).unwrap();
+        let r = rt.block_on(s.round()).unwrap();
+        assert_eq!((r.delivered, r.held), (0, 1), "{r:?}");
+        let bob = db.list("bob", crate::ListFilter::Pending, 5).unwrap();
+        assert_eq!(bob.followups[0].attempts, 0);
+        // He turns delivery off: after the quiet hours it still is not claimed.
+        let off = Choices {
+            proactive: Some(false),
+            ..quiet
+        };
+        db.set_choices("bob", &off, T0).unwrap();
+        clock.set(T0 + 3 * 60 * MIN);
+        assert_eq!(rt.block_on(s.round()).unwrap(), Round::default());
+        assert_eq!(
+            db.list("bob", crate::ListFilter::Pending, 5)
+                .unwrap()
+                .followups
+                .len(),
+            1
+        );
     }
 
     /// An MCP session as the transport registers it, recording what it is told.

@@ -12,6 +12,7 @@ use ringfence_core::time::{self, TimeZone};
 use serde::Deserialize;
 
 use crate::QuietHours;
+use crate::store::Choices;
 
 /// The family's table in the configuration file.
 pub const SECTION: &str = "followups";
@@ -346,6 +347,53 @@ impl FollowupSettings {
             .get(user)
             .and_then(|u| u.proactive)
             .unwrap_or(self.proactive)
+    }
+
+    /// `user`'s quiet hours (their own, else the default).
+    pub fn quiet_hours_of(&self, user: &str) -> Option<QuietHours> {
+        self.users
+            .get(user)
+            .and_then(|u| u.quiet_hours)
+            .unwrap_or(self.quiet_hours)
+    }
+
+    /// These settings with each person's own choices (made on the settings page) over the
+    /// configuration's. A choice that no longer reads (a zone the system's time zone data
+    /// lost) is passed over with a warning, and the configuration's applies.
+    pub fn with_choices(&self, choices: &[(String, Choices)]) -> FollowupSettings {
+        let mut s = self.clone();
+        for (user, c) in choices {
+            let own = s.users.entry(user.clone()).or_default();
+            if let Some(p) = c.proactive {
+                own.proactive = Some(p);
+            }
+            if let Some(name) = &c.timezone {
+                match time::zone(name) {
+                    Ok(zone) => own.zone = Some((name.clone(), zone)),
+                    Err(e) => {
+                        tracing::warn!(user = %user, zone = %name, error = %e, "a person's chosen time zone is not known here: the configured one applies")
+                    }
+                }
+            }
+            if let Some(q) = &c.quiet_hours {
+                match parse_choice(q) {
+                    Some(q) => own.quiet_hours = Some(q),
+                    None => {
+                        tracing::warn!(user = %user, quiet_hours = %q, "a person's chosen quiet hours do not read: the configured ones apply")
+                    }
+                }
+            }
+        }
+        s
+    }
+}
+
+/// Quiet hours as a person's choice keeps them: `""` for none, else `HH:MM-HH:MM`.
+fn parse_choice(q: &str) -> Option<Option<QuietHours>> {
+    if q.is_empty() {
+        Some(None)
+    } else {
+        QuietHours::parse(q).map(Some)
     }
 }
 

@@ -40,6 +40,12 @@ pub fn state(file: PathBuf) -> copy::Family {
                 key: &["user"],
                 identity: None,
             },
+            Table {
+                name: "followup_choices",
+                renamed: None,
+                key: &["user"],
+                identity: None,
+            },
         ],
         file,
         durability: Durability::Full,
@@ -87,8 +93,36 @@ pub const FOLLOWUP_SCHEMA: Schema = Schema {
              WHERE status = 'pending' AND hold_ms IS NOT NULL;
          CREATE INDEX followups_leases ON followups (lease_until_ms)
              WHERE status = 'delivering';",
+        // 4: each person's own delivery choices (the settings page); NULL: the
+        // configuration's. quiet_hours '' is "none".
+        "CREATE TABLE followup_choices (
+            user TEXT PRIMARY KEY,
+            proactive INTEGER CHECK (proactive IN (0, 1)),
+            timezone TEXT,
+            quiet_hours TEXT,
+            updated_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;",
     ],
 };
+
+/// A person's own delivery choices, made on the settings page. Each `None` follows the
+/// configuration (`[followups.users.NAME]`, else `[followups]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Choices {
+    /// Proactive messages on or off.
+    pub proactive: Option<bool>,
+    /// An IANA time zone name.
+    pub timezone: Option<String>,
+    /// `HH:MM-HH:MM`, or `""` for no quiet hours.
+    pub quiet_hours: Option<String>,
+}
+
+impl Choices {
+    /// Whether every choice follows the configuration (nothing worth a row).
+    pub fn is_empty(&self) -> bool {
+        self == &Choices::default()
+    }
+}
 
 /// The columns [`from_row`] reads, in its order.
 pub(crate) const COLUMNS: &str = "number, context, due_ms, status, created_ms, updated_ms, attempts, \
@@ -199,6 +233,15 @@ pub trait FollowupStore: FollowupBackend {
 
     /// How many follow-ups are in each status (for metrics and the CLI), by status.
     fn counts(&self) -> Result<Vec<(String, i64)>, StoreError>;
+
+    /// Every person's own delivery choices, by user.
+    fn choices(&self) -> Result<Vec<(String, Choices)>, StoreError>;
+
+    /// `user`'s own delivery choices, if they made any.
+    fn choices_of(&self, user: &str) -> Result<Option<Choices>, StoreError>;
+
+    /// Keeps `user`'s choices (all of them at once; all `None` removes the row).
+    fn set_choices(&self, user: &str, choices: &Choices, now_ms: i64) -> Result<(), StoreError>;
 
     /// Every follow-up (of `user`, when given), by user and number.
     fn export(&self, user: Option<&str>) -> Result<Vec<ExportRecord>, StoreError>;
@@ -422,6 +465,65 @@ impl FollowupStore for FollowupDb {
             conn.prepare("SELECT status, count(*) FROM followups GROUP BY status ORDER BY status")?;
         let rows = q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    fn choices(&self) -> Result<Vec<(String, Choices)>, StoreError> {
+        let conn = self.store.conn();
+        let mut q = conn.prepare_cached(
+            "SELECT user, proactive, timezone, quiet_hours FROM followup_choices ORDER BY user",
+        )?;
+        let rows = q.query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                Choices {
+                    proactive: r.get(1)?,
+                    timezone: r.get(2)?,
+                    quiet_hours: r.get(3)?,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    fn choices_of(&self, user: &str) -> Result<Option<Choices>, StoreError> {
+        let conn = self.store.conn();
+        let mut q = conn.prepare_cached(
+            "SELECT proactive, timezone, quiet_hours FROM followup_choices WHERE user = ?1",
+        )?;
+        Ok(q.query_row([user], |r| {
+            Ok(Choices {
+                proactive: r.get(0)?,
+                timezone: r.get(1)?,
+                quiet_hours: r.get(2)?,
+            })
+        })
+        .optional()?)
+    }
+
+    fn set_choices(&self, user: &str, choices: &Choices, now_ms: i64) -> Result<(), StoreError> {
+        let conn = self.store.conn();
+        if choices.is_empty() {
+            conn.execute(
+                "DELETE FROM followup_choices WHERE user = ?1",
+                params![user],
+            )?;
+        } else {
+            conn.execute(
+                "INSERT INTO followup_choices (user, proactive, timezone, quiet_hours, updated_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (user) DO UPDATE SET proactive = excluded.proactive,
+                     timezone = excluded.timezone, quiet_hours = excluded.quiet_hours,
+                     updated_ms = excluded.updated_ms",
+                params![
+                    user,
+                    choices.proactive,
+                    choices.timezone,
+                    choices.quiet_hours,
+                    now_ms
+                ],
+            )?;
+        }
+        Ok(())
     }
 
     fn export(&self, user: Option<&str>) -> Result<Vec<ExportRecord>, StoreError> {
@@ -771,6 +873,7 @@ mod tests {
         a_claim_abandoned_too_often_fails_and_an_abandoned_one_can_be_cancelled,
         a_new_time_starts_the_attempts_afresh_and_bad_imports_store_nothing,
         processes_sharing_the_file_claim_each_follow_up_once,
+        a_persons_choices_are_kept_replaced_and_removed,
     );
 
     fn everyone() -> Deliverable {
@@ -1211,5 +1314,39 @@ mod tests {
             (1000, 1000),
             "a follow-up was claimed twice or never"
         );
+    }
+
+    fn a_persons_choices_are_kept_replaced_and_removed(t: &dyn Bed) {
+        let db = t.db();
+        assert_eq!(db.choices().unwrap(), []);
+        assert_eq!(db.choices_of("alice").unwrap(), None);
+        let on = Choices {
+            proactive: Some(true),
+            timezone: Some("Europe/Berlin".into()),
+            quiet_hours: Some(String::new()),
+        };
+        db.set_choices("alice", &on, MIN).unwrap();
+        let off = Choices {
+            proactive: Some(false),
+            ..Choices::default()
+        };
+        db.set_choices("bob", &off, MIN).unwrap();
+        // Another handle (another process) reads them.
+        let other = t.db();
+        assert_eq!(other.choices_of("alice").unwrap().as_ref(), Some(&on));
+        assert_eq!(
+            other.choices().unwrap(),
+            [("alice".to_owned(), on.clone()), ("bob".to_owned(), off)]
+        );
+        // Saving replaces every choice; all of them empty removes the row.
+        let quiet = Choices {
+            quiet_hours: Some("22:00-07:00".into()),
+            ..Choices::default()
+        };
+        db.set_choices("alice", &quiet, 2 * MIN).unwrap();
+        assert_eq!(other.choices_of("alice").unwrap(), Some(quiet));
+        db.set_choices("bob", &Choices::default(), 2 * MIN).unwrap();
+        assert_eq!(other.choices_of("bob").unwrap(), None);
+        assert_eq!(other.choices().unwrap().len(), 1);
     }
 }

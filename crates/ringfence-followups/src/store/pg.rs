@@ -8,7 +8,7 @@ use crate::{ChangeOutcome, Followup, FollowupBackend, ListFilter, Listed, Status
 use ringfence_core::error::BackendError;
 
 use super::{
-    COLUMNS, Claim, Deliverable, ExportRecord, FollowupStore, ImportReport, check_record,
+    COLUMNS, Choices, Claim, Deliverable, ExportRecord, FollowupStore, ImportReport, check_record,
     idempotency_key,
 };
 use ringfence_store::pg::{GenericClient, Pg, Row};
@@ -52,6 +52,14 @@ pub const FOLLOWUP_PG_SCHEMA: Schema = Schema {
              WHERE status = 'pending' AND hold_ms IS NOT NULL;
          CREATE INDEX followups_leases ON followups (lease_until_ms)
              WHERE status = 'delivering';",
+        // 4: each person's own delivery choices.
+        "CREATE TABLE followup_choices (
+            \"user\" TEXT PRIMARY KEY,
+            proactive BIGINT CHECK (proactive IN (0, 1)),
+            timezone TEXT,
+            quiet_hours TEXT,
+            updated_ms BIGINT NOT NULL
+        );",
     ],
 };
 
@@ -317,6 +325,74 @@ impl FollowupStore for PgFollowups {
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect())
+        })
+    }
+
+    fn choices(&self) -> Result<Vec<(String, Choices)>, StoreError> {
+        self.pg.run(async |c| {
+            Ok(c.query(
+                "SELECT \"user\", proactive, timezone, quiet_hours FROM followup_choices
+                 ORDER BY \"user\"",
+                &[],
+            )
+            .await?
+            .iter()
+            .map(|r| {
+                (
+                    r.get(0),
+                    Choices {
+                        proactive: r.get::<_, Option<i64>>(1).map(|p| p == 1),
+                        timezone: r.get(2),
+                        quiet_hours: r.get(3),
+                    },
+                )
+            })
+            .collect())
+        })
+    }
+
+    fn choices_of(&self, user: &str) -> Result<Option<Choices>, StoreError> {
+        self.pg.run(async |c| {
+            Ok(c.query_opt(
+                "SELECT proactive, timezone, quiet_hours FROM followup_choices
+                 WHERE \"user\" = $1",
+                &[&user],
+            )
+            .await?
+            .map(|r| Choices {
+                proactive: r.get::<_, Option<i64>>(0).map(|p| p == 1),
+                timezone: r.get(1),
+                quiet_hours: r.get(2),
+            }))
+        })
+    }
+
+    fn set_choices(&self, user: &str, choices: &Choices, now_ms: i64) -> Result<(), StoreError> {
+        self.pg.run(async |c| {
+            if choices.is_empty() {
+                c.execute(
+                    "DELETE FROM followup_choices WHERE \"user\" = $1",
+                    &[&user],
+                )
+                .await?;
+            } else {
+                c.execute(
+                    "INSERT INTO followup_choices (\"user\", proactive, timezone, quiet_hours, updated_ms)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (\"user\") DO UPDATE SET proactive = excluded.proactive,
+                         timezone = excluded.timezone, quiet_hours = excluded.quiet_hours,
+                         updated_ms = excluded.updated_ms",
+                    &[
+                        &user,
+                        &choices.proactive.map(i64::from),
+                        &choices.timezone,
+                        &choices.quiet_hours,
+                        &now_ms,
+                    ],
+                )
+                .await?;
+            }
+            Ok(())
         })
     }
 

@@ -18,9 +18,22 @@ pub(super) fn run(config: &Config) -> ExitCode {
         .families
         .get::<FollowupSettings>(ringfence_followups::FAMILY)
         .clone();
-    if !settings.delivers_for_anyone() {
+    let db = match ringfence_followups::open(&config.store.shared_store(), &settings.db_path) {
+        Ok(db) => db,
+        Err(e) => return fail(&e.to_string()),
+    };
+    // People's own choices (the settings page) count: one may have turned theirs on.
+    let chosen = match db.choices() {
+        Ok(c) => settings.with_choices(&c),
+        Err(e) => {
+            return fail(&format!(
+                "cannot read the people's own delivery choices: {e}"
+            ));
+        }
+    };
+    if !chosen.delivers_for_anyone() {
         return fail(
-            "follow-up delivery is off for every user: set [followups] proactive = true (or followups.users.<name>.proactive = true), or RINGFENCE_FOLLOWUPS_PROACTIVE=true",
+            "follow-up delivery is off for every user: set [followups] proactive = true (or followups.users.<name>.proactive = true), or RINGFENCE_FOLLOWUPS_PROACTIVE=true, or turn proactive messages on on your settings page (`ringfence ui`)",
         );
     }
     if settings.channels.iter().all(|c| c.kind == ChannelKind::Mcp) {
@@ -28,10 +41,6 @@ pub(super) fn run(config: &Config) -> ExitCode {
             "the only follow-up channel is mcp, which reaches clients connected to `serve`: this scheduler has none, and leaves those follow-ups to `serve` (add a webhook, command or email channel for it to deliver)"
         );
     }
-    let db = match ringfence_followups::open(&config.store.shared_store(), &settings.db_path) {
-        Ok(db) => db,
-        Err(e) => return fail(&e.to_string()),
-    };
     let writer = ringfence_followups::check_in_writer(config.llm.as_ref());
     let scheduler = match Scheduler::new(db, settings, writer) {
         Ok(s) => Arc::new(s),
