@@ -21,6 +21,8 @@ with the query that must find them, and nothing else does.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html.parser
 import http.server
 import json
@@ -41,7 +43,7 @@ from store import on_postgres
 from test_calendar_google import google as google_standin
 from test_followups import SECRET, receiver
 from test_http import call, client
-from test_http_users import self_signed, serve, tokens_config
+from test_http_users import jwks, mint, rsa_key, self_signed, serve, tokens_config
 from test_sdk_client import REPO_ROOT, TEST_TIMEOUT_S, is_error, structured, text_of
 
 try:
@@ -960,6 +962,182 @@ async def test_security_headers(start, browser):
         assert "'unsafe-inline'" not in scripts, (what, csp)
         xfo = r.headers.get("x-frame-options", "").strip().upper()
         assert xfo == "DENY" or d.get("frame-ancestors") == ["'none'"], (what, xfo, csp)
+
+
+# --- 1b. signing in through the OAuth authorization server ------------------------------------
+
+AUDIENCE = "https://mcp.test/mcp"
+CLIENT_ID = "ringfence-settings"
+
+
+class AuthorizationServer:
+    """A stand-in OAuth authorization server on loopback: RFC 8414 metadata, a JWKS, an
+    authorization endpoint that "consents" at once (or answers `error` when told to), and a
+    token endpoint that checks the code, the redirect address, the client and the PKCE
+    verifier (S256) before it mints a JWT for `sub`."""
+
+    def __init__(self) -> None:
+        self.key = rsa_key()
+        self.sub = "carol"
+        self.audience = AUDIENCE
+        self.refuse: str | None = None
+        self.authorize_requests: list[dict[str, str]] = []
+        self.token_requests: list[dict[str, str]] = []
+        self.codes: dict[str, dict[str, str]] = {}
+        idp = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def answer(self, status: int, doc: Any = None, location: str | None = None) -> None:
+                body = json.dumps(doc).encode() if doc is not None else b""
+                self.send_response(status)
+                if location:
+                    self.send_header("Location", location)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:  # noqa: N802
+                url = urllib.parse.urlsplit(self.path)
+                if url.path == "/.well-known/oauth-authorization-server":
+                    self.answer(200, {"issuer": idp.issuer,
+                                      "authorization_endpoint": idp.issuer + "/authorize",
+                                      "token_endpoint": idp.issuer + "/token",
+                                      "jwks_uri": idp.issuer + "/jwks",
+                                      "code_challenge_methods_supported": ["S256"]})
+                elif url.path == "/jwks":
+                    self.answer(200, jwks(("k1", idp.key)))
+                elif url.path == "/authorize":
+                    q = dict(urllib.parse.parse_qsl(url.query))
+                    idp.authorize_requests.append(q)
+                    back = q.get("redirect_uri", "")
+                    if idp.refuse:
+                        answer = {"error": idp.refuse, "state": q.get("state", ""),
+                                  "error_description": "<b>Evil</b> text from the server"}
+                    else:
+                        code = f"code-{len(idp.codes)}"
+                        idp.codes[code] = q
+                        answer = {"code": code, "state": q.get("state", "")}
+                    self.answer(302, location=back + "?" + urllib.parse.urlencode(answer))
+                else:
+                    self.answer(404, {"error": "not_found"})
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length", "0"))
+                form = dict(urllib.parse.parse_qsl(self.rfile.read(length).decode()))
+                idp.token_requests.append(form)
+                asked = idp.codes.pop(form.get("code", ""), None)
+                verifier = form.get("code_verifier", "")
+                challenge = base64.urlsafe_b64encode(
+                    hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+                if (asked is None or form.get("grant_type") != "authorization_code"
+                        or form.get("redirect_uri") != asked.get("redirect_uri")
+                        or form.get("client_id") != asked.get("client_id")
+                        or challenge != asked.get("code_challenge")):
+                    self.answer(400, {"error": "invalid_grant"})
+                    return
+                token = mint(idp.key, "k1", iss=idp.issuer, sub=idp.sub, aud=idp.audience)
+                self.answer(200, {"access_token": token, "token_type": "Bearer",
+                                  "expires_in": 300})
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.issuer = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def config(self) -> str:
+        return (tokens_config(alice=ALICE, bob=BOB) + "[http.oauth]\n"
+                f'issuer = "{self.issuer}"\njwks_url = "{self.issuer}/jwks"\n'
+                f'audience = "{AUDIENCE}"\nclient_id = "{CLIENT_ID}"\n'
+                'required_scopes = ["files"]\n' + WORDS_ONLY)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def idp() -> Iterator[AuthorizationServer]:
+    server = AuthorizationServer()
+    yield server
+    server.close()
+
+
+async def test_sign_in_through_the_authorization_server(start, browser, idp):
+    """The authorization-code flow with PKCE: the browser goes to the authorization server
+    and back, the server exchanges the code with the verifier, and the token's user (a JWT
+    /mcp accepts) is signed in. The verifier never travels through the browser's address
+    bar; the state is checked; the flow's cookie is gone afterwards."""
+    srv = start(idp.config())
+    await mcp_store(srv, ALICE, "memory", "Alice keeps her diary under the floorboard")
+    page = await new_page(browser)
+    await page.goto(srv.base + "/settings/login")
+    host = urllib.parse.urlsplit(idp.issuer).hostname
+    button = page.get_by_role("link", name=f"Sign in with {host}")
+    await expect(button).to_be_visible()
+    await screenshot(page, "login-oauth")
+    first, final = await submit(page, button)
+    assert final.ok, (final.status, await final.text())
+    assert path_of(page.url) == "/settings", page.url
+    await expect_header(page, "carol")
+    (asked,) = idp.authorize_requests
+    assert asked["client_id"] == CLIENT_ID and asked["response_type"] == "code", asked
+    assert asked["code_challenge_method"] == "S256" and len(asked["state"]) >= 43, asked
+    assert asked["redirect_uri"] == srv.base + "/settings/login/callback", asked
+    assert asked["resource"] == AUDIENCE and asked["scope"] == "files", asked
+    (exchanged,) = idp.token_requests
+    assert exchanged["code_verifier"] not in json.dumps(asked), "the verifier left in the URL"
+    names = {c["name"] for c in await page.context.cookies()}
+    assert "ringfence-signin" not in names, names
+    await session_cookie(page)
+    # Carol's session is hers alone: none of Alice's memories.
+    r = await page.goto(srv.base + "/settings/memories")
+    assert r.status == 200, r.status
+    assert "floorboard" not in await page.content()
+
+
+async def test_a_sign_in_not_started_in_this_browser_is_refused(start, browser, idp):
+    """A callback without this browser's own state (login CSRF: someone else's code pushed
+    into the victim's browser), or with another state, signs nobody in and never reaches the
+    token endpoint; an authorization server's refusal is told in our words, not its own."""
+    srv = start(idp.config())
+    page = await new_page(browser)
+    r = await page.goto(srv.base + "/settings/login/callback?code=code-0&state=" + "s" * 43)
+    assert r.status == 400, r.status
+    await expect(page.get_by_role("alert")).to_contain_text("not started in this browser")
+    # Started here, but the state that comes back is another.
+    started = await page.request.get(srv.base + "/settings/login/oauth", max_redirects=0)
+    assert started.status == 303, started.status
+    r = await page.goto(srv.base + "/settings/login/callback?code=code-0&state=" + "t" * 43)
+    assert r.status == 400, r.status
+    assert idp.token_requests == [], idp.token_requests
+    r = await page.goto(srv.base + "/settings")
+    assert path_of(page.url) == "/settings/login", page.url
+    # The person declines at the authorization server.
+    idp.refuse = "access_denied"
+    await page.goto(srv.base + "/settings/login")
+    host = urllib.parse.urlsplit(idp.issuer).hostname
+    first, final = await submit(page, page.get_by_role("link", name=f"Sign in with {host}"))
+    assert final.status == 401, final.status
+    await expect(page.get_by_role("alert")).to_contain_text("declined the sign-in")
+    assert "Evil" not in await page.content()
+
+
+async def test_a_token_for_another_audience_signs_nobody_in(start, browser, idp):
+    """The token the authorization server gives must pass the same checks as an MCP
+    request's: one minted for another resource is refused, and nobody is signed in."""
+    idp.audience = "https://elsewhere.test/mcp"
+    srv = start(idp.config())
+    page = await new_page(browser)
+    await page.goto(srv.base + "/settings/login")
+    host = urllib.parse.urlsplit(idp.issuer).hostname
+    first, final = await submit(page, page.get_by_role("link", name=f"Sign in with {host}"))
+    assert final.status == 401, final.status
+    await expect(page.get_by_role("alert")).to_contain_text("not accepted by this server")
+    await page.goto(srv.base + "/settings")
+    assert path_of(page.url) == "/settings/login", page.url
 
 
 # --- 5. follow-ups ---------------------------------------------------------------------------

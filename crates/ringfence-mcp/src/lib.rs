@@ -21,7 +21,7 @@ mod session;
 
 pub use convert::mcp_tool;
 pub use http::settings::signin::{MemoryWebSessions, WebSession, WebSessions};
-pub use http::settings::{SettingsPage, one_time_key, one_time_token};
+pub use http::settings::{OauthSignIn, SettingsPage, one_time_key, one_time_token};
 pub use http::{
     Auth, HttpOptions, InvalidOrigin, MetricsToken, RateLimits, ResourceMetadata, SessionDirectory,
     TlsConfig, TlsError, TokenAuth, TokenConfigError, load_tls, normalize_origin,

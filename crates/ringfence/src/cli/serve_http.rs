@@ -98,6 +98,21 @@ async fn serve(
         session_ttl: std::time::Duration::from_secs(12 * 3600),
         one_time: once.as_deref().map(ringfence_mcp::one_time_key),
         public_origin: plan.public_origin.clone(),
+        oauth: match &plan.settings_oauth {
+            None => None,
+            Some((flow, None)) => Some(flow.clone()),
+            Some((flow, Some(var))) => match std::env::var(var) {
+                Ok(secret) if !secret.trim().is_empty() => Some(ringfence_mcp::OauthSignIn {
+                    client_secret: Some(secret.trim().to_owned()),
+                    ..flow.clone()
+                }),
+                _ => {
+                    return Err(format!(
+                        "http.oauth.client_secret_env names {var}, which is not set: export the settings page's client secret in it, or remove the key for a public client"
+                    ));
+                }
+            },
+        },
     });
     if let Some(reads) =
         crate::store::reads(app.store()).map_err(|e| format!("the shared session store: {e}"))?

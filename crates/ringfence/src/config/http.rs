@@ -42,6 +42,94 @@ pub struct HttpPlan {
     stream_idle: Option<Duration>,
     /// `None`: derived from the descriptor limit at start.
     max_open_requests: Option<usize>,
+    /// Signing in to the settings page through the authorization server (`[http.oauth]`
+    /// with a `client_id`), and the variable naming its client secret, if any.
+    pub settings_oauth: Option<(ringfence_mcp::OauthSignIn, Option<String>)>,
+}
+
+/// The settings page's sign-in through the authorization server, when `[http.oauth]` names
+/// a `client_id`; every endpoint must be HTTPS (HTTP on loopback only).
+fn settings_sign_in(
+    o: &crate::config::raw::OauthConfig,
+    resource: &str,
+) -> Result<Option<(ringfence_mcp::OauthSignIn, Option<String>)>, ConfigError> {
+    let client_id = match o.client_id.as_deref().map(str::trim) {
+        None => {
+            for (key, set) in [
+                ("client_secret_env", o.client_secret_env.is_some()),
+                ("authorization_endpoint", o.authorization_endpoint.is_some()),
+                ("token_endpoint", o.token_endpoint.is_some()),
+                ("scopes", o.scopes.is_some()),
+            ] {
+                if set {
+                    return Err(ConfigError::invalid(
+                        format!("http.oauth.{key}"),
+                        "is for the settings page's sign-in, which needs http.oauth.client_id: set it (the client registered at the authorization server) or remove this key",
+                    ));
+                }
+            }
+            return Ok(None);
+        }
+        Some("") => {
+            return Err(ConfigError::invalid(
+                "http.oauth.client_id",
+                "is empty: name the settings page's client at the authorization server, or remove the key",
+            ));
+        }
+        Some(id) => id.to_owned(),
+    };
+    for (key, url) in [
+        ("authorization_endpoint", &o.authorization_endpoint),
+        ("token_endpoint", &o.token_endpoint),
+    ] {
+        if let Some(url) = url
+            && !https_or_loopback(url)
+        {
+            return Err(ConfigError::invalid(
+                format!("http.oauth.{key}"),
+                format!("`{url}` must be an https:// URL (plain http only on loopback)"),
+            ));
+        }
+    }
+    let name = url::Url::parse(&o.issuer)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_else(|| o.issuer.clone());
+    Ok(Some((
+        ringfence_mcp::OauthSignIn {
+            issuer: o.issuer.clone(),
+            client_id,
+            client_secret: None,
+            authorization_endpoint: o.authorization_endpoint.clone(),
+            token_endpoint: o.token_endpoint.clone(),
+            scopes: o
+                .scopes
+                .clone()
+                .unwrap_or_else(|| o.required_scopes.clone()),
+            // The token must name this server as MCP's are checked: its first audience.
+            resource: o
+                .audience
+                .as_ref()
+                .and_then(|a| a.to_vec().into_iter().next())
+                .unwrap_or_else(|| resource.to_owned()),
+            name,
+        },
+        o.client_secret_env.clone(),
+    )))
+}
+
+/// Whether `url` is HTTPS, or HTTP to a loopback address.
+fn https_or_loopback(url: &str) -> bool {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return false;
+    };
+    let loopback = match parsed.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
+        None => false,
+    };
+    parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback)
 }
 
 impl HttpPlan {
@@ -102,6 +190,10 @@ impl HttpPlan {
                     .map_err(|e| ConfigError::invalid("http.allowed_origins", e.to_string()))?,
             );
         }
+        let settings_oauth = match &http.oauth {
+            Some(o) => settings_sign_in(o, &resource)?,
+            None => None,
+        };
         let (oauth, metadata) = match &http.oauth {
             None => (None, None),
             Some(o) => {
@@ -212,6 +304,7 @@ impl HttpPlan {
             body_timeout: seconds_or_never(http.body_timeout_secs, 60),
             stream_idle: seconds_or_never(http.stream_idle_secs, 300),
             max_open_requests: http.max_open_requests,
+            settings_oauth,
         })
     }
 
@@ -395,6 +488,7 @@ mod tests {
                 jwks_url: None,
                 user_claim: None,
                 required_scopes: Vec::new(),
+                ..OauthConfig::default()
             }),
             ..HttpConfig::default()
         };
@@ -412,6 +506,7 @@ mod tests {
                 jwks_url: None,
                 user_claim: None,
                 required_scopes: vec!["mcp".into()],
+                ..OauthConfig::default()
             }),
             ..HttpConfig::default()
         };
@@ -428,6 +523,61 @@ mod tests {
             "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
         );
         assert_eq!(metadata.document["scopes_supported"][0], "mcp");
+    }
+
+    #[test]
+    fn the_settings_sign_in_needs_a_client_and_safe_endpoints() {
+        let with = |o: OauthConfig| HttpConfig {
+            public_url: Some("https://mcp.example.com".into()),
+            oauth: Some(OauthConfig {
+                issuer: "https://issuer.example/realm".into(),
+                jwks_file: Some("/keys.json".into()),
+                required_scopes: vec!["mcp".into()],
+                ..o
+            }),
+            ..HttpConfig::default()
+        };
+        // Without a client id: no sign-in through the issuer, and its keys are refused.
+        let plan = HttpPlan::new(&with(OauthConfig::default()), addr(), None).unwrap();
+        assert!(plan.settings_oauth.is_none());
+        let stray = with(OauthConfig {
+            token_endpoint: Some("https://issuer.example/token".into()),
+            ..OauthConfig::default()
+        });
+        assert!(refused(&stray).starts_with("http.oauth.token_endpoint: "));
+        let plan = HttpPlan::new(
+            &with(OauthConfig {
+                client_id: Some("settings".into()),
+                client_secret_env: Some("SETTINGS_SECRET".into()),
+                ..OauthConfig::default()
+            }),
+            addr(),
+            None,
+        )
+        .unwrap();
+        let (flow, secret) = plan.settings_oauth.unwrap();
+        assert_eq!(flow.client_id, "settings");
+        assert_eq!(flow.resource, "https://mcp.example.com/mcp");
+        assert_eq!(flow.scopes, ["mcp"], "the required scopes by default");
+        assert_eq!(flow.name, "issuer.example");
+        assert_eq!(secret.as_deref(), Some("SETTINGS_SECRET"));
+        for bad in ["http://issuer.example/authorize", "not a url"] {
+            let http = with(OauthConfig {
+                client_id: Some("settings".into()),
+                authorization_endpoint: Some(bad.into()),
+                ..OauthConfig::default()
+            });
+            assert!(
+                refused(&http).contains("must be an https:// URL"),
+                "{}",
+                refused(&http)
+            );
+        }
+        let empty = with(OauthConfig {
+            client_id: Some(" ".into()),
+            ..OauthConfig::default()
+        });
+        assert!(refused(&empty).starts_with("http.oauth.client_id: "));
     }
 
     #[test]

@@ -213,7 +213,7 @@ pub struct HttpLimits {
 }
 
 /// `[http.oauth]`: JWT access tokens from an authorization server.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OauthConfig {
     /// The authorization server's issuer identifier (exact `iss`).
@@ -229,6 +229,18 @@ pub struct OauthConfig {
     /// Scopes every token must carry.
     #[serde(default)]
     pub required_scopes: Vec<String>,
+    /// The settings page's client id at the authorization server: with it, people sign in
+    /// to `/settings` there (authorization code with PKCE). Register the return address
+    /// `<public_url>/settings/login/callback`.
+    pub client_id: Option<String>,
+    /// The variable holding that client's secret, for a confidential client.
+    pub client_secret_env: Option<String>,
+    /// Where people sign in (default: from the issuer's metadata).
+    pub authorization_endpoint: Option<String>,
+    /// Where the code is exchanged (default: from the issuer's metadata).
+    pub token_endpoint: Option<String>,
+    /// Scopes asked for at sign-in (default: `required_scopes`).
+    pub scopes: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -33,8 +33,10 @@ use ringfence_core::time::now_ms;
 
 use super::auth::Auth;
 
+pub mod oauth;
 pub mod signin;
 
+pub use oauth::OauthSignIn;
 use signin::{Attempts, WebSession, WebSessions};
 
 /// What the settings page serves.
@@ -52,6 +54,8 @@ pub struct SettingsPage {
     /// server's own (behind a proxy that serves HTTPS): forms must come from it, the
     /// cookie is `Secure` when it is HTTPS, and addresses given to other sites use it.
     pub public_origin: Option<String>,
+    /// Signing in through the OAuth authorization server (with `[http.oauth]`'s JWTs).
+    pub oauth: Option<OauthSignIn>,
 }
 
 /// A new one-time sign-in token (for the link `ringfence ui` prints).
@@ -84,6 +88,7 @@ impl SettingsPage {
             session_ttl: Duration::from_secs(12 * 3600),
             one_time: None,
             public_origin: None,
+            oauth: None,
         }
     }
 }
@@ -108,6 +113,8 @@ pub(super) struct Settings {
     one_time: std::sync::Mutex<Option<(String, i64)>>,
     /// Requests being served ([`MAX_AT_ONCE`]).
     busy: tokio::sync::Semaphore,
+    /// Signing in through the authorization server, when its tokens are accepted.
+    oauth: Option<oauth::Flow>,
 }
 
 /// The largest form a settings page takes (an edited memory is far smaller).
@@ -137,8 +144,16 @@ impl Settings {
                 .public_origin
                 .as_deref()
                 .is_some_and(|o| o.starts_with("https://"));
+        let auth = auth.filter(|a| !a.is_empty());
+        // Its tokens must be checked as MCP's are: without [http.oauth] there is no flow.
+        let flow = page
+            .oauth
+            .clone()
+            .filter(|_| auth.as_ref().is_some_and(|a| a.jwt.is_some()))
+            .map(oauth::Flow::new);
         Settings {
-            auth: auth.filter(|a| !a.is_empty()),
+            oauth: flow,
+            auth,
             hosts,
             tls,
             https,
@@ -164,6 +179,15 @@ impl Settings {
             "__Host-ringfence-session"
         } else {
             "ringfence-session"
+        }
+    }
+
+    /// The cookie a sign-in through the authorization server keeps its state in.
+    fn flow_cookie_name(&self) -> &'static str {
+        if self.https {
+            "__Host-ringfence-signin"
+        } else {
+            "ringfence-signin"
         }
     }
 }
@@ -392,6 +416,11 @@ async fn handle(settings: &Settings, req: Request) -> Response {
             (None, None) => login_page(settings, StatusCode::OK, None),
         },
         (Method::Post, ["login"]) => sign_in(settings, &form, peer).await,
+        (Method::Get, ["login", "oauth"]) => start_flow(settings, &own_origin, peer).await,
+        (Method::Get, ["login", "callback"]) => {
+            let flow_cookie = cookie(&parts.headers, settings.flow_cookie_name());
+            finish_flow(settings, &own_origin, &query, flow_cookie, peer).await
+        }
         (Method::Post, ["logout"]) => {
             let Some(session) = session else {
                 return see_other("/settings/login");
@@ -496,9 +525,18 @@ fn see_other(to: &str) -> Response {
 }
 
 fn set_cookie(response: &mut Response, settings: &Settings, value: &str, max_age: u64) {
+    set_named_cookie(response, settings, settings.cookie_name(), value, max_age);
+}
+
+fn set_named_cookie(
+    response: &mut Response,
+    settings: &Settings,
+    name: &str,
+    value: &str,
+    max_age: u64,
+) {
     let cookie = format!(
-        "{}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{}",
-        settings.cookie_name(),
+        "{name}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{}",
         if settings.https { "; Secure" } else { "" }
     );
     if let Ok(v) = HeaderValue::from_str(&cookie) {
@@ -551,6 +589,138 @@ async fn sign_in(settings: &Settings, form: &BTreeMap<String, String>, peer: IpA
     start_session(settings, user).await
 }
 
+/// Where the authorization server sends the browser back.
+fn callback_uri(own_origin: &str) -> String {
+    format!("{own_origin}/settings/login/callback")
+}
+
+/// Starts a sign-in through the authorization server: a new state and PKCE verifier in the
+/// flow cookie, and the browser sent to the authorization endpoint.
+async fn start_flow(settings: &Settings, own_origin: &str, peer: IpAddr) -> Response {
+    let Some(flow) = &settings.oauth else {
+        return login_page(
+            settings,
+            StatusCode::NOT_FOUND,
+            Some(
+                "This server does not sign people in through an authorization server: use your access token.",
+            ),
+        );
+    };
+    if let Some(wait) = settings.attempts.refused(peer, Instant::now()) {
+        return login_page(
+            settings,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(&format!(
+                "Too many sign-in attempts from your address: wait {} minutes and try again.",
+                wait.div_ceil(60)
+            )),
+        );
+    }
+    let endpoints = match flow.endpoints().await {
+        Ok(e) => e,
+        Err(e) => return login_page(settings, StatusCode::BAD_GATEWAY, Some(&e.0)),
+    };
+    let (state, verifier) = (signin::random_token(), signin::random_token());
+    let to = flow.authorize_url(
+        &endpoints.authorization,
+        &callback_uri(own_origin),
+        &state,
+        &verifier,
+    );
+    let mut response = see_other(&to);
+    set_named_cookie(
+        &mut response,
+        settings,
+        settings.flow_cookie_name(),
+        &oauth::cookie_value(&state, &verifier),
+        oauth::FLOW_SECS,
+    );
+    response
+}
+
+/// Finishes a sign-in through the authorization server: the state must be the browser's
+/// own, the code is exchanged with the verifier, and the token must be one `/mcp` accepts.
+async fn finish_flow(
+    settings: &Settings,
+    own_origin: &str,
+    query: &BTreeMap<String, String>,
+    flow_cookie: Option<&str>,
+    peer: IpAddr,
+) -> Response {
+    let (Some(flow), Some(auth)) = (&settings.oauth, &settings.auth) else {
+        return see_other("/settings/login");
+    };
+    let now = Instant::now();
+    let fail = |status: StatusCode, why: &str| {
+        let mut r = login_page(settings, status, Some(why));
+        set_named_cookie(&mut r, settings, settings.flow_cookie_name(), "", 0);
+        r
+    };
+    if let Some(wait) = settings.attempts.refused(peer, now) {
+        return fail(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!(
+                "Too many sign-in attempts from your address: wait {} minutes and try again.",
+                wait.div_ceil(60)
+            ),
+        );
+    }
+    let started = flow_cookie.and_then(oauth::parse_cookie);
+    let state = query.get("state").map_or("", String::as_str);
+    let Some((_, verifier)) = started.filter(|(s, _)| signin::same_secret(s, state)) else {
+        settings.attempts.failed(peer, now);
+        tracing::warn!(%peer, "settings page: a sign-in came back without this browser's state");
+        return fail(
+            StatusCode::BAD_REQUEST,
+            "This sign-in was not started in this browser, or took more than 10 minutes: start it again.",
+        );
+    };
+    if let Some(error) = query.get("error") {
+        tracing::info!(error = %error.escape_debug(), "settings page: the authorization server did not sign the person in");
+        return fail(StatusCode::UNAUTHORIZED, oauth::refusal_words(error));
+    }
+    let Some(code) = query
+        .get("code")
+        .filter(|c| !c.is_empty() && c.len() <= 4096)
+    else {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            "The sign-in service sent you back without a code: start again.",
+        );
+    };
+    let endpoints = match flow.endpoints().await {
+        Ok(e) => e,
+        Err(e) => return fail(StatusCode::BAD_GATEWAY, &e.0),
+    };
+    let token = match flow
+        .exchange(&endpoints.token, code, &callback_uri(own_origin), verifier)
+        .await
+    {
+        Ok(t) => t,
+        Err(e) => {
+            settings.attempts.failed(peer, now);
+            return fail(StatusCode::BAD_GATEWAY, &e.0);
+        }
+    };
+    let user = match auth.user_of(&token).await {
+        Ok(u) => u,
+        Err(f) => {
+            settings.attempts.failed(peer, now);
+            tracing::warn!(reason = %f.description, "settings page: the authorization server's token is not accepted");
+            return fail(
+                StatusCode::UNAUTHORIZED,
+                &format!(
+                    "The sign-in service's token for you is not accepted by this server ({}): the operator must check [http.oauth].",
+                    f.description
+                ),
+            );
+        }
+    };
+    let mut response = start_session(settings, user).await;
+    set_named_cookie(&mut response, settings, settings.flow_cookie_name(), "", 0);
+    response
+}
+
 /// Signs `user` in: a new session stored, its cookie set, on to the settings.
 async fn start_session(settings: &Settings, user: String) -> Response {
     let value = signin::random_token();
@@ -595,6 +765,12 @@ fn document(title: &str, header_part: Markup, main: Markup) -> Markup {
 fn login_page(settings: &Settings, status: StatusCode, problem: Option<&str>) -> Response {
     let main = html! {
         @if let Some(p) = problem { p.problem role="alert" { (p) } }
+        @if let Some(flow) = &settings.oauth {
+            p.oauth {
+                a.button href="/settings/login/oauth" { "Sign in with " (flow.config.name) }
+            }
+            p { "Or:" }
+        }
         form.signin method="post" action="/settings/login" {
             @if settings.auth.is_some() {
                 p { "Sign in with the access token your assistant's MCP client uses for this server." }
