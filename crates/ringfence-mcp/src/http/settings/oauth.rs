@@ -444,7 +444,7 @@ mod tests {
         for bad in [
             "",
             "abc",
-            &format!("{s}"),
+            &s,
             &format!("{s}.short"),
             &format!("{s}.{v};x"),
             &format!("{s}.{}", "é".repeat(30)),
