@@ -243,7 +243,7 @@ PG_SUITES=(tests/python/test_store.py tests/python/test_instances.py tests/pytho
     tests/python/test_followups.py tests/python/test_calendar.py tests/python/test_calendar_google.py
     tests/python/test_http.py tests/python/test_http_users.py tests/python/test_http_hardening.py
     tests/python/test_http_stateless.py tests/python/test_client_roots.py
-    tests/python/test_settings_page.py)
+    tests/python/test_settings_page.py tests/python/test_settings_caldav.py)
 section "pytest on PostgreSQL: ${PG_SUITES[*]}"
 # shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose
 run_step "python tests on PostgreSQL (pytest)" env RINGFENCE_TEST_STORE=postgres \

@@ -154,9 +154,10 @@ def discovered(tmp_path_factory, ringfence_bin) -> dict[str, set[str]]:
 
 
 # Keys the parser takes but the loader refuses by hand, each checked below to stay refused:
-# a user's calendar table has the same shape as [calendar], less these two.
+# a user's calendar table has the same shape as [calendar], less these three.
 REFUSED = {
-    "calendar.users.<name>": {"timeout_secs": "5", "users": "{}"},
+    "calendar.users.<name>": {"timeout_secs": "5", "users": "{}",
+                              "user_allow_private": '["127.0.0.1"]'},
 }
 # Keys no refusal lists (the roots' table form is one of two shapes of an entry), each
 # checked below to load.

@@ -18,7 +18,7 @@ const DAV: &str = "DAV:";
 const CALDAV: &str = "urn:ietf:params:xml:ns:caldav";
 
 /// Where a user's CalDAV calendars are, and the login.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct CalDavAccount {
     /// The server, principal or calendar URL.
     pub url: url::Url,
@@ -46,6 +46,9 @@ pub struct CalDavStore {
 struct Inner {
     http: reqwest::Client,
     account: CalDavAccount,
+    /// The login the user entered on the settings page (not the operator's), whose URL is
+    /// held to the SSRF guard.
+    own: bool,
     /// The calendars found, kept for a minute.
     found: Mutex<Option<(std::time::Instant, Vec<CalendarInfo>)>>,
 }
@@ -72,10 +75,50 @@ impl CalDavStore {
             inner: Arc::new(Inner {
                 http,
                 account,
+                own: false,
                 found: Mutex::new(None),
             }),
         })
     }
+
+    /// The store of a login the user entered themselves: its URL (an address in it) is
+    /// checked by `guard` now, and every host name when the client connects (the guard is
+    /// its resolver, so each connection's addresses are the ones checked; the environment's
+    /// proxy is not used).
+    pub fn guarded(
+        account: CalDavAccount,
+        timeout: Duration,
+        guard: Arc<ringfence_net::Guard>,
+    ) -> CalendarResult<CalDavStore> {
+        guard.check_url(&account.url).map_err(|e| refused(&e))?;
+        let outbound = ringfence_net::Outbound {
+            connect_timeout: Duration::from_secs(10),
+            timeout,
+        };
+        let http = ringfence_net::guarded_client(&outbound, guard, None)
+            .map_err(|e| CalendarError::Failed(e.to_string()))?;
+        Ok(CalDavStore {
+            inner: Arc::new(Inner {
+                http,
+                account,
+                own: true,
+                found: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// Whether this store is for `account` (the user's own login or the operator's).
+    pub(crate) fn is_for(&self, account: &CalDavAccount, own: bool) -> bool {
+        self.inner.own == own && self.inner.account == *account
+    }
+}
+
+/// The guard refused the user's own CalDAV URL.
+fn refused(e: &ringfence_net::GuardError) -> CalendarError {
+    CalendarError::NotConnected(format!(
+        "CalDAV calendar is not connected: {} Change the URL on your settings page (Calendar).",
+        crate::login::refusal_text(e)
+    ))
 }
 
 fn host(u: &url::Url) -> String {
@@ -100,6 +143,9 @@ impl Inner {
         url: &url::Url,
     ) -> CalendarResult<reqwest::Response> {
         let resp = r.send().await.map_err(|e| {
+            if let Some(g) = ringfence_net::refusal_in(&e) {
+                return refused(g);
+            }
             CalendarError::Failed(format!(
                 "the CalDAV server {} could not be reached: {}",
                 host(url),
@@ -112,9 +158,14 @@ impl Inner {
                 host(url)
             ))),
             StatusCode::UNAUTHORIZED => Err(CalendarError::NotConnected(format!(
-                "CalDAV calendar is not connected: {} refused the login ({}); check [calendar] username and password (or password_env)",
+                "CalDAV calendar is not connected: {} refused the login ({}); {}",
                 host(url),
-                resp.status()
+                resp.status(),
+                if self.own {
+                    "enter your username and password again on your settings page (Calendar)"
+                } else {
+                    "check [calendar] username and password (or password_env)"
+                }
             ))),
             _ => Ok(resp),
         }

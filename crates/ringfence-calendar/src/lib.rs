@@ -15,6 +15,8 @@
 //! - [`local`]: the local calendar in `calendar.db`.
 //! - [`caldav`]: RFC 4791 CalDAV servers.
 //! - [`google`]: Google Calendar (API v3), connected by OAuth for installed apps with PKCE.
+//! - [`login`]: a person's own CalDAV login, entered on the settings page, and the SSRF
+//!   guard its URL is held to.
 
 pub mod backend;
 pub mod caldav;
@@ -22,6 +24,7 @@ pub mod event;
 pub mod google;
 pub mod ical;
 pub mod local;
+pub mod login;
 pub mod object;
 mod page;
 mod plug;

@@ -19,16 +19,19 @@ pub const SECTION: &str = "calendar";
 /// comment, `# ` before a setting (remove it to use the setting), `## ` before prose.
 pub const SAMPLE: &str = r#"## Calendar: list, create, update and delete events. "local" keeps them in the data
 ## directory; "google" needs `ringfence calendar connect google` once; "caldav" any CalDAV
-## server (Nextcloud, Fastmail, iCloud, …).
+## server (Nextcloud, Fastmail, iCloud, …). With "caldav", each person may also enter their
+## own server and login on their settings page (`ringfence ui`, or /settings over HTTP),
+## which then comes first for them; with no url here, that is how each person connects.
 # [calendar]
 # provider = "caldav"              # local (default) | google | caldav
 # timezone = "America/New_York"    # default: the system's zone
 # url = "https://dav.example.org/alice/"
 # username = "alice"
-# password_env = "RINGFENCE_CALDAV_PASSWORD"   # the variable holding the password"#;
+# password_env = "RINGFENCE_CALDAV_PASSWORD"   # the variable holding the password
+# user_allow_private = ["10.1.2.0/24"]   # private servers people's own CalDAV URLs may reach"#;
 
 /// `[calendar]` as written, and each `[calendar.users.<name>]` (the same keys, less
-/// `timeout_secs` and `users`, which belong to the whole section).
+/// `timeout_secs`, `user_allow_private` and `users`, which belong to the whole section).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AccountTable {
@@ -51,6 +54,9 @@ struct AccountTable {
     google_api_url: Option<String>,
     /// How long one request to a calendar server may take (default 30 s).
     timeout_secs: Option<u64>,
+    /// Non-public networks, addresses and host names a CalDAV URL a user entered on the
+    /// settings page may reach (as `[web] allow_private`).
+    user_allow_private: Option<Vec<String>>,
     users: Option<BTreeMap<String, AccountTable>>,
 }
 
@@ -112,6 +118,10 @@ pub struct CalendarSettings {
     pub timeout: Duration,
     /// `calendar.db` under the data directory (the local provider).
     pub db_path: PathBuf,
+    /// `user_allow_private` as written (for `doctor`).
+    pub user_allow_private: Vec<String>,
+    /// What a CalDAV URL a user entered may reach besides the public internet.
+    pub user_allow: ringfence_net::AllowList,
 }
 
 impl CalendarSettings {
@@ -127,12 +137,20 @@ impl CalendarSettings {
                 ));
             }
         };
+        let user_allow_private = base.user_allow_private.take().unwrap_or_default();
+        let user_allow = ringfence_net::AllowList::parse(&user_allow_private).map_err(|e| {
+            SettingsError::invalid(
+                format!("{SECTION}.user_allow_private"),
+                format!("{e}; list networks (10.1.2.0/24), addresses or host names"),
+            )
+        })?;
         let default = account(input, SECTION, &base, None)?;
         let mut users = BTreeMap::new();
         for (name, u) in base.users.take().unwrap_or_default() {
             let prefix = format!("{SECTION}.users.{name}");
             for (key, set) in [
                 ("timeout_secs", u.timeout_secs.is_some()),
+                ("user_allow_private", u.user_allow_private.is_some()),
                 ("users", u.users.is_some()),
             ] {
                 if set {
@@ -158,6 +176,7 @@ impl CalendarSettings {
                 google_token_url: u.google_token_url.or(base.google_token_url.clone()),
                 google_api_url: u.google_api_url.or(base.google_api_url.clone()),
                 timeout_secs: None,
+                user_allow_private: None,
                 users: None,
             };
             users.insert(name, account(input, &prefix, &merged, Some(&default))?);
@@ -173,18 +192,27 @@ impl CalendarSettings {
             users,
             timeout,
             db_path: input.data_dir.join("calendar.db"),
+            user_allow_private,
+            user_allow,
         })
     }
 
     /// A user's settings: their own table; else the default — which holds a login (CalDAV)
     /// or a Google connection only for the local user: another user without a table of
-    /// their own gets "not connected", never the operator's calendar.
+    /// their own gets "not connected", never the operator's calendar. A CalDAV default with
+    /// neither a URL nor a login (`provider = "caldav"` alone) is everyone's: each person
+    /// enters their own login on the settings page.
     pub fn account(&self, user: &str) -> &Account {
         if let Some(own) = self.users.get(user) {
             return own;
         }
-        match self.default.provider {
+        match &self.default.provider {
             Provider::Local => &self.default,
+            Provider::CalDav {
+                url: None,
+                username: None,
+                password: Ok(None),
+            } => &self.default,
             _ if user == ringfence_core::LOCAL_USER => &self.default,
             _ => &self.unconfigured,
         }
@@ -411,5 +439,77 @@ provider = "local"
             panic!("not caldav")
         };
         assert!(password.as_ref().unwrap_err().contains("NOPE"));
+    }
+
+    #[test]
+    fn users_own_caldav_urls_may_reach_only_what_the_operator_allows() {
+        let s = settings(
+            "[calendar]\nprovider = \"caldav\"\nuser_allow_private = [\"127.0.0.1\", \"10.1.2.0/24\", \"dav.internal.example\"]\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.user_allow_private.len(), 3);
+        assert!(!s.user_allow.is_empty());
+        use ringfence_core::plug::FamilyPlug;
+        let shown = crate::CalendarPlug.shown(&s);
+        assert!(
+            shown.0.iter().any(|(k, v)| k == "user_allow_private"
+                && v.contains("10.1.2.0/24")
+                && v.contains("dav.internal.example")),
+            "{shown:?}"
+        );
+        // The sample, every setting uncommented, resolves.
+        let uncommented: String = SAMPLE
+            .lines()
+            .map(|l| l.strip_prefix("# ").unwrap_or(l))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let s = settings(&uncommented, &[("RINGFENCE_CALDAV_PASSWORD", "p")]).unwrap();
+        assert_eq!(s.user_allow_private, ["10.1.2.0/24"]);
+        assert!(settings("", &[]).unwrap().user_allow.is_empty());
+        for (toml, key) in [
+            (
+                "[calendar]\nuser_allow_private = [\"10.0.0.0/99\"]\n",
+                "calendar.user_allow_private",
+            ),
+            (
+                "[calendar]\nuser_allow_private = [\"\"]\n",
+                "calendar.user_allow_private",
+            ),
+            (
+                "[calendar.users.bob]\nuser_allow_private = [\"127.0.0.1\"]\n",
+                "calendar.users.bob.user_allow_private",
+            ),
+        ] {
+            let e = settings(toml, &[]).unwrap_err();
+            assert!(e.contains(key), "{toml}: {e}");
+        }
+    }
+
+    #[test]
+    fn caldav_without_a_server_or_login_is_everyones_to_bring_their_own() {
+        // Only `provider = "caldav"`: every user has CalDAV, with nothing configured.
+        let s = settings("[calendar]\nprovider = \"caldav\"\n", &[]).unwrap();
+        let nothing = Provider::CalDav {
+            url: None,
+            username: None,
+            password: Ok(None),
+        };
+        for user in ["alice", "dave", ringfence_core::LOCAL_USER] {
+            assert_eq!(s.account(user).provider, nothing, "{user}");
+        }
+        // A server or a login configured is the local user's, as before.
+        for toml in [
+            "[calendar]\nprovider = \"caldav\"\nurl = \"https://dav.example.org/\"\n",
+            "[calendar]\nprovider = \"caldav\"\nusername = \"op\"\n",
+            "[calendar]\nprovider = \"caldav\"\npassword_env = \"NOPE\"\n",
+        ] {
+            let s = settings(toml, &[]).unwrap();
+            assert_eq!(s.account("alice").provider, Provider::NotForUser, "{toml}");
+            assert!(matches!(
+                s.account(ringfence_core::LOCAL_USER).provider,
+                Provider::CalDav { .. }
+            ));
+        }
     }
 }

@@ -34,7 +34,8 @@ pub enum Blocked {
 }
 
 impl Blocked {
-    fn describe(self) -> &'static str {
+    /// The kind of address, in words ("a loopback address").
+    pub fn describe(self) -> &'static str {
         match self {
             Blocked::Loopback => "a loopback address",
             Blocked::Private => "a private-network address (RFC 1918)",
