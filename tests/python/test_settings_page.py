@@ -1398,3 +1398,52 @@ async def test_a_session_works_on_every_instance(start, browser):
     await submit(page_a, page_a.get_by_role("banner").get_by_role("button", name="Sign out"))
     await page_b.goto(b.base + "/settings/memories")
     assert path_of(page_b.url) == "/settings/login", page_b.url
+
+
+@pytest.mark.skipif(not on_postgres(),
+                    reason="a Google request on its way is shared between instances only "
+                           "through PostgreSQL (RINGFENCE_TEST_STORE=postgres)")
+async def test_a_google_connection_started_on_one_instance_finishes_on_another(start, browser):
+    """Behind a load balancer the person comes back from Google to whichever instance: the
+    request on its way (state and PKCE verifier) is in the shared store, so B finishes what
+    A started, once."""
+    with google_standin() as (g, base):
+        config = google_calendar_config(base)
+        a = start(tokens_config(alice=ALICE, bob=BOB) + WORDS_ONLY + config)
+        # One public address for both, as behind a load balancer: A's.
+        b = start(tokens_config(alice=ALICE, bob=BOB) + f'public_url = "{a.base}"\n'
+                  + WORDS_ONLY + config)
+        page = await new_page(browser)
+        await sign_in(page, a, ALICE)  # cookies do not tell ports apart: B reads it too
+        # The stand-in sends the browser back to A (the public address); the "load
+        # balancer" here takes it to B. (A route sees only the first request of a redirect
+        # chain: the click on Connect, whose hops are made here.)
+        connect = re.compile(re.escape(a.base + "/settings/calendar/google/connect"))
+        answers: list[str] = []
+
+        async def to_b(route: Any) -> None:
+            started = await route.fetch(max_redirects=0)  # A keeps the request on its way
+            consent = started.headers["location"]
+            assert consent.startswith(base + "/auth"), consent
+            answer = (await route.fetch(url=consent, max_redirects=0)).headers["location"]
+            assert answer.startswith(a.base + "/settings/calendar/google?"), answer
+            answers.append(answer)
+            await route.fulfill(status=302, headers={
+                "Location": answer.replace(a.base, b.base, 1)})
+
+        await page.route(connect, to_b)
+        await page.goto(a.base + "/settings/calendar")
+        await page.get_by_role("link", name="Connect Google Calendar").click()
+        await expect(page.get_by_role("status")).to_contain_text("Google Calendar is connected")
+        assert len(answers) == 1, (answers, a.base, b.base, page.url)
+        assert path_of(page.url) == "/settings/calendar" and page.url.startswith(b.base), (
+            page.url, a.base, b.base)
+        with anyio.fail_after(TEST_TIMEOUT_S):
+            async with client(a.url, ALICE) as s:
+                r = await call(s, "list_calendar_events", {"days": 7})
+                assert not is_error(r), text_of(r)
+        # The same answer again, on either instance: the request was taken once.
+        await page.unroute(connect)
+        for srv in (a, b):
+            r = await page.goto(answers[0].replace(a.base, srv.base, 1))
+            assert r.status == 400, (srv.base, r.status)

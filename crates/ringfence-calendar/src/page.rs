@@ -6,8 +6,7 @@
 //! kept where the Google connection is; the password never shown again) and forgetting
 //! them.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ringfence_core::page::{Method, PageRequest, Reply, Section, html};
 
@@ -25,10 +24,12 @@ pub(crate) struct CalendarPage {
     pub(crate) google: GoogleCalendar,
     /// The CalDAV clients (dropped for a user whose login changes) and the URLs' guard.
     pub(crate) stores: Arc<Stores>,
-    /// Each user's authorization request on its way (this instance's: the person comes
-    /// back to the instance that sent them, or starts again).
-    pub(crate) pending: Mutex<HashMap<String, (Pending, i64)>>,
 }
+
+/// Where a user's Google authorization request waits for Google's answer: beside their
+/// connection (a 0600 file, or the shared store's credentials table, so the instance the
+/// person comes back to finds it).
+const PENDING_KIND: &str = "google-pending";
 
 impl Section for CalendarPage {
     fn name(&self) -> &'static str {
@@ -289,28 +290,26 @@ impl CalendarPage {
             );
         };
         let (url, pending) = google::begin(&account, &Self::redirect_uri(req));
-        let now = ringfence_core::time::now_ms();
-        let mut map = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        map.retain(|_, (_, at)| now - *at < PENDING_MS);
-        map.insert(req.user.to_owned(), (pending, now));
-        Reply::Leave(url.to_string())
+        let doc = serde_json::json!({
+            "state": pending.state,
+            "verifier": pending.verifier,
+            "made_ms": ringfence_core::time::now_ms(),
+        });
+        let kept = self
+            .accounts
+            .kept(req.user, PENDING_KIND)
+            .map_err(|e| e.to_string())
+            .and_then(|k| k.save(&doc.to_string()).map_err(|e| e.to_string()));
+        match kept {
+            Ok(()) => Reply::Leave(url.to_string()),
+            Err(e) => Reply::Failed(format!("Connecting Google Calendar could not start: {e}")),
+        }
     }
 
     /// Back from Google: the `state` must be the one sent for this user; the code is then
     /// exchanged (with the PKCE verifier) and the refresh token stored.
     fn returned(&self, req: &PageRequest<'_>) -> Reply {
-        let taken = {
-            let mut map = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            match map.get(req.user) {
-                Some((p, at))
-                    if p.state == req.param("state")
-                        && ringfence_core::time::now_ms() - at < PENDING_MS =>
-                {
-                    map.remove(req.user).map(|(p, _)| p)
-                }
-                _ => None,
-            }
-        };
+        let taken = self.take_pending(req.user, req.param("state"));
         // A refusal counts only with the state of this user's request (a link of anyone's
         // may carry `error`); its words are ours, not the link's.
         if taken.is_some() && !req.param("error").is_empty() {
@@ -344,6 +343,25 @@ impl CalendarPage {
             }
             Err(e) => Reply::Invalid(format!("Connecting Google Calendar failed: {e}")),
         }
+    }
+
+    /// The user's request on its way, when `state` is its own and it is recent: taken once
+    /// (whichever instance the person comes back to).
+    fn take_pending(&self, user: &str, state: &str) -> Option<Pending> {
+        let kept = self.accounts.kept(user, PENDING_KIND).ok()?;
+        let doc: serde_json::Value = serde_json::from_str(&kept.load().ok()??).ok()?;
+        let text = |k: &str| doc.get(k).and_then(|v| v.as_str()).unwrap_or_default();
+        let made = doc.get("made_ms").and_then(|v| v.as_i64()).unwrap_or(0);
+        let fresh = ringfence_core::time::now_ms() - made < PENDING_MS;
+        if state.is_empty() || text("state") != state || !fresh {
+            return None;
+        }
+        // Once: a second answer with the same state finds nothing.
+        kept.remove().ok()?;
+        Some(Pending {
+            state: text("state").to_owned(),
+            verifier: text("verifier").to_owned(),
+        })
     }
 
     fn disconnect(&self, req: &PageRequest<'_>) -> Reply {
@@ -380,7 +398,6 @@ mod tests {
             settings,
             accounts,
             google,
-            pending: Mutex::default(),
         }
     }
 

@@ -129,7 +129,6 @@ impl FamilyPlug for CalendarPlug {
             accounts,
             google: google.clone(),
             stores: stores.clone(),
-            pending: Mutex::default(),
         };
         Ok(family::family(Arc::new(Router {
             settings: settings.clone(),
