@@ -558,6 +558,60 @@ async def test_every_signed_in_page_has_the_header(start, browser):
     await expect_header(page, "alice")
 
 
+# --- 6. activity ---------------------------------------------------------------------------
+
+
+async def test_activity_shows_ones_own_calls_newest_first_with_filters(start, browser):
+    """Alice's activity: her calls only (bob's are not counted), newest first, 50 a page,
+    filtered by tool and time; what a call carried (a memory's text, a query) is not there;
+    a time the filter cannot read is refused with the forms it takes."""
+    srv = start()
+    secret = "Alice hides the spare key under the blue flowerpot"
+    await mcp_store(srv, ALICE, "memory", secret)  # the oldest call
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with client(srv.url, ALICE) as s:
+            for _ in range(53):
+                r = await call(s, "search_memory", {"searchQuery": "flowerpot", "limit": 1})
+                assert not is_error(r), text_of(r)
+            r = await call(s, "search_truths", {"searchQuery": "anything", "limit": 1})
+            assert not is_error(r), text_of(r)  # the newest
+        async with client(srv.url, BOB) as s:
+            await call(s, "search_memory", {"searchQuery": "bob", "limit": 1})
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    # The trail is written by a background thread: look until all 55 are in (a bound for
+    # the wait, not a claim about speed).
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        while True:
+            await page.goto(srv.base + "/settings/activity")
+            if "55 calls" in await page.locator("p.count").inner_text():
+                break
+            await anyio.sleep(0.2)
+    body = page.locator("tbody tr")
+    await expect(body).to_have_count(PAGE_ROWS)
+    await expect(body.first.locator("td").nth(1)).to_have_text("search_truths")
+    html_text = await page.content()
+    assert "flowerpot" not in html_text and "spare key" not in html_text
+    await screenshot(page, "activity")
+    first, final = await submit(page, page.get_by_role("link", name=named("Next")))
+    assert final.status == 200, final.status
+    await expect(body).to_have_count(5)
+    await expect(body.last.locator("td").nth(1)).to_have_text("store_memory")
+    # By tool, and by time.
+    await page.goto(srv.base + "/settings/activity")
+    await page.get_by_label("Tool").fill("store_memory")
+    await submit(page, page.get_by_role("button", name="Filter"))
+    await expect(page.locator("p.count")).to_have_text("1 calls")
+    await page.goto(srv.base + "/settings/activity")
+    await page.get_by_label("From").fill("2000-01-01")
+    await page.get_by_label("Until").fill("2000-01-02")
+    await submit(page, page.get_by_role("button", name="Filter"))
+    await expect(page.locator("p.count")).to_have_text("0 calls")
+    r = await page.goto(srv.base + "/settings/activity?until=soonish")
+    assert r.status == 400, r.status
+    await expect(page.get_by_role("alert")).to_contain_text("2h, 3d, today, yesterday")
+
+
 # --- 3. memories ----------------------------------------------------------------------------
 
 

@@ -186,6 +186,19 @@ pub fn query(data_dir: &Path, q: &Query, out: &mut dyn FnMut(&str)) -> std::io::
     let path = audit_path(data_dir);
     let mut files: Vec<PathBuf> = (1..=KEEP).rev().map(|k| rotated(&path, k)).collect();
     files.push(path);
+    // Text each matching line holds as the writer spells it (compact JSON): a line without
+    // it is passed over unparsed — on a shared server most lines are other people's.
+    let needles: Vec<String> = [
+        ("user", &q.user),
+        ("tool", &q.tool),
+        ("session", &q.session),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| {
+        let v = serde_json::to_string(v.as_deref()?).ok()?;
+        Some(format!("\"{k}\":{v}"))
+    })
+    .collect();
     let mut n = 0;
     for f in files {
         let Ok(file) = std::fs::File::open(&f) else {
@@ -193,6 +206,9 @@ pub fn query(data_dir: &Path, q: &Query, out: &mut dyn FnMut(&str)) -> std::io::
         };
         for line in std::io::BufReader::new(file).lines() {
             let line = line?;
+            if !needles.iter().all(|needle| line.contains(needle.as_str())) {
+                continue;
+            }
             let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
                 continue;
             };
@@ -203,4 +219,64 @@ pub fn query(data_dir: &Path, q: &Query, out: &mut dyn FnMut(&str)) -> std::io::
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(user: &str, tool: &str, args: serde_json::Value) -> String {
+        serde_json::to_string(&ringfence_core::runner::AuditEvent {
+            time: "2026-12-06T10:00:00.000Z".into(),
+            user: user.into(),
+            session: "s1".into(),
+            tool: tool.into(),
+            args,
+            outcome: "ok",
+            error: None,
+            duration_ms: 1.0,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // the test's own directory
+    fn a_query_finds_each_users_lines_whatever_their_name_and_arguments_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = audit_path(dir.path());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let odd = "we\"ird \\ ñame";
+        let lines = [
+            event("alice", "read_file", serde_json::json!({})),
+            // Bob's call whose arguments name alice: not hers.
+            event("bob", "read_file", serde_json::json!({"user": "alice"})),
+            event(odd, "write_file", serde_json::json!({})),
+            event("alice", "write_file", serde_json::json!({})),
+            "not json \"user\":\"alice\"".to_owned(),
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let found = |user: Option<&str>, tool: Option<&str>| {
+            let q = Query {
+                user: user.map(str::to_owned),
+                tool: tool.map(str::to_owned),
+                ..Query::default()
+            };
+            let mut out = Vec::new();
+            let n = query(dir.path(), &q, &mut |l| out.push(l.to_owned())).unwrap();
+            assert_eq!(n, out.len());
+            out
+        };
+        assert_eq!(
+            found(Some("alice"), None),
+            [lines[0].clone(), lines[3].clone()]
+        );
+        assert_eq!(found(Some(odd), None), [lines[2].clone()]);
+        assert_eq!(found(Some("alice"), Some("write_file")), [lines[3].clone()]);
+        assert_eq!(found(None, Some("read_file")).len(), 2);
+        assert_eq!(
+            found(None, None).len(),
+            4,
+            "an unreadable line is passed over"
+        );
+    }
 }

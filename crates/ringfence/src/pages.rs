@@ -55,11 +55,18 @@ impl Section for Activity {
             since: from,
             until: to,
         };
-        let mut lines: Vec<serde_json::Value> = Vec::new();
+        // Only the newest lines up to the asked page are kept (a busy trail holds millions);
+        // the others are counted.
+        let asked = req.number("page", 0);
+        let keep_at_most = asked.saturating_add(1).saturating_mul(PAGE_ROWS);
+        let mut newest: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+        let mut total = 0usize;
         let mut keep = |line: &str| {
-            if let Ok(v) = serde_json::from_str(line) {
-                lines.push(v);
+            total += 1;
+            if newest.len() == keep_at_most {
+                newest.pop_front();
             }
+            newest.push_back(line.to_owned());
         };
         let read = match crate::store::audit(&self.store) {
             Ok(Some(shared)) => shared.query(&query, &mut keep).map_err(|e| e.to_string()),
@@ -71,12 +78,12 @@ impl Section for Activity {
         if let Err(e) = read {
             return Reply::Failed(format!("the audit trail: {e}"));
         }
-        lines.reverse();
-        let total = lines.len();
-        let page = req
-            .number("page", 0)
-            .min(total.saturating_sub(1) / PAGE_ROWS);
-        let shown = &lines[(page * PAGE_ROWS).min(total)..((page + 1) * PAGE_ROWS).min(total)];
+        let page = asked.min(total.saturating_sub(1) / PAGE_ROWS);
+        // Newest first: the i-th newest is `newest[len - 1 - i]`.
+        let shown: Vec<serde_json::Value> = (page * PAGE_ROWS..((page + 1) * PAGE_ROWS).min(total))
+            .filter_map(|i| newest.len().checked_sub(i + 1).and_then(|k| newest.get(k)))
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect();
         let s = |v: &serde_json::Value, k: &str| {
             v.get(k)
                 .and_then(|x| x.as_str())
@@ -98,7 +105,7 @@ impl Section for Activity {
                 table {
                     thead { tr { th { "Time (UTC)" } th { "Tool" } th { "Outcome" } th { "Duration" } } }
                     tbody {
-                        @for v in shown {
+                        @for v in &shown {
                             tr {
                                 td { (s(v, "time")) }
                                 td { (s(v, "tool")) }
