@@ -30,6 +30,7 @@ pub use http::{
 pub use metrics::{Metrics, SessionGuard};
 pub use oauth::{
     AuthFailure, JwksError, JwtConfig, JwtConfigError, JwtValidator, KeySetError, KeySource,
+    https_or_loopback,
 };
 pub use server::{McpServer, ServerIdentity};
 

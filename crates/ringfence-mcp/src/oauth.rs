@@ -483,21 +483,30 @@ fn verify(key: &PublicKey, alg: &str, msg: &[u8], sig: &[u8]) -> bool {
     }
 }
 
-/// A key set URL must be HTTPS, or HTTP on a loopback address (tests, a local proxy).
-fn check_url(url: &str) -> Result<(), JwtConfigError> {
-    let parsed = reqwest::Url::parse(url).map_err(JwtConfigError::JwksUrl)?;
+/// Whether an authorization server's `url` may be used: HTTPS, or HTTP on a loopback
+/// address (tests, a local proxy).
+pub fn https_or_loopback(url: &str) -> bool {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return false;
+    };
     let loopback = match parsed.host() {
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
         Some(url::Host::Domain(d)) => d == "localhost",
         None => false,
     };
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if loopback => Ok(()),
-        _ => Err(JwtConfigError::InsecureJwksUrl {
+    parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback)
+}
+
+/// A key set URL must be HTTPS, or HTTP on a loopback address.
+fn check_url(url: &str) -> Result<(), JwtConfigError> {
+    reqwest::Url::parse(url).map_err(JwtConfigError::JwksUrl)?;
+    if https_or_loopback(url) {
+        Ok(())
+    } else {
+        Err(JwtConfigError::InsecureJwksUrl {
             url: url.to_owned(),
-        }),
+        })
     }
 }
 

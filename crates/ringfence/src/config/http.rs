@@ -83,7 +83,7 @@ fn settings_sign_in(
         ("token_endpoint", &o.token_endpoint),
     ] {
         if let Some(url) = url
-            && !https_or_loopback(url)
+            && !ringfence_mcp::https_or_loopback(url)
         {
             return Err(ConfigError::invalid(
                 format!("http.oauth.{key}"),
@@ -116,20 +116,6 @@ fn settings_sign_in(
         },
         o.client_secret_env.clone(),
     )))
-}
-
-/// Whether `url` is HTTPS, or HTTP to a loopback address.
-fn https_or_loopback(url: &str) -> bool {
-    let Ok(parsed) = url::Url::parse(url) else {
-        return false;
-    };
-    let loopback = match parsed.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d == "localhost",
-        None => false,
-    };
-    parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback)
 }
 
 impl HttpPlan {

@@ -64,19 +64,7 @@ const MAX_ANSWER: usize = 256 * 1024;
 #[derive(Debug, PartialEq)]
 pub(super) struct FlowError(pub String);
 
-/// Whether `url` may be talked to: HTTPS, or HTTP on loopback (tests, a local proxy).
-fn acceptable(url: &str) -> bool {
-    let Ok(parsed) = url::Url::parse(url) else {
-        return false;
-    };
-    let loopback = match parsed.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d == "localhost",
-        None => false,
-    };
-    parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback)
-}
+use crate::oauth::https_or_loopback as acceptable;
 
 /// The PKCE challenge of `verifier` (S256).
 pub(super) fn challenge(verifier: &str) -> String {
