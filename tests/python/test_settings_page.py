@@ -1230,6 +1230,28 @@ async def test_cancel_a_follow_up(start, browser):
                       "Remind about the library books": "pending"}, listed
 
 
+async def test_past_follow_ups_come_fifty_a_page(start, browser):
+    srv = start()
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with client(srv.url, ALICE) as s:
+            for i in range(55):
+                r = await call(s, "schedule_followup",
+                               {"context": f"Check-in number {i}", "minutes_from_now": 600})
+                assert not is_error(r), text_of(r)
+                r = await call(s, "cancel_followup", {"followup_id": structured(r)["followupId"]})
+                assert not is_error(r), text_of(r)
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    await page.goto(srv.base + "/settings/followups")
+    await expect(page.get_by_role("heading", name="Past (55)")).to_be_visible()
+    past = page.locator("section[aria-labelledby=past] li.item")
+    await expect(past).to_have_count(PAGE_ROWS)
+    await expect(past.first).to_contain_text("Check-in number 54")  # newest first
+    await submit(page, page.get_by_role("link", name="Next page"))
+    await expect(past).to_have_count(5)
+    await expect(past.last).to_contain_text("Check-in number 0")
+
+
 async def test_send_a_test_through_a_channel(start, browser):
     """"Send a test" reaches the channel now, signed as a delivery is, marked as a test, and
     stores nothing; only a channel that serves the user is offered."""

@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
-use ringfence_core::page::{Markup, Method, PageRequest, Reply, Section, html, when};
+use ringfence_core::page::{
+    Markup, Method, PAGE_ROWS, PageRequest, Reply, Section, html, pager, when,
+};
 use ringfence_core::time::{TimeZone, now_ms};
 
 use ringfence_core::plug::Lazy;
@@ -16,7 +18,7 @@ use crate::settings::FollowupSettings;
 use crate::store::{Choices, FollowupStore};
 use crate::{ChangeOutcome, Followup, FollowupBackend, ListFilter, QuietHours, Status};
 
-/// Pending and past follow-ups shown at most.
+/// Pending follow-ups shown at most (past ones are paged).
 const SHOWN: usize = 200;
 
 pub(crate) struct FollowupPage {
@@ -176,7 +178,13 @@ impl FollowupPage {
         pending.sort_by_key(|f| (f.due_ms, f.id));
         let pending_total = pending.len();
         let pending = &pending[..pending_total.min(SHOWN)];
-        let past = &past[..past.len().min(SHOWN)];
+        // Past ones, newest first, a page at a time.
+        let past_total = past.len();
+        let page = req
+            .number("page", 0)
+            .min(past_total.saturating_sub(1) / PAGE_ROWS);
+        let past =
+            &past[(page * PAGE_ROWS).min(past_total)..((page + 1) * PAGE_ROWS).min(past_total)];
         let own = match self.own(req.user) {
             Ok(own) => own,
             Err(reply) => return reply,
@@ -253,11 +261,12 @@ impl FollowupPage {
                 }
             }
             section aria-labelledby="past" {
-                h2 #past { "Past" }
+                h2 #past { "Past (" (past_total) ")" }
                 @if past.is_empty() {
                     p.empty { "None yet." }
                 } @else {
                     ul.items { @for f in past { (row(req, f, &zone)) } }
+                    (pager(req.base, &[], page, past_total))
                 }
             }
         };
