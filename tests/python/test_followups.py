@@ -881,7 +881,7 @@ def test_follow_ups_live_in_the_configured_store(tmp_path):
     if on_postgres():
         url = store_env()["RINGFENCE_DATABASE_URL"]
         assert psql(url, 'SELECT "user", context FROM followups').strip() == "local|where am I"
-        assert psql(url, "SELECT version FROM ringfence_schema WHERE name = 'followups'").strip() == "3"
+        assert psql(url, "SELECT version FROM ringfence_schema WHERE name = 'followups'").strip() == "4"
         assert not db_file.exists()
     else:
         assert db_file.exists()
