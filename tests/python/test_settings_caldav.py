@@ -105,7 +105,9 @@ async def test_a_login_entered_on_the_page_is_what_the_tools_use(start, browser,
         await expect(page.get_by_role("button", name="Forget CalDAV login")).to_be_visible()
         # The URL and username are shown again; the password nowhere, not even in its field.
         html = await page.content()
-        assert url in html and "alice" in html
+        assert url in html
+        await expect(page.get_by_label("CalDAV URL")).to_have_value(url)
+        await expect(page.get_by_label("Username")).to_have_value("alice")
         assert ALICE_PW not in html, "the password is in the page"
         assert await page.get_by_label("Password").input_value() == ""
         await page.reload()

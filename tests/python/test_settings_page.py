@@ -1144,7 +1144,7 @@ async def test_sign_in_through_the_authorization_server(start, browser, idp):
     (exchanged,) = idp.token_requests
     assert exchanged["code_verifier"] not in json.dumps(asked), "the verifier left in the URL"
     names = {c["name"] for c in await page.context.cookies()}
-    assert "ringfence-signin" not in names, names
+    assert not any("signin" in n for n in names), names
     await session_cookie(page)
     # Carol's session is hers alone: none of Alice's memories.
     r = await page.goto(srv.base + "/settings/memories")
@@ -1301,6 +1301,10 @@ async def test_own_delivery_choices_reach_the_tools_and_the_scheduler(start, bro
                                {"context": "Ask about the piano exam", "minutes_from_now": 0.01})
                 assert not is_error(r), text_of(r)
                 before = structured(await call(s, "list_followups", {"status": "pending"}))
+            async with client(srv.url, BOB) as s:
+                r = await call(s, "schedule_followup",
+                               {"context": "Ask bob about the boat", "minutes_from_now": 0.01})
+                assert not is_error(r), text_of(r)
         assert before["proactive"] is False and before["timezone"] == "UTC", before
         page = await new_page(browser)
         await sign_in(page, srv, ALICE)
@@ -1341,8 +1345,32 @@ async def test_own_delivery_choices_reach_the_tools_and_the_scheduler(start, bro
                 bobs = structured(await call(s, "list_followups", {"status": "pending"}))
         assert after["proactive"] is True and after["timezone"] == "Asia/Tokyo", after
         assert after["followups"][0]["status"] == "completed", after
-        # Bob's are his own: still the configuration's.
+        # Bob's are his own: still the configuration's, and his follow-up, due as long as
+        # hers, is still pending (hers was claimed and delivered in the meantime).
         assert bobs["proactive"] is False and bobs["timezone"] == "UTC", bobs
+        assert [f["status"] for f in bobs["followups"]] == ["pending"], bobs
+        assert [d["doc"]["user"] for d in hook.requests] == ["alice"], hook.requests
+
+
+async def test_an_operator_may_keep_delivery_to_the_configuration(start, browser):
+    """With [followups] user_choices = false the page shows the configuration's settings and
+    takes no choice."""
+    srv = start(tokens_config(alice=ALICE, bob=BOB) + WORDS_ONLY +
+                '[followups]\nproactive = false\nuser_choices = false\n')
+    page = await new_page(browser)
+    await sign_in(page, srv, ALICE)
+    await page.goto(srv.base + "/settings/followups")
+    await expect(page.get_by_role("button", name="Save delivery settings")).to_have_count(0)
+    await expect(page.locator("main")).to_contain_text("The server's operator sets these")
+    token = await page.locator("input[name=csrf]").first.get_attribute("value")
+    r = await page.request.post(srv.base + "/settings/followups/delivery",
+                                form={"csrf": token, "proactive": "on"},
+                                headers={"Origin": srv.base})
+    assert r.status == 400, r.status
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with client(srv.url, ALICE) as s:
+            listed = structured(await call(s, "list_followups", {"status": "pending"}))
+    assert listed["proactive"] is False, listed
 
 
 def google_calendar_config(base: str) -> str:

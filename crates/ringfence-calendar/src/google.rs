@@ -110,6 +110,8 @@ pub trait TokenStore: Send + Sync + std::fmt::Debug {
     fn save(&self, doc: &str) -> Result<(), TokenStoreError>;
     /// Forgets it (disconnecting); nothing to forget is no error.
     fn remove(&self) -> Result<(), TokenStoreError>;
+    /// Returns and forgets it at once: of two takers, one gets it.
+    fn take(&self) -> Result<Option<String>, TokenStoreError>;
     /// Where it is, for messages.
     fn place(&self) -> String;
 }
@@ -149,6 +151,20 @@ impl TokenStore for TokenFile {
         }
         ringfence_fs::write_private_file(&self.0, doc.as_bytes())
             .map_err(|e| self.failed("write", e))
+    }
+
+    /// Renamed to a name of this taker's own first (a rename happens once), then read.
+    #[allow(clippy::disallowed_methods)] // ringfence's own token file
+    fn take(&self) -> Result<Option<String>, TokenStoreError> {
+        let mine = self.0.with_extension(format!("taken-{}", random_token(9)));
+        match std::fs::rename(&self.0, &mine) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.failed("take", e)),
+        }
+        let text = std::fs::read_to_string(&mine).map_err(|e| self.failed("read", e));
+        let _ = std::fs::remove_file(&mine);
+        text.map(Some)
     }
 
     #[allow(clippy::disallowed_methods)] // ringfence's own token file
@@ -850,6 +866,34 @@ impl CalendarBackend for GoogleCalendar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // the test's own directory
+    fn a_token_file_is_taken_by_one_taker() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = TokenFile(
+            dir.path()
+                .join("calendar")
+                .join("google.pending-alice.json"),
+        );
+        assert_eq!(file.take().unwrap(), None);
+        file.save("doc").unwrap();
+        let got: Vec<Option<String>> = std::thread::scope(|s| {
+            let running: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| file.clone().take().unwrap()))
+                .collect();
+            running.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(got.iter().flatten().collect::<Vec<_>>(), ["doc"]);
+        assert_eq!(file.load().unwrap(), None);
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("calendar"))
+                .unwrap()
+                .count(),
+            0,
+            "nothing left behind"
+        );
+    }
 
     #[test]
     fn pkce_challenge_is_base64url_sha256_of_the_verifier() {

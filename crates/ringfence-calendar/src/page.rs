@@ -29,7 +29,9 @@ pub(crate) struct CalendarPage {
 /// Where a user's Google authorization request waits for Google's answer: beside their
 /// connection (a 0600 file, or the shared store's credentials table, so the instance the
 /// person comes back to finds it).
-const PENDING_KIND: &str = "google-pending";
+/// (Not `google-…`: that file name is a user's connection, and a user may be called
+/// `pending-alice`.)
+const PENDING_KIND: &str = "google.pending";
 
 impl Section for CalendarPage {
     fn name(&self) -> &'static str {
@@ -348,17 +350,17 @@ impl CalendarPage {
     /// The user's request on its way, when `state` is its own and it is recent: taken once
     /// (whichever instance the person comes back to).
     fn take_pending(&self, user: &str, state: &str) -> Option<Pending> {
+        if state.is_empty() {
+            return None;
+        }
         let kept = self.accounts.kept(user, PENDING_KIND).ok()?;
-        let doc: serde_json::Value = serde_json::from_str(&kept.load().ok()??).ok()?;
+        // Taken, whatever it holds: once, on one instance (an answer that does not match
+        // ends the request; the person starts again).
+        let doc: serde_json::Value = serde_json::from_str(&kept.take().ok()??).ok()?;
         let text = |k: &str| doc.get(k).and_then(|v| v.as_str()).unwrap_or_default();
         let made = doc.get("made_ms").and_then(|v| v.as_i64()).unwrap_or(0);
         let fresh = ringfence_core::time::now_ms() - made < PENDING_MS;
-        if state.is_empty() || text("state") != state || !fresh {
-            return None;
-        }
-        // Once: a second answer with the same state finds nothing.
-        kept.remove().ok()?;
-        Some(Pending {
+        (text("state") == state && fresh).then(|| Pending {
             state: text("state").to_owned(),
             verifier: text("verifier").to_owned(),
         })

@@ -106,6 +106,11 @@ impl FollowupPage {
 
     /// Keeps the person's choices from the form: each field empty follows the server.
     fn choose(&self, req: &PageRequest<'_>) -> Reply {
+        if !self.settings.user_choices {
+            return Reply::Invalid(
+                "The server's operator sets how follow-ups reach you here ([followups] user_choices = false): nothing was changed.".into(),
+            );
+        }
         let proactive = match req.field("proactive").trim() {
             "" => None,
             "on" => Some(true),
@@ -223,6 +228,9 @@ impl FollowupPage {
                     dt { "Quiet hours" }
                     dd { @match quiet { Some(q) => { (q.describe()) " (nothing is delivered then; it waits until they end)" }, None => "none" } }
                 }
+                @if !config.user_choices {
+                    p.hint { "The server's operator sets these for everyone here." }
+                } @else {
                 form.choices method="post" action=(format!("{}/delivery", req.base)) {
                     (req.csrf())
                     label for="proactive" { "Proactive messages" }
@@ -240,6 +248,7 @@ impl FollowupPage {
                     input #quiet_hours name="quiet_hours" value=(own_quiet) placeholder="22:00-07:00" aria-describedby="quiet-help";
                     small #quiet-help { "HH:MM-HH:MM in your time zone, or none; empty: the server's (" (server_quiet) ")." }
                     button type="submit" { "Save delivery settings" }
+                }
                 }
                 @if !channels.is_empty() {
                     div.actions {

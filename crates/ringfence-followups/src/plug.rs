@@ -54,6 +54,7 @@ impl FamilyPlug for FollowupsPlug {
         };
         Shown::default()
             .value("proactive", s.proactive)
+            .value("user_choices", s.user_choices)
             .value("timezone", s.zone_name.as_str())
             .raw(
                 "quiet_hours",
@@ -75,6 +76,12 @@ impl FamilyPlug for FollowupsPlug {
             Check::ok(
                 "follow-up delivery",
                 format!("on, through {}", channels.join(", ")),
+            )
+        } else if settings.user_choices {
+            Check::note(
+                "follow-up delivery",
+                "proactive messages are off in the configuration: follow-ups are delivered only to people who turn theirs on, on their settings page",
+                "set [followups] proactive = true (or per user in [followups.users.NAME]) to turn them on for everyone",
             )
         } else {
             Check::note(
@@ -150,9 +157,9 @@ impl FamilyPlug for FollowupsPlug {
         let db: Arc<Lazy<dyn FollowupStore>> = Arc::new(Lazy::new(move || open(&store, &path)));
         // `serve` delivers what falls due while it runs — through the `mcp` channel to the
         // sessions it serves too (registered in the shared `LiveSessions`, which the server
-        // finds there). It runs even when delivery is off for everyone in the configuration:
-        // a person may turn their own on, on the settings page.
-        if env.background {
+        // finds there). It runs even when delivery is off for everyone in the configuration
+        // while people's own choices count: one may turn theirs on, on the settings page.
+        if env.background && (settings.delivers_for_anyone() || settings.user_choices) {
             let (db, settings) = (db.clone(), settings.clone());
             let writer = check_in_writer(env.llm);
             let live = settings

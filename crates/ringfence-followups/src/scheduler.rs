@@ -1000,10 +1000,19 @@ mod tests {
         assert_eq!((r.delivered, r.held), (0, 1), "{r:?}");
         let bob = db.list("bob", crate::ListFilter::Pending, 5).unwrap();
         assert_eq!(bob.followups[0].attempts, 0);
-        // He turns delivery off: after the quiet hours it still is not claimed.
+        // He drops his quiet hours: what they held goes at the next round, not at their end.
+        let loud = Choices {
+            quiet_hours: Some(String::new()),
+            ..quiet.clone()
+        };
+        db.set_choices("bob", &loud, T0).unwrap();
+        assert_eq!(rt.block_on(s.round()).unwrap().delivered, 1);
+        assert!(std::fs::read_to_string(&out).unwrap().contains("for bob"));
+        // He turns delivery off: his next one is not claimed, even long after it fell due.
+        db.schedule("bob", "bob again", T0 + 3 * MIN, T0).unwrap();
         let off = Choices {
             proactive: Some(false),
-            ..quiet
+            ..loud
         };
         db.set_choices("bob", &off, T0).unwrap();
         clock.set(T0 + 3 * 60 * MIN);
@@ -1015,6 +1024,34 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    #[test]
+    fn an_operator_may_keep_the_choices_to_the_configuration() {
+        use crate::store::Choices;
+        let dir = tempfile::tempdir().unwrap();
+        let settings = ringfence_core::plug::resolve_text(
+            &crate::FollowupsPlug,
+            "[followups]\nproactive = false\ntimezone = \"UTC\"\nuser_choices = false\n",
+            &[],
+            dir.path(),
+        )
+        .unwrap();
+        let on = Choices {
+            proactive: Some(true),
+            timezone: Some("Asia/Tokyo".into()),
+            quiet_hours: None,
+        };
+        let s = settings.with_choices(&[("alice".into(), on.clone())]);
+        assert!(!s.proactive_for("alice"));
+        assert_eq!(s.zone_of("alice").0, "UTC");
+        let allowed = FollowupSettings {
+            user_choices: true,
+            ..settings
+        }
+        .with_choices(&[("alice".into(), on)]);
+        assert!(allowed.proactive_for("alice") && !allowed.proactive_for("bob"));
+        assert_eq!(allowed.zone_of("alice").0, "Asia/Tokyo");
     }
 
     /// An MCP session as the transport registers it, recording what it is told.

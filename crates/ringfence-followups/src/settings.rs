@@ -25,6 +25,7 @@ pub const SAMPLE: &str = r#"## Follow-ups: "I'll check in on that later" — del
 # proactive = true                 # RINGFENCE_FOLLOWUPS_PROACTIVE=true
 # timezone = "Europe/Berlin"       # default: the system's zone
 # quiet_hours = "22:00-07:00"      # held until they end
+# user_choices = false             # people may not change these on their settings page
 ## Where they go. Without any channel listed, to the connected MCP client only; webhook,
 ## command and email channels: docs/followups.md.
 # [[followups.channels]]
@@ -46,6 +47,8 @@ struct FollowupsTable {
     timezone: Option<String>,
     /// `HH:MM-HH:MM`; none by default.
     quiet_hours: Option<String>,
+    /// Whether each person's own choices on their settings page count (default true).
+    user_choices: Option<bool>,
     /// Delivery attempts before a follow-up is marked failed (default 5).
     max_attempts: Option<u32>,
     /// How long a scheduler's claim holds before another may take the follow-up over, if
@@ -215,6 +218,8 @@ pub struct UserSettings {
 #[derive(Debug, Clone)]
 pub struct FollowupSettings {
     pub proactive: bool,
+    /// Each person's own choices (the settings page) count over these.
+    pub user_choices: bool,
     /// Where `proactive` came from, for the hint how to turn it on.
     pub zone_name: String,
     pub zone: TimeZone,
@@ -317,6 +322,7 @@ impl FollowupSettings {
         }
         Ok(FollowupSettings {
             proactive,
+            user_choices: t.user_choices.unwrap_or(true),
             zone_name,
             zone,
             quiet_hours,
@@ -358,10 +364,13 @@ impl FollowupSettings {
     }
 
     /// These settings with each person's own choices (made on the settings page) over the
-    /// configuration's. A choice that no longer reads (a zone the system's time zone data
+    /// configuration's (with `user_choices` off: the configuration's alone). A choice that no longer reads (a zone the system's time zone data
     /// lost) is passed over with a warning, and the configuration's applies.
     pub fn with_choices(&self, choices: &[(String, Choices)]) -> FollowupSettings {
         let mut s = self.clone();
+        if !self.user_choices {
+            return s;
+        }
         for (user, c) in choices {
             let own = s.users.entry(user.clone()).or_default();
             if let Some(p) = c.proactive {

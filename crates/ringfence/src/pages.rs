@@ -12,6 +12,9 @@ use ringfence_store::SharedStore;
 /// `/settings/activity`: the signed-in person's calls, newest first, filtered by tool and
 /// time. Only what the audit trail holds is shown: tool, outcome, duration, error kind —
 /// never arguments, memory text or secrets (the trail never had them).
+/// The last page of calls the Activity page shows: 100,000 calls back.
+const MAX_PAGE: usize = 1999;
+
 pub struct Activity {
     pub store: Arc<SharedStore>,
     pub data_dir: PathBuf,
@@ -57,7 +60,8 @@ impl Section for Activity {
         };
         // Only the newest lines up to the asked page are kept (a busy trail holds millions);
         // the others are counted.
-        let asked = req.number("page", 0);
+        // Older pages than this are `ringfence audit`'s (the page would hold them all).
+        let asked = req.number("page", 0).min(MAX_PAGE);
         let keep_at_most = asked.saturating_add(1).saturating_mul(PAGE_ROWS);
         let mut newest: std::collections::VecDeque<String> = std::collections::VecDeque::new();
         let mut total = 0usize;

@@ -501,7 +501,16 @@ impl FollowupStore for FollowupDb {
     }
 
     fn set_choices(&self, user: &str, choices: &Choices, now_ms: i64) -> Result<(), StoreError> {
-        let conn = self.store.conn();
+        let mut conn = self.store.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // What waited for the old quiet hours is looked at again (the scheduler holds it anew
+        // if the new ones cover it); a retry's back-off (after an attempt) keeps its wait.
+        tx.execute(
+            "UPDATE followups SET hold_ms = NULL, updated_ms = ?2
+             WHERE user = ?1 AND status = 'pending' AND attempts = 0 AND hold_ms IS NOT NULL",
+            params![user, now_ms],
+        )?;
+        let conn = &tx;
         if choices.is_empty() {
             conn.execute(
                 "DELETE FROM followup_choices WHERE user = ?1",
@@ -523,6 +532,7 @@ impl FollowupStore for FollowupDb {
                 ],
             )?;
         }
+        tx.commit()?;
         Ok(())
     }
 

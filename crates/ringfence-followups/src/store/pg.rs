@@ -368,7 +368,14 @@ impl FollowupStore for PgFollowups {
     }
 
     fn set_choices(&self, user: &str, choices: &Choices, now_ms: i64) -> Result<(), StoreError> {
-        self.pg.run(async |c| {
+        self.pg.transaction(async |c| {
+            c.execute(
+                "UPDATE followups SET hold_ms = NULL, updated_ms = $2
+                 WHERE \"user\" = $1 AND status = 'pending' AND attempts = 0
+                     AND hold_ms IS NOT NULL",
+                &[&user, &now_ms],
+            )
+            .await?;
             if choices.is_empty() {
                 c.execute(
                     "DELETE FROM followup_choices WHERE \"user\" = $1",

@@ -57,6 +57,19 @@ impl PgCredentials {
         })
     }
 
+    /// Takes `user`'s document for `provider`: returns and deletes it in one statement, so
+    /// of two instances taking it at once, one gets it.
+    pub fn take(&self, user: &str, provider: &str) -> Result<Option<String>, StoreError> {
+        self.pg.run(async |c| {
+            Ok(c.query_opt(
+                "DELETE FROM credentials WHERE \"user\" = $1 AND provider = $2 RETURNING doc",
+                &[&user, &provider],
+            )
+            .await?
+            .map(|r| r.get(0)))
+        })
+    }
+
     /// Saves (replacing) `user`'s document for `provider`.
     pub fn save(
         &self,
@@ -102,5 +115,26 @@ mod tests {
         );
         assert_eq!(a.load("bob", "google").unwrap(), None);
         assert_eq!(a.load("alice", "other").unwrap(), None);
+    }
+
+    #[test]
+    fn a_document_is_taken_by_one_taker() {
+        let Some(db) = crate::pg::scratch::ScratchDb::new() else {
+            return;
+        };
+        let store = PgCredentials::open(db.connect()).unwrap();
+        store.save("alice", "google.pending", "doc", 1).unwrap();
+        let takers: Vec<_> = (0..4)
+            .map(|_| PgCredentials::open(db.connect()).unwrap())
+            .collect();
+        let got: Vec<Option<String>> = std::thread::scope(|s| {
+            let running: Vec<_> = takers
+                .iter()
+                .map(|t| s.spawn(move || t.take("alice", "google.pending").unwrap()))
+                .collect();
+            running.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(got.iter().flatten().collect::<Vec<_>>(), ["doc"]);
+        assert_eq!(store.load("alice", "google.pending").unwrap(), None);
     }
 }

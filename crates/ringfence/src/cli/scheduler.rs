@@ -32,8 +32,14 @@ pub(super) fn run(config: &Config) -> ExitCode {
         }
     };
     if !chosen.delivers_for_anyone() {
-        return fail(
-            "follow-up delivery is off for every user: set [followups] proactive = true (or followups.users.<name>.proactive = true), or RINGFENCE_FOLLOWUPS_PROACTIVE=true, or turn proactive messages on on your settings page (`ringfence ui`)",
+        if !settings.user_choices {
+            return fail(
+                "follow-up delivery is off for every user: set [followups] proactive = true (or followups.users.<name>.proactive = true), or RINGFENCE_FOLLOWUPS_PROACTIVE=true",
+            );
+        }
+        // A person may turn theirs on later, on their settings page: wait for them.
+        tracing::warn!(
+            "follow-up delivery is off for every user for now: follow-ups are delivered once someone turns proactive messages on on their settings page, or [followups] proactive = true"
         );
     }
     if settings.channels.iter().all(|c| c.kind == ChannelKind::Mcp) {

@@ -78,6 +78,17 @@ fn settings_sign_in(
         }
         Some(id) => id.to_owned(),
     };
+    // The code, the verifier and the client's secret go where the issuer says: it must be
+    // reached over HTTPS.
+    if !ringfence_mcp::https_or_loopback(&o.issuer) {
+        return Err(ConfigError::invalid(
+            "http.oauth.issuer",
+            format!(
+                "`{}` must be an https:// URL (plain http only on loopback) for the settings page's sign-in (client_id): its metadata says where people's codes and the client's secret are sent",
+                o.issuer
+            ),
+        ));
+    }
     for (key, url) in [
         ("authorization_endpoint", &o.authorization_endpoint),
         ("token_endpoint", &o.token_endpoint),
@@ -559,6 +570,21 @@ mod tests {
                 refused(&http)
             );
         }
+        let plain = HttpConfig {
+            oauth: Some(OauthConfig {
+                issuer: "http://login.corp".into(),
+                jwks_file: Some("/keys.json".into()),
+                client_id: Some("settings".into()),
+                ..OauthConfig::default()
+            }),
+            ..HttpConfig::default()
+        };
+        assert!(
+            refused(&plain)
+                .starts_with("http.oauth.issuer: `http://login.corp` must be an https://"),
+            "{}",
+            refused(&plain)
+        );
         let empty = with(OauthConfig {
             client_id: Some(" ".into()),
             ..OauthConfig::default()

@@ -697,15 +697,13 @@ async fn finish_flow(
         .await
     {
         Ok(t) => t,
-        Err(e) => {
-            settings.attempts.failed(peer, now);
-            return fail(StatusCode::BAD_GATEWAY, &e.0);
-        }
+        // Not counted against the address: the browser's own state came back, so this is
+        // the authorization server's failure (or its answer), not someone guessing.
+        Err(e) => return fail(StatusCode::BAD_GATEWAY, &e.0),
     };
     let user = match auth.user_of(&token).await {
         Ok(u) => u,
         Err(f) => {
-            settings.attempts.failed(peer, now);
             tracing::warn!(reason = %f.description, "settings page: the authorization server's token is not accepted");
             return fail(
                 StatusCode::UNAUTHORIZED,

@@ -19,7 +19,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 /// The settings page's OAuth client at the authorization server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OauthSignIn {
     /// The authorization server's issuer identifier (`[http.oauth] issuer`).
     pub issuer: String,
@@ -39,6 +39,23 @@ pub struct OauthSignIn {
     pub name: String,
 }
 
+impl std::fmt::Debug for OauthSignIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OauthSignIn")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("authorization_endpoint", &self.authorization_endpoint)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("scopes", &self.scopes)
+            .field("resource", &self.resource)
+            .finish()
+    }
+}
+
 /// The endpoints the flow uses.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Endpoints {
@@ -51,7 +68,14 @@ pub(super) struct Endpoints {
 pub(super) struct Flow {
     pub config: OauthSignIn,
     endpoints: Mutex<Option<Endpoints>>,
+    /// One discovery at a time, and when the last one failed: a failure is not tried again
+    /// for [`RETRY_DISCOVERY`], so sign-in clicks cannot make the server hammer (or wait on)
+    /// an authorization server that is down.
+    discovery: tokio::sync::Mutex<Option<std::time::Instant>>,
 }
+
+/// How long a failed discovery stands before the metadata is asked for again.
+const RETRY_DISCOVERY: Duration = Duration::from_secs(30);
 
 /// How long a started sign-in may take at the authorization server.
 pub(super) const FLOW_SECS: u64 = 600;
@@ -127,6 +151,7 @@ impl Flow {
         Flow {
             config,
             endpoints: Mutex::new(known),
+            discovery: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -146,6 +171,23 @@ impl Flow {
                 "The sign-in service cannot be reached just now; try again in a moment, or sign in with your access token.".into(),
             )
         };
+        let mut failed_at = self.discovery.lock().await;
+        if let Some(e) = self
+            .endpoints
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            return Ok(e);
+        }
+        if failed_at.is_some_and(|t| t.elapsed() < RETRY_DISCOVERY) {
+            return Err(unreachable());
+        }
+        *failed_at = Some(std::time::Instant::now());
+        if !acceptable(&self.config.issuer) {
+            tracing::error!(issuer = %self.config.issuer, "settings sign-in: the issuer is not https://, so its metadata is not trusted; set [http.oauth] authorization_endpoint and token_endpoint");
+            return Err(unreachable());
+        }
         let http = client()?;
         let mut why = String::from("no metadata document");
         for url in metadata_urls(&self.config.issuer) {
@@ -192,6 +234,7 @@ impl Flow {
                 token,
             };
             *self.endpoints.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.clone());
+            *failed_at = None;
             return Ok(e);
         }
         tracing::error!(issuer = %self.config.issuer, reason = %why, "settings sign-in: the authorization server's metadata cannot be read; set [http.oauth] authorization_endpoint and token_endpoint");
@@ -390,7 +433,7 @@ mod tests {
         assert_eq!(q["state"], "the-state");
         assert_eq!(q["code_challenge_method"], "S256");
         assert_eq!(q["code_challenge"], challenge(&verifier));
-        assert_ne!(q["code_challenge"], verifier, "the verifier never leaves");
+        assert!(!url.contains(&verifier), "the verifier never leaves");
         assert_eq!(q["resource"], "https://mcp.example/mcp");
         assert_eq!(q["scope"], "files mcp");
     }
