@@ -1230,7 +1230,7 @@ async def test_cancel_a_follow_up(start, browser):
                       "Remind about the library books": "pending"}, listed
 
 
-async def test_past_follow_ups_come_fifty_a_page(start, browser):
+async def test_follow_ups_come_fifty_a_page(start, browser):
     srv = start()
     with anyio.fail_after(TEST_TIMEOUT_S):
         async with client(srv.url, ALICE) as s:
@@ -1247,9 +1247,26 @@ async def test_past_follow_ups_come_fifty_a_page(start, browser):
     past = page.locator("section[aria-labelledby=past] li.item")
     await expect(past).to_have_count(PAGE_ROWS)
     await expect(past.first).to_contain_text("Check-in number 54")  # newest first
-    await submit(page, page.get_by_role("link", name="Next page"))
+    await submit(page, page.get_by_role("navigation", name="Past pages")
+                 .get_by_role("link", name="Next page"))
     await expect(past).to_have_count(5)
     await expect(past.last).to_contain_text("Check-in number 0")
+    # Pending ones too, soonest first, each list keeping the other's page.
+    with anyio.fail_after(TEST_TIMEOUT_S):
+        async with client(srv.url, ALICE) as s:
+            for i in range(52):
+                r = await call(s, "schedule_followup",
+                               {"context": f"Pending number {i}", "minutes_from_now": 60 + i})
+                assert not is_error(r), text_of(r)
+    await page.goto(srv.base + "/settings/followups?page=1")
+    pending = page.locator("section[aria-labelledby=pending] li.item")
+    await expect(pending).to_have_count(PAGE_ROWS)
+    await expect(pending.first).to_contain_text("Pending number 0")
+    await submit(page, page.get_by_role("navigation", name="Pending pages")
+                 .get_by_role("link", name="Next page"))
+    await expect(pending).to_have_count(2)
+    await expect(pending.last).to_contain_text("Pending number 51")
+    await expect(past).to_have_count(5)
 
 
 async def test_send_a_test_through_a_channel(start, browser):

@@ -130,6 +130,19 @@ pub trait Section: Send + Sync {
 /// Links to the pages before and after `page` (counted from 0) of a list of `total` rows,
 /// keeping the other query fields `keep`.
 pub fn pager(base: &str, keep: &[(&str, &str)], page: usize, total: usize) -> Markup {
+    pager_of(base, keep, "page", "Pages", page, total)
+}
+
+/// [`pager`] for one of several lists on a page: its page number travels in the query field
+/// `param`, and its navigation is named `label`.
+pub fn pager_of(
+    base: &str,
+    keep: &[(&str, &str)],
+    param: &str,
+    label: &str,
+    page: usize,
+    total: usize,
+) -> Markup {
     let pages = total.div_ceil(PAGE_ROWS).max(1);
     let link = |n: usize| {
         let mut q = url_query(keep);
@@ -137,7 +150,7 @@ pub fn pager(base: &str, keep: &[(&str, &str)], page: usize, total: usize) -> Ma
             if !q.is_empty() {
                 q.push('&');
             }
-            q.push_str(&format!("page={n}"));
+            q.push_str(&format!("{param}={n}"));
         }
         if q.is_empty() {
             base.to_owned()
@@ -146,7 +159,7 @@ pub fn pager(base: &str, keep: &[(&str, &str)], page: usize, total: usize) -> Ma
         }
     };
     html! {
-        nav.pager aria-label="Pages" {
+        nav.pager aria-label=(label) {
             @if page > 0 { a href=(link(page - 1)) rel="prev" { "Previous page" } }
             span { "Page " (page.min(pages - 1) + 1) " of " (pages) }
             @if page + 1 < pages { a href=(link(page + 1)) rel="next" { "Next page" } }

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use ringfence_core::page::{
-    Markup, Method, PAGE_ROWS, PageRequest, Reply, Section, html, pager, when,
+    Markup, Method, PAGE_ROWS, PageRequest, Reply, Section, html, pager_of, when,
 };
 use ringfence_core::time::{TimeZone, now_ms};
 
@@ -17,9 +17,6 @@ use ringfence_core::plug::Lazy;
 use crate::settings::FollowupSettings;
 use crate::store::{Choices, FollowupStore};
 use crate::{ChangeOutcome, Followup, FollowupBackend, ListFilter, QuietHours, Status};
-
-/// Pending follow-ups shown at most (past ones are paged).
-const SHOWN: usize = 200;
 
 pub(crate) struct FollowupPage {
     pub(crate) backend: Arc<dyn FollowupBackend>,
@@ -181,9 +178,13 @@ impl FollowupPage {
             .iter()
             .partition(|f| matches!(f.status, Status::Pending | Status::Delivering));
         pending.sort_by_key(|f| (f.due_ms, f.id));
+        // Each list a page at a time: pending ones soonest first, past ones newest first.
         let pending_total = pending.len();
-        let pending = &pending[..pending_total.min(SHOWN)];
-        // Past ones, newest first, a page at a time.
+        let pending_page = req
+            .number("pending", 0)
+            .min(pending_total.saturating_sub(1) / PAGE_ROWS);
+        let pending = &pending[(pending_page * PAGE_ROWS).min(pending_total)
+            ..((pending_page + 1) * PAGE_ROWS).min(pending_total)];
         let past_total = past.len();
         let page = req
             .number("page", 0)
@@ -267,6 +268,7 @@ impl FollowupPage {
                     p.empty { "Nothing is scheduled." }
                 } @else {
                     ul.items { @for f in pending { (row(req, f, &zone)) } }
+                    (pager_of(req.base, &[("page", &page.to_string())], "pending", "Pending pages", pending_page, pending_total))
                 }
             }
             section aria-labelledby="past" {
@@ -275,7 +277,7 @@ impl FollowupPage {
                     p.empty { "None yet." }
                 } @else {
                     ul.items { @for f in past { (row(req, f, &zone)) } }
-                    (pager(req.base, &[], page, past_total))
+                    (pager_of(req.base, &[("pending", &pending_page.to_string())], "page", "Past pages", page, past_total))
                 }
             }
         };
