@@ -155,15 +155,18 @@ impl Flow {
         }
     }
 
-    /// The endpoints: as configured, else from the issuer's metadata (read once; a failure
-    /// is tried again at the next sign-in).
-    pub(super) async fn endpoints(&self) -> Result<Endpoints, FlowError> {
-        if let Some(e) = self
-            .endpoints
+    /// The endpoints once known (configured, or read from the metadata).
+    fn known(&self) -> Option<Endpoints> {
+        self.endpoints
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-        {
+    }
+
+    /// The endpoints: as configured, else from the issuer's metadata (read once; after a
+    /// failure, not asked again for [`RETRY_DISCOVERY`]).
+    pub(super) async fn endpoints(&self) -> Result<Endpoints, FlowError> {
+        if let Some(e) = self.known() {
             return Ok(e);
         }
         let unreachable = || {
@@ -172,12 +175,7 @@ impl Flow {
             )
         };
         let mut failed_at = self.discovery.lock().await;
-        if let Some(e) = self
-            .endpoints
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-        {
+        if let Some(e) = self.known() {
             return Ok(e);
         }
         if failed_at.is_some_and(|t| t.elapsed() < RETRY_DISCOVERY) {
