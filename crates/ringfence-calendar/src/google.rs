@@ -15,8 +15,6 @@ use crate::tools::{
     CalendarBackend, CalendarError, CalendarEvent, CalendarResult, Deleted, EventPatch, GivenTime,
     NewEvent, When,
 };
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use reqwest::StatusCode;
 use ringfence_core::BoxFuture;
 use ringfence_core::time::TimeZone;
@@ -216,22 +214,7 @@ fn http_client(timeout: Duration) -> CalendarResult<reqwest::Client> {
 
 // --- connecting ----------------------------------------------------------------------------
 
-fn random_token(bytes: usize) -> String {
-    use ring::rand::SecureRandom;
-    let mut buf = vec![0u8; bytes];
-    ring::rand::SystemRandom::new()
-        .fill(&mut buf)
-        .expect("the system's random source");
-    URL_SAFE_NO_PAD.encode(buf)
-}
-
-/// The PKCE challenge of `verifier` (S256).
-pub fn challenge(verifier: &str) -> String {
-    URL_SAFE_NO_PAD.encode(ring::digest::digest(
-        &ring::digest::SHA256,
-        verifier.as_bytes(),
-    ))
-}
+use ringfence_net::pkce::{challenge, random_token};
 
 /// Runs the installed-app flow: listens on a loopback port, hands `show` the address to open
 /// in a browser, waits (at most `wait`) for Google's redirect with the code, exchanges it

@@ -14,6 +14,7 @@ pub mod api;
 #[cfg(feature = "fake-api")]
 pub mod fake_api;
 pub mod guard;
+pub mod pkce;
 mod remote;
 pub mod service;
 

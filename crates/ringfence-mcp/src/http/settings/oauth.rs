@@ -15,7 +15,6 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use base64::Engine as _;
 use serde_json::Value;
 
 /// The settings page's OAuth client at the authorization server.
@@ -90,13 +89,7 @@ pub(super) struct FlowError(pub String);
 
 use crate::oauth::https_or_loopback as acceptable;
 
-/// The PKCE challenge of `verifier` (S256).
-pub(super) fn challenge(verifier: &str) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(ring::digest::digest(
-        &ring::digest::SHA256,
-        verifier.as_bytes(),
-    ))
-}
+pub(super) use ringfence_net::pkce::challenge;
 
 /// Where an issuer's metadata is (RFC 8414 first, then OpenID Connect Discovery): for an
 /// issuer with a path, RFC 8414 puts the well-known part before it, OpenID after it.
@@ -434,15 +427,6 @@ mod tests {
         assert!(!url.contains(&verifier), "the verifier never leaves");
         assert_eq!(q["resource"], "https://mcp.example/mcp");
         assert_eq!(q["scope"], "files mcp");
-    }
-
-    #[test]
-    fn the_challenge_is_rfc_7636s_example() {
-        // RFC 7636, appendix B.
-        assert_eq!(
-            challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
-            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
-        );
     }
 
     #[test]

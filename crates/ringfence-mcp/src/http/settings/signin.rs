@@ -9,7 +9,6 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use ringfence_core::time::now_ms;
 
 /// A signed-in person's session, as the store keeps it.
@@ -59,10 +58,7 @@ impl WebSessions for MemoryWebSessions {
 
 /// 32 random bytes, base64url: a cookie's value or a CSRF token.
 pub(super) fn random_token() -> String {
-    let mut bytes = [0u8; 32];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
-        .expect("the system's random source");
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    ringfence_net::pkce::random_token(32)
 }
 
 /// The store's key for a cookie's value.
