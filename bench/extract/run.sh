@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Web page extraction: quality (4-gram shingle F1) and time per page of ringfence's extractor,
-# three Rust crates and two Python peers, on the development set and the held-out set.
+# Web page extraction: quality (4-gram shingle F1) and time per page of ringfence's web_fetch
+# (as an MCP client receives it) and extractor, trafilatura and mcp-server-fetch, on
+# Readability.js's test pages and on the development and evaluation parts of the labelled set.
 # See BENCHMARKS.md, "Web page extraction quality", and bench/extract/README.md.
 #
-#   bash bench/extract/run.sh            # everything; results in bench/results/extract.md
-#   SETS=dev bash bench/extract/run.sh   # one set (dev or heldout)
+#   bash bench/extract/run.sh                  # everything; results in bench/results/extract.md
+#   SETS=dev bash bench/extract/run.sh         # some parts (readability, dev, eval)
+#   ONLY=trafilatura bash bench/extract/run.sh # some extractors (names as in the report)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-DEV="${DEV:-$ROOT/../shared/corpora/readability-pages}"
-SETS="${SETS:-dev,heldout}"
+READABILITY="${READABILITY:-$ROOT/../shared/corpora/readability-pages}"
+SETS="${SETS:-readability,dev,eval}"
 VENV="$HERE/.venv"
 CACHE="$HERE/.cache"
 
@@ -23,23 +25,36 @@ fi
 # installed; it installs them itself on first use when npm is there. The report says which mode ran.
 "$VENV/bin/python" -c 'from readabilipy.simple_json import have_node; have_node()' >/dev/null 2>&1 || true
 
-# The held-out pages: test pages shipped in newspaper4k's source distribution, fetched from PyPI
-# (not committed); labels.json checks each page's sha256.
+# newspaper4k's test pages (labelled by hand here: heldout/), from its source distribution.
 if [ ! -d "$CACHE/heldout/newspaper4k-0.9.6/tests/data/html" ]; then
   mkdir -p "$CACHE/heldout"
   "$VENV/bin/pip" download -q --no-deps --no-binary :all: newspaper4k==0.9.6 -d "$CACHE/heldout"
   tar xzf "$CACHE/heldout/newspaper4k-0.9.6.tar.gz" -C "$CACHE/heldout" \
     --wildcards 'newspaper4k-0.9.6/tests/data/html/*'
 fi
+# The registry packages that ship labelled pages (sources/SOURCES.md), and Mercury's site rules.
+if [ ! -f "$CACHE/sources/manifest.jsonl" ]; then
+  PIP="$VENV/bin/python -m pip" bash "$HERE/sources/fetch.sh" "$CACHE/sources"
+fi
+node "$HERE/sources/mercury_rules.js" "$CACHE/sources/parser-2.2.2" > "$CACHE/sources/rules.json"
+# The labelled set, split by site into development and evaluation parts (sets.py says how).
+"$VENV/bin/python" "$HERE/sets.py" "$CACHE/sources" "$CACHE/heldout" "$READABILITY" "$CACHE/sets.json"
 
-# Release builds: ringfence's extractor (an example of ringfence-web) and the Rust candidates
-# (their own workspace, so none of them becomes a dependency of ringfence).
+# Release builds: the server, and ringfence's extractor alone (an example of ringfence-web).
+(cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target/bench" cargo build -q --release -p ringfence --bin ringfence)
 (cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target/bench" cargo build -q --release -p ringfence-web --example extract_pages)
-CARGO_TARGET_DIR="$HERE/.target" cargo build -q --release --manifest-path "$HERE/candidates/Cargo.toml"
+CANDIDATES=""
+if [ -n "${ONLY:-}" ] && printf '%s' "$ONLY" | grep -qE 'dom_smoothie|rs-trafilatura|readability 0.3'; then
+  # The Rust crates compared when the extractor was chosen: their own workspace, so none of
+  # them becomes a dependency of ringfence.
+  CARGO_TARGET_DIR="$HERE/.target" cargo build -q --release --manifest-path "$HERE/candidates/Cargo.toml"
+  CANDIDATES="$HERE/.target/release/extract-candidates"
+fi
 
 mkdir -p "$ROOT/bench/results"
 "$VENV/bin/python" "$HERE/bench.py" \
   --ours "$ROOT/target/bench/release/examples/extract_pages" \
-  --candidates "$HERE/.target/release/extract-candidates" \
-  --dev "$DEV" --heldout-pages "$CACHE/heldout" --sets "$SETS" \
+  --server "$ROOT/target/bench/release/ringfence" \
+  --candidates "$CANDIDATES" --readability "$READABILITY" --sets-json "$CACHE/sets.json" \
+  --sets "$SETS" --only "${ONLY:-}" \
   --out "$ROOT/bench/results/extract.md" --json "$HERE/out/extract.json"
