@@ -37,6 +37,16 @@ if [ ! -f "$CACHE/sources/manifest.jsonl" ]; then
   PIP="$VENV/bin/python -m pip" bash "$HERE/sources/fetch.sh" "$CACHE/sources"
 fi
 node "$HERE/sources/mercury_rules.js" "$CACHE/sources/parser-2.2.2" > "$CACHE/sources/rules.json"
+if [ ! -f "$CACHE/sources/mercury.jsonl" ]; then
+  [ -d "$CACHE/mercury/node_modules/@postlight/parser" ] || bash "$HERE/sources/mercury_install.sh" "$CACHE/mercury"
+  "$VENV/bin/python" -c 'import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["source"].startswith("npm:@postlight"):
+        print(json.dumps({"id": r["id"], "html": r["html"], "url": r["url"]}))' "$CACHE/sources/manifest.jsonl" \
+    | NODE_PATH="$CACHE/mercury/node_modules" node "$HERE/sources/mercury_parse.js" > "$CACHE/sources/mercury.jsonl.part"
+  mv "$CACHE/sources/mercury.jsonl.part" "$CACHE/sources/mercury.jsonl"
+fi
 # The labelled set, split by site into development and evaluation parts (sets.py says how).
 "$VENV/bin/python" "$HERE/sets.py" "$CACHE/sources" "$CACHE/heldout" "$READABILITY" "$CACHE/sets.json"
 

@@ -165,6 +165,7 @@ fn render_now(input: OwnedInput) -> Result<Fetched, WebError> {
                         notices.push("the page has no readable content in its HTML (it may be built by JavaScript, which web_fetch does not run); format \"html\" shows the document as served".into());
                     }
                     let title = page.title.or_else(|| html_title(&text));
+                    let body = without_title_line(body, title.as_deref());
                     Ok(done(title, FetchedBody::Text(body), notices))
                 }
                 Kind::Html => {
@@ -174,6 +175,20 @@ fn render_now(input: OwnedInput) -> Result<Fetched, WebError> {
                 _ => Ok(done(None, FetchedBody::Text(text), notices)),
             }
         }
+    }
+}
+
+/// `body` less its first line when that line is the title, which web_fetch's header gives
+/// already (`Title:`): the model reads it once.
+fn without_title_line(body: String, title: Option<&str>) -> String {
+    let Some(title) = title.map(str::trim).filter(|t| !t.is_empty()) else {
+        return body;
+    };
+    let (first, rest) = body.split_once('\n').unwrap_or((&body, ""));
+    if first.trim_start_matches('#').trim() == title {
+        rest.trim_start_matches('\n').to_string()
+    } else {
+        body
     }
 }
 

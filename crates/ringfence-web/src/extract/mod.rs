@@ -19,6 +19,7 @@
 //! scripts) dropped, so a page never comes back empty when it has text.
 
 mod depth;
+mod prune;
 mod render;
 
 use dom_query::{Document, NodeRef};
@@ -63,8 +64,9 @@ pub fn extract(html: &str, base: Option<&url::Url>) -> Extracted {
         .first()
         .cloned()
         .unwrap_or_else(|| content.root());
-    let mut markdown = render::render(&body, base, Format::Markdown);
-    let mut text = render::render(&body, base, Format::Text);
+    prune::link_lists(&body);
+    let mut markdown = prune::repeated_lines(&render::render(&body, base, Format::Markdown));
+    let mut text = prune::repeated_lines(&render::render(&body, base, Format::Text));
     let title = title.map(|t| shorter_title(t, &headings));
     if let Some(t) = &title {
         markdown = with_title(&markdown, &format!("# {}", render::escape_line(t)), t);
@@ -79,6 +81,7 @@ pub fn extract(html: &str, base: Option<&url::Url>) -> Extracted {
 
 /// Readability's article: its title and cleaned HTML, or `None` when it finds none.
 fn readable(doc: Document, base: Option<&url::Url>) -> Option<(Option<String>, String)> {
+    prune::marked(&doc);
     let mut r =
         dom_smoothie::Readability::with_document(doc, base.map(url::Url::as_str), None).ok()?;
     let a = r.parse().ok()?;
@@ -128,6 +131,7 @@ fn shorter_title(title: String, headings: &[String]) -> String {
 fn whole_body(doc: Document) -> (Option<String>, Document) {
     let title = page_title(&doc);
     strip_boilerplate(&doc);
+    prune::marked(&doc);
     (title, doc)
 }
 

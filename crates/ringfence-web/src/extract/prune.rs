@@ -1,0 +1,269 @@
+//! Boilerplate that Readability keeps: what pages mark as not article, and link lists.
+//!
+//! Readability drops blocks whose class or id says they are unlikely content, but spares any
+//! that also say `content`, `article`, `main` or `body` (`related-content`, `article-share`),
+//! and it keeps link lists inside the article's container. Two passes take those out:
+//!
+//! - [`marked`], on the page before scoring: elements whose class or id names page furniture
+//!   (share and social bars, related and recommended stories, newsletter and subscribe boxes,
+//!   promotions, bylines and author boxes, comments, tag lists, breadcrumbs) go, unless they
+//!   hold a quarter or more of the page's text (then the name describes a wrapper, not a widget).
+//! - [`link_lists`], on the chosen article: blocks that are mostly link text, hold three links
+//!   or more and less than a third of the article's text (related stories, tags, share links).
+//!
+//! A third, [`repeated_lines`], works on the written output: a short line that occurs three
+//! times or more is a widget's label ("Share this", "HIDE CAPTION"), not prose.
+//!
+//! Every pass walks the tree once with an explicit stack: no recursion.
+
+use std::collections::HashMap;
+
+use dom_query::{Document, NodeId, NodeRef};
+
+/// Class or id fragments that name page furniture.
+const FURNITURE: &[&str] = &[
+    "share",
+    "sharing",
+    "social",
+    "newsletter",
+    "subscribe",
+    "signup",
+    "sign-up",
+    "promo",
+    "advert",
+    "sponsor",
+    "byline",
+    "author-bio",
+    "author-info",
+    "author-box",
+    "authorbox",
+    "about-author",
+    "breadcrumb",
+    "comment",
+    "outbrain",
+    "taboola",
+    "dateline",
+];
+
+/// Fragments that name lists of other pages: such an element goes only when it reads like
+/// one (mostly links, or short), since a "read more" wrapper may hold the rest of the article.
+const LISTS: &[&str] = &[
+    "related",
+    "recommend",
+    "read-more",
+    "readmore",
+    "more-stories",
+    "most-popular",
+    "mostpopular",
+    "trending",
+    "tag-list",
+    "taglist",
+    "post-tags",
+    "article-tags",
+];
+
+/// A list-named element with less text than this, or at least [`LIST_LINK_DENSITY`] of it in
+/// links, is a list of other pages.
+const SHORT_LIST: usize = 500;
+const LIST_LINK_DENSITY: f64 = 0.25;
+
+/// Fragments that contain a furniture word but name content.
+const NOT_FURNITURE: &[&str] = &["commentary", "subscriber", "shareholder"];
+
+/// Elements never removed by name: the page's own skeleton.
+const SKELETON: &[&str] = &["html", "body", "main", "article"];
+
+/// The share of the page's text at or above which a furniture-named element is kept.
+const MAX_FURNITURE_SHARE: f64 = 0.25;
+
+/// Blocks at least this much link text are link lists ...
+const LINK_DENSITY: f64 = 0.8;
+/// ... when they hold this many links or more ...
+const MIN_LINKS: usize = 3;
+/// ... of at most this many characters each on average (names and headlines, not sentences) ...
+const MAX_LINK_CHARS: usize = 60;
+/// ... and less than this share of the article's text.
+const MAX_LINK_LIST_SHARE: f64 = 0.3;
+
+/// Lines of at most this many words that occur [`MIN_REPEATS`] times are dropped.
+const MAX_REPEATED_WORDS: usize = 12;
+const MIN_REPEATS: usize = 3;
+
+/// Elements whose text a reader never sees.
+const UNSEEN: &[&str] = &["script", "style", "noscript", "template", "svg", "head"];
+
+/// Text size of every element under `root`: (characters, characters inside links, links).
+fn sizes(root: &NodeRef) -> HashMap<NodeId, (usize, usize, usize)> {
+    let mut order = Vec::new();
+    let mut stack = vec![*root];
+    while let Some(node) = stack.pop() {
+        order.push(node);
+        let mut child = node.first_child();
+        while let Some(c) = child {
+            let unseen =
+                c.is_element() && c.node_name().is_some_and(|n| UNSEEN.contains(&n.as_ref()));
+            if (c.is_element() && !unseen) || c.is_text() {
+                stack.push(c);
+            }
+            child = c.next_sibling();
+        }
+    }
+    let mut size: HashMap<NodeId, (usize, usize, usize)> = HashMap::new();
+    // Children come after their parent in `order`: walking it backwards sees them first.
+    for node in order.iter().rev() {
+        let own = if node.is_text() {
+            let t = node.text();
+            (t.chars().filter(|c| !c.is_whitespace()).count(), 0, 0)
+        } else {
+            let mut sum = (0, 0, 0);
+            let mut child = node.first_child();
+            while let Some(c) = child {
+                if let Some(s) = size.get(&c.id) {
+                    sum = (sum.0 + s.0, sum.1 + s.1, sum.2 + s.2);
+                }
+                child = c.next_sibling();
+            }
+            if node.node_name().as_deref() == Some("a") {
+                sum = (sum.0, sum.0, sum.2 + 1);
+            }
+            sum
+        };
+        size.insert(node.id, own);
+    }
+    size
+}
+
+/// Whether the class or id of `node` names furniture, given its (text, link text) sizes.
+fn is_furniture(node: &NodeRef, (text, linked): (usize, usize)) -> bool {
+    let mut names = String::new();
+    for attr in ["class", "id"] {
+        if let Some(v) = node.attr(attr) {
+            names.push(' ');
+            names.push_str(&v.to_ascii_lowercase());
+        }
+    }
+    let named = |words: &[&str]| {
+        names.split_whitespace().any(|token| {
+            words.iter().any(|f| token.contains(f))
+                && !NOT_FURNITURE.iter().any(|n| token.contains(n))
+        })
+    };
+    named(FURNITURE)
+        || (named(LISTS) && (text < SHORT_LIST || linked as f64 >= text as f64 * LIST_LINK_DENSITY))
+}
+
+/// Removes the elements of `doc` whose class or id names page furniture (see the module docs).
+pub(super) fn marked(doc: &Document) {
+    let body = doc.select("body");
+    let Some(root) = body.nodes().first().copied() else {
+        return;
+    };
+    let size = sizes(&root);
+    let total = size.get(&root.id).map_or(0, |s| s.0);
+    let cap = (total as f64 * MAX_FURNITURE_SHARE) as usize;
+    let mut doomed = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        let name = node.node_name();
+        let skeleton = name.as_deref().is_some_and(|n| SKELETON.contains(&n));
+        let (text, linked, _) = size.get(&node.id).copied().unwrap_or_default();
+        if !skeleton && text < cap && is_furniture(&node, (text, linked)) {
+            doomed.push(node);
+            continue;
+        }
+        stack.extend(node.element_children());
+    }
+    for node in doomed {
+        node.remove_from_parent();
+    }
+}
+
+/// Removes the link lists of an article (see the module docs).
+pub(super) fn link_lists(root: &NodeRef) {
+    let size = sizes(root);
+    let total = size.get(&root.id).map_or(0, |s| s.0);
+    let cap = (total as f64 * MAX_LINK_LIST_SHARE) as usize;
+    let mut doomed = Vec::new();
+    let mut stack = root.element_children();
+    while let Some(node) = stack.pop() {
+        let (text, linked, links) = size.get(&node.id).copied().unwrap_or_default();
+        let list_like = matches!(
+            node.node_name().as_deref(),
+            Some("ul" | "ol" | "dl" | "div" | "section" | "table" | "p" | "nav")
+        );
+        if list_like
+            && text > 0
+            && text < cap
+            && links >= MIN_LINKS
+            && linked as f64 >= text as f64 * LINK_DENSITY
+            && linked / links <= MAX_LINK_CHARS
+        {
+            doomed.push(node);
+            continue;
+        }
+        stack.extend(node.element_children());
+    }
+    for node in doomed {
+        node.remove_from_parent();
+    }
+}
+
+/// `out` without the short lines that occur [`MIN_REPEATS`] times or more, outside code blocks
+/// and tables; lines are compared without Markdown's markers and list bullets.
+pub(super) fn repeated_lines(out: &str) -> String {
+    fn key(line: &str) -> Option<String> {
+        let t = line
+            .trim()
+            .trim_start_matches(['#', '>', '*', '-', '•', ' ']);
+        let t = t.trim_matches(['*', '_', ' ']);
+        let words = t.split_whitespace().count();
+        (words > 0 && words <= MAX_REPEATED_WORDS && t.chars().any(char::is_alphabetic))
+            .then(|| t.to_lowercase())
+    }
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    let mut fenced = false;
+    let mut keys = Vec::new();
+    for line in out.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            keys.push(None);
+            continue;
+        }
+        let k = if fenced || line.trim_start().starts_with('|') {
+            None
+        } else {
+            key(line)
+        };
+        if let Some(k) = &k {
+            *counts.entry(k.clone()).or_default() += 1;
+        }
+        keys.push(k);
+    }
+    if !counts.values().any(|&n| n >= MIN_REPEATS) {
+        return out.to_string();
+    }
+    // Dropping lines can leave runs of blank lines: blocks stay one blank line apart (code
+    // blocks are left as they are).
+    let mut joined = String::with_capacity(out.len());
+    let mut blank = 0;
+    let mut fenced = false;
+    for (line, k) in out.lines().zip(keys) {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        }
+        if k.as_ref().is_some_and(|k| counts[k] >= MIN_REPEATS) {
+            continue;
+        }
+        if !fenced && line.trim().is_empty() {
+            blank += 1;
+            if blank > 1 {
+                continue;
+            }
+        } else {
+            blank = 0;
+        }
+        joined.push_str(line);
+        joined.push('\n');
+    }
+    joined.trim_matches('\n').to_string()
+}
