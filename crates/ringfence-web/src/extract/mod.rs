@@ -29,8 +29,13 @@ pub use render::{Format, render_html};
 /// Trees deeper than this are not given to the Readability scorer; they fall back to the body.
 pub const MAX_SCORED_DEPTH: usize = 400;
 
-/// An article with less text than this is not trusted; the page falls back to its body.
+/// An article with less text than this (not counting white space) is not trusted; the page
+/// falls back to its body.
 pub const MIN_ARTICLE_CHARS: usize = 140;
+
+/// Readability's article loses to the page's largest paragraph cluster when the cluster holds
+/// more than this many times its text.
+const CLUSTER_RATIO: usize = 2;
 
 /// What extraction found in a page.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -49,24 +54,33 @@ pub fn extract(html: &str, base: Option<&url::Url>) -> Extracted {
     let doc = Document::from(html);
     keep_code_languages(&doc);
     let headings = h1_texts(&doc);
-    let (title, content) = if max_depth(&doc.root()) <= MAX_SCORED_DEPTH {
+    let (title, content, cluster) = if max_depth(&doc.root()) <= MAX_SCORED_DEPTH {
         // The scorer rewrites the tree it is given: a failed attempt needs a fresh parse.
         match readable(doc, base) {
-            Some((title, article)) => (title, Document::from(article.as_str())),
-            None => whole_body(Document::from(html)),
+            (Some((title, article)), cluster) => {
+                (title, Document::from(article.as_str()), cluster)
+            }
+            (None, cluster) => {
+                let (title, body) = whole_body(Document::from(html));
+                (title, body, cluster)
+            }
         }
     } else {
-        whole_body(doc)
+        let (title, body) = whole_body(doc);
+        (title, body, None)
     };
-    let body = content
-        .select("body")
-        .nodes()
-        .first()
-        .cloned()
-        .unwrap_or_else(|| content.root());
-    prune::link_lists(&body);
-    let mut markdown = prune::repeated_lines(&render::render(&body, base, Format::Markdown));
-    let mut text = prune::repeated_lines(&render::render(&body, base, Format::Text));
+    let (mut markdown, mut text) = write(&content, base);
+    // Readability sometimes settles on a block of furniture (a menu, a footer) when the page's
+    // paragraphs sit in a container it scored down: when the page's largest paragraph cluster
+    // holds more than twice the text that is left, the cluster is the article.
+    if let Some((len, html)) = cluster
+        && len >= MIN_ARTICLE_CHARS
+        && visible_chars(&text) * CLUSTER_RATIO < len
+    {
+        let cluster = Document::from(html.as_str());
+        strip_hidden(&cluster);
+        (markdown, text) = write(&cluster, base);
+    }
     let title = title.map(|t| shorter_title(t, &headings));
     if let Some(t) = &title {
         markdown = with_title(&markdown, &format!("# {}", render::escape_line(t)), t);
@@ -79,19 +93,46 @@ pub fn extract(html: &str, base: Option<&url::Url>) -> Extracted {
     }
 }
 
-/// Readability's article: its title and cleaned HTML, or `None` when it finds none.
-fn readable(doc: Document, base: Option<&url::Url>) -> Option<(Option<String>, String)> {
+/// The article as Markdown and as text, less its link lists and repeated short lines.
+fn write(content: &Document, base: Option<&url::Url>) -> (String, String) {
+    let body = content
+        .select("body")
+        .nodes()
+        .first()
+        .cloned()
+        .unwrap_or_else(|| content.root());
+    prune::link_lists(&body);
+    let markdown = prune::repeated_lines(&render::render(&body, base, Format::Markdown));
+    let text = prune::repeated_lines(&render::render(&body, base, Format::Text));
+    (markdown, text)
+}
+
+/// Characters other than white space.
+fn visible_chars(text: &str) -> usize {
+    text.chars().filter(|c| !c.is_whitespace()).count()
+}
+
+/// A paragraph cluster's size and HTML (see [`prune::paragraph_cluster`]).
+type Cluster = Option<(usize, String)>;
+
+/// Readability's article (its title and cleaned HTML, or `None` when it finds none), and the
+/// page's largest paragraph cluster as a second opinion.
+fn readable(doc: Document, base: Option<&url::Url>) -> (Option<(Option<String>, String)>, Cluster) {
     prune::marked(&doc);
-    let mut r =
-        dom_smoothie::Readability::with_document(doc, base.map(url::Url::as_str), None).ok()?;
-    let a = r.parse().ok()?;
+    let cluster = prune::paragraph_cluster(&doc);
+    let Some(a) = dom_smoothie::Readability::with_document(doc, base.map(url::Url::as_str), None)
+        .ok()
+        .and_then(|mut r| r.parse().ok())
+    else {
+        return (None, cluster);
+    };
     // Readability's own threshold for a page worth reading: below it the "article" is usually
     // the page's furniture, and the whole-body fallback (which drops that furniture) reads better.
     if a.text_content.trim().chars().count() < MIN_ARTICLE_CHARS {
-        return None;
+        return (None, cluster);
     }
     let title = Some(collapse(&a.title)).filter(|t| !t.is_empty());
-    Some((title, a.content.to_string()))
+    (Some((title, a.content.to_string())), cluster)
 }
 
 /// Readability drops `class` attributes, and with them a code block's `language-*`: the
@@ -148,7 +189,17 @@ fn page_title(doc: &Document) -> Option<String> {
 fn strip_boilerplate(doc: &Document) {
     doc.select(
         "script, style, noscript, template, nav, header, footer, aside, form, iframe, svg, \
-         [role=navigation], [role=banner], [role=contentinfo], [aria-hidden=true], [hidden]",
+         [role=navigation], [role=banner], [role=contentinfo]",
+    )
+    .remove();
+    strip_hidden(doc);
+}
+
+/// Removes what a reader never sees: hidden elements and scripts.
+fn strip_hidden(doc: &Document) {
+    doc.select(
+        "script, style, noscript, template, [aria-hidden=true], [hidden], \
+         [style*='display:none'], [style*='display: none']",
     )
     .remove();
 }

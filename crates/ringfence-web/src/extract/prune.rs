@@ -92,6 +92,18 @@ const MIN_REPEATS: usize = 3;
 /// Elements whose text a reader never sees.
 const UNSEEN: &[&str] = &["script", "style", "noscript", "template", "svg", "head"];
 
+/// Whether a reader never sees `node`: a script or style, or hidden by an attribute.
+fn is_unseen(node: &NodeRef) -> bool {
+    node.node_name()
+        .is_some_and(|n| UNSEEN.contains(&n.as_ref()))
+        || node.has_attr("hidden")
+        || node.attr("aria-hidden").is_some_and(|v| v.as_ref() == "true")
+        || node.attr("style").is_some_and(|v| {
+            let v = v.to_ascii_lowercase().replace(' ', "");
+            v.contains("display:none") || v.contains("visibility:hidden")
+        })
+}
+
 /// Text size of every element under `root`: (characters, characters inside links, links).
 fn sizes(root: &NodeRef) -> HashMap<NodeId, (usize, usize, usize)> {
     let mut order = Vec::new();
@@ -100,8 +112,7 @@ fn sizes(root: &NodeRef) -> HashMap<NodeId, (usize, usize, usize)> {
         order.push(node);
         let mut child = node.first_child();
         while let Some(c) = child {
-            let unseen =
-                c.is_element() && c.node_name().is_some_and(|n| UNSEEN.contains(&n.as_ref()));
+            let unseen = c.is_element() && is_unseen(&c);
             if (c.is_element() && !unseen) || c.is_text() {
                 stack.push(c);
             }
@@ -176,6 +187,34 @@ pub(super) fn marked(doc: &Document) {
     for node in doomed {
         node.remove_from_parent();
     }
+}
+
+/// The element that holds the most paragraph text (a paragraph's text counts fully for its
+/// parent and half for its grandparent; paragraphs that are mostly links do not count), as its
+/// reading-text size and HTML: a second opinion beside Readability's choice.
+pub(super) fn paragraph_cluster(doc: &Document) -> Option<(usize, String)> {
+    let body = doc.select("body");
+    let root = body.nodes().first().copied()?;
+    let size = sizes(&root);
+    let mut score: HashMap<NodeId, (usize, NodeRef)> = HashMap::new();
+    for p in doc.select("body p").nodes() {
+        let Some(&(text, linked, _)) = size.get(&p.id) else {
+            continue; // inside an element nobody sees
+        };
+        if text == 0 || linked * 2 > text {
+            continue;
+        }
+        let parent = p.parent();
+        let grandparent = parent.as_ref().and_then(NodeRef::parent);
+        for (node, points) in [(parent, text), (grandparent, text / 2)] {
+            if let Some(node) = node.filter(NodeRef::is_element) {
+                score.entry(node.id).or_insert((0, node)).0 += points;
+            }
+        }
+    }
+    let (_, node) = score.into_values().max_by_key(|(points, _)| *points)?;
+    let (text, linked, _) = size.get(&node.id).copied().unwrap_or_default();
+    Some((text - linked, node.html().to_string()))
 }
 
 /// Removes the link lists of an article (see the module docs).
