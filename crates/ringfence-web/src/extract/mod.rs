@@ -33,9 +33,11 @@ pub const MAX_SCORED_DEPTH: usize = 400;
 /// falls back to its body.
 pub const MIN_ARTICLE_CHARS: usize = 140;
 
-/// Readability's article loses to the page's largest paragraph cluster when the cluster holds
-/// more than this many times its text.
+/// Readability's article loses to the page's largest paragraph cluster when, pruned, it has
+/// less than [`TRUSTED_ARTICLE_CHARS`] of text and the cluster holds more than this many times
+/// as much.
 const CLUSTER_RATIO: usize = 2;
+const TRUSTED_ARTICLE_CHARS: usize = 1000;
 
 /// What extraction found in a page.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -57,9 +59,7 @@ pub fn extract(html: &str, base: Option<&url::Url>) -> Extracted {
     let (title, content, cluster) = if max_depth(&doc.root()) <= MAX_SCORED_DEPTH {
         // The scorer rewrites the tree it is given: a failed attempt needs a fresh parse.
         match readable(doc, base) {
-            (Some((title, article)), cluster) => {
-                (title, Document::from(article.as_str()), cluster)
-            }
+            (Some((title, article)), cluster) => (title, Document::from(article.as_str()), cluster),
             (None, cluster) => {
                 let (title, body) = whole_body(Document::from(html));
                 (title, body, cluster)
@@ -71,11 +71,14 @@ pub fn extract(html: &str, base: Option<&url::Url>) -> Extracted {
     };
     let (mut markdown, mut text) = write(&content, base);
     // Readability sometimes settles on a block of furniture (a menu, a footer) when the page's
-    // paragraphs sit in a container it scored down: when the page's largest paragraph cluster
-    // holds more than twice the text that is left, the cluster is the article.
+    // paragraphs sit in a container it scored down: when what is left of its article is short
+    // and the page's largest paragraph cluster holds more than twice that, the cluster is the
+    // article.
+    let left = visible_chars(&text);
     if let Some((len, html)) = cluster
         && len >= MIN_ARTICLE_CHARS
-        && visible_chars(&text) * CLUSTER_RATIO < len
+        && left < TRUSTED_ARTICLE_CHARS
+        && left * CLUSTER_RATIO < len
     {
         let cluster = Document::from(html.as_str());
         strip_hidden(&cluster);

@@ -97,7 +97,9 @@ fn is_unseen(node: &NodeRef) -> bool {
     node.node_name()
         .is_some_and(|n| UNSEEN.contains(&n.as_ref()))
         || node.has_attr("hidden")
-        || node.attr("aria-hidden").is_some_and(|v| v.as_ref() == "true")
+        || node
+            .attr("aria-hidden")
+            .is_some_and(|v| v.as_ref() == "true")
         || node.attr("style").is_some_and(|v| {
             let v = v.to_ascii_lowercase().replace(' ', "");
             v.contains("display:none") || v.contains("visibility:hidden")
@@ -190,7 +192,8 @@ pub(super) fn marked(doc: &Document) {
 }
 
 /// The element that holds the most paragraph text (a paragraph's text counts fully for its
-/// parent and half for its grandparent; paragraphs that are mostly links do not count), as its
+/// parent and half for its grandparent; paragraphs that are mostly links or sit in list items
+/// do not count), as its
 /// reading-text size and HTML: a second opinion beside Readability's choice.
 pub(super) fn paragraph_cluster(doc: &Document) -> Option<(usize, String)> {
     let body = doc.select("body");
@@ -201,7 +204,8 @@ pub(super) fn paragraph_cluster(doc: &Document) -> Option<(usize, String)> {
         let Some(&(text, linked, _)) = size.get(&p.id) else {
             continue; // inside an element nobody sees
         };
-        if text == 0 || linked * 2 > text {
+        // Paragraphs inside list items are teasers or slides, not an article's body.
+        if text == 0 || linked * 2 > text || p.ancestors_it(None).any(|a| a.is("li")) {
             continue;
         }
         let parent = p.parent();
