@@ -159,9 +159,16 @@ fn h1_texts(doc: &Document) -> Vec<String> {
         .collect()
 }
 
-/// The page title without the site's name: `Story | Site` becomes `Story` when a `h1` of the
-/// page says just `Story`.
+/// The article's headline: the page's one `h1` when it has exactly one that reads like a
+/// headline (the `<title>` often adds the site's name or says something else), else the page
+/// title without the site's name (`Story | Site` becomes `Story` when a `h1` says just `Story`).
 fn shorter_title(title: String, headings: &[String]) -> String {
+    if let [only] = headings {
+        let words = only.split_whitespace().count();
+        if (2..=MAX_HEADLINE_WORDS).contains(&words) {
+            return only.clone();
+        }
+    }
     headings
         .iter()
         .find(|h| {
@@ -170,6 +177,9 @@ fn shorter_title(title: String, headings: &[String]) -> String {
         .cloned()
         .unwrap_or(title)
 }
+
+/// A `h1` longer than this is not taken for the headline.
+const MAX_HEADLINE_WORDS: usize = 40;
 
 /// The fallback: the whole body without its boilerplate elements.
 fn whole_body(doc: Document) -> (Option<String>, Document) {

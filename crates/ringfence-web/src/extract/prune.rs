@@ -85,6 +85,35 @@ const MAX_LINK_CHARS: usize = 60;
 /// ... and less than this share of the article's text.
 const MAX_LINK_LIST_SHARE: f64 = 0.3;
 
+/// Whole lines that are the label of a page control (a caption toggle, a gallery button, a
+/// share link), not prose; compared in lower case without trailing symbols.
+const WIDGET_LINES: &[&str] = &[
+    "advertisement",
+    "back to slide",
+    "close",
+    "continue reading",
+    "hide caption",
+    "image",
+    "listen to this article",
+    "loading",
+    "photo",
+    "play",
+    "play video",
+    "print",
+    "read more",
+    "see all",
+    "see gallery",
+    "share",
+    "share this",
+    "share this article",
+    "show caption",
+    "skip advertisement",
+    "toggle caption",
+    "tweet",
+    "video",
+    "video ad feedback",
+];
+
 /// Lines of at most this many words that occur [`MIN_REPEATS`] times are dropped.
 const MAX_REPEATED_WORDS: usize = 12;
 const MIN_REPEATS: usize = 3;
@@ -251,9 +280,14 @@ pub(super) fn link_lists(root: &NodeRef) {
     }
 }
 
-/// `out` without the short lines that occur [`MIN_REPEATS`] times or more, outside code blocks
-/// and tables; lines are compared without Markdown's markers and list bullets.
+/// `out` without the short lines that occur [`MIN_REPEATS`] times or more and the lines that are
+/// a control's label ([`WIDGET_LINES`]), outside code blocks and tables; lines are compared in
+/// lower case, without Markdown's markers, list bullets and trailing symbols.
 pub(super) fn repeated_lines(out: &str) -> String {
+    fn widget(key: &str) -> bool {
+        let bare = key.trim_end_matches(|c: char| !c.is_alphanumeric());
+        WIDGET_LINES.contains(&bare)
+    }
     fn key(line: &str) -> Option<String> {
         let t = line
             .trim()
@@ -282,7 +316,8 @@ pub(super) fn repeated_lines(out: &str) -> String {
         }
         keys.push(k);
     }
-    if !counts.values().any(|&n| n >= MIN_REPEATS) {
+    let drop = |k: &String| counts[k] >= MIN_REPEATS || widget(k);
+    if !counts.keys().any(drop) {
         return out.to_string();
     }
     // Dropping lines can leave runs of blank lines: blocks stay one blank line apart (code
@@ -294,7 +329,7 @@ pub(super) fn repeated_lines(out: &str) -> String {
         if line.trim_start().starts_with("```") {
             fenced = !fenced;
         }
-        if k.as_ref().is_some_and(|k| counts[k] >= MIN_REPEATS) {
+        if k.as_ref().is_some_and(drop) {
             continue;
         }
         if !fenced && line.trim().is_empty() {
