@@ -114,7 +114,11 @@ async def test_fetch_page_and_read_on_with_start_index(ringfence_bin, tmp_path):
                 pages += 1
                 meta = structured(result)
                 text = text_of(result)
-                assert text.startswith(f"URL: {base}/article\nTitle: How to brew tea\n"), text
+                # The header says the title once; the URL asked for and the type of an HTML
+                # page are not repeated (the structured result has them).
+                assert text.startswith("Title: How to brew tea\n\n"), text
+                assert "URL:" not in text and "Content-Type:" not in text, text
+                assert "# How to brew tea" not in text, text
                 body = text.split("\n\n", 1)[1].split("\n\n[Content truncated")[0]
                 joined += body
                 nxt = meta["next_start_index"]

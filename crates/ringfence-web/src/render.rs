@@ -347,6 +347,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_title_is_said_once() {
+        let body = "# Plan approved\n\nThe committee met.".to_string();
+        assert_eq!(
+            without_title_line(body.clone(), Some("Plan approved")),
+            "The committee met."
+        );
+        assert_eq!(
+            without_title_line("Plan approved\n\nText.".into(), Some("Plan approved")),
+            "Text."
+        );
+        // Another first line, or no title: the body as it is.
+        assert_eq!(without_title_line(body.clone(), Some("Other")), body);
+        assert_eq!(without_title_line(body.clone(), None), body);
+    }
+
+    #[test]
     fn types_come_from_the_header_or_the_bytes() {
         assert_eq!(classify("text/html", b"x").0, Kind::Html);
         assert_eq!(classify("application/ld+json", b"{}").0, Kind::Json);

@@ -316,7 +316,12 @@ pub(super) fn repeated_lines(out: &str) -> String {
         }
         keys.push(k);
     }
-    let drop = |k: &String| counts[k] >= MIN_REPEATS || widget(k);
+    // Repetition marks a widget only when it is a small part of the text: a page that is one
+    // line said over and over is that line.
+    let lines = keys.iter().filter(|k| k.is_some()).count();
+    let repeated: usize = counts.values().filter(|&&n| n >= MIN_REPEATS).sum();
+    let repeats_are_widgets = repeated * 2 <= lines;
+    let drop = |k: &String| (repeats_are_widgets && counts[k] >= MIN_REPEATS) || widget(k);
     if !counts.keys().any(drop) {
         return out.to_string();
     }

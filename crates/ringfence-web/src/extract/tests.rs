@@ -194,3 +194,103 @@ fn layout_tables_are_read_cell_by_cell() {
         "First block.\n\nSecond block.\n\nSide"
     );
 }
+
+#[test]
+fn furniture_named_by_class_inside_the_article_is_dropped() {
+    // Readability spares these: each class also says "article" or "content".
+    let extra = r#"<div class="article-share"><a href="/s/fb">Share on Facebook</a> <a href="/s/x">Post on X</a></div>
+<div class="newsletter-content"><p>Get our morning briefing in your inbox every weekday, free of charge.</p></div>
+<p class="byline-content">By Jane Reporter, staff writer</p>
+<div class="related-content"><a href="/one">Council votes on the budget</a> <a href="/two">Mayor opens the new bridge</a> <a href="/three">Schools close for the storm</a></div>"#;
+    let e = extract(&page(extra), Some(&base()));
+    assert!(
+        e.text.contains("Third paragraph closes the story."),
+        "{}",
+        e.text
+    );
+    for junk in [
+        "Share on Facebook",
+        "morning briefing",
+        "Jane Reporter",
+        "Council votes",
+    ] {
+        assert!(!e.text.contains(junk), "{junk:?} kept in {}", e.text);
+    }
+}
+
+#[test]
+fn a_read_more_wrapper_that_holds_the_story_is_kept() {
+    // Named like a list of other pages, but it is prose with few links: the rest of the story.
+    let extra = format!(
+        r#"<div class="entry-content-read-more"><p>{PARA} Hidden continuation one.</p><p>{PARA} Hidden continuation two.</p><p>{PARA} Hidden continuation three.</p><p>{PARA} Hidden continuation four.</p></div>"#
+    );
+    let e = extract(&page(&extra), Some(&base()));
+    assert!(e.text.contains("Hidden continuation four."), "{}", e.text);
+}
+
+#[test]
+fn a_commentary_is_not_a_comment_section() {
+    let body = format!(
+        r#"<html><head><title>On the plan</title></head><body><div class="commentary-body"><h1>On the plan</h1>
+<p>{PARA} The opinion begins.</p><p>{PARA} The opinion goes on.</p><p>{PARA} The opinion ends.</p></div>
+<div class="comments"><p>First! Great article, thanks for writing it.</p></div></body></html>"#
+    );
+    let e = extract(&body, Some(&base()));
+    assert!(e.text.contains("The opinion ends."), "{}", e.text);
+    assert!(!e.text.contains("First! Great article"), "{}", e.text);
+}
+
+#[test]
+fn a_list_of_links_inside_the_article_is_dropped_but_a_list_with_prose_stays() {
+    let extra = r#"<ul><li><a href="/x1">Budget passes</a></li><li><a href="/x2">Storm hits coast</a></li><li><a href="/x3">New mayor sworn in</a></li></ul>
+<ul><li><a href="https://bugs.example.org/1">Bug 1</a> fixed the crash when the window closes during a download.</li>
+<li><a href="https://bugs.example.org/2">Bug 2</a> made the settings page load twice as fast on old machines.</li>
+<li><a href="https://bugs.example.org/3">Bug 3</a> stopped the spell checker from flagging valid words.</li></ul>"#;
+    let e = extract(&page(extra), Some(&base()));
+    assert!(!e.text.contains("Storm hits coast"), "{}", e.text);
+    assert!(e.text.contains("stopped the spell checker"), "{}", e.text);
+}
+
+#[test]
+fn short_lines_said_three_times_and_control_labels_are_dropped() {
+    let out = "# Story\n\nHIDE CAPTION\n\nA real paragraph.\n\nWeather threatens plans\n\nMore prose here.\n\nWeather threatens plans\n\nWeather threatens plans\n\nToggle caption\n\n```\n}\n}\n}\n```";
+    let kept = prune::repeated_lines(out);
+    assert!(!kept.contains("Weather threatens"), "{kept}");
+    assert!(
+        !kept.contains("HIDE CAPTION") && !kept.contains("Toggle caption"),
+        "{kept}"
+    );
+    assert!(kept.contains("A real paragraph.") && kept.contains("More prose here."));
+    // Code is never touched, and blocks stay one blank line apart.
+    assert!(kept.ends_with("```\n}\n}\n}\n```"), "{kept}");
+    assert!(!kept.contains("\n\n\n"), "{kept}");
+}
+
+#[test]
+fn the_story_is_found_when_its_container_is_named_like_furniture() {
+    // The story's paragraphs sit in a container whose id Readability treats as unlikely
+    // content; beside it is only a link menu.
+    let paras: String = (1..=6)
+        .map(|i| format!("<p>{PARA} Paragraph {i} of the story.</p>"))
+        .collect();
+    let html = format!(
+        r#"<html><head><title>Coach hired</title></head><body>
+<div class="menu-content"><ul><li><a href="/nfl">NFL</a></li><li><a href="/nba">NBA</a></li><li><a href="/mlb">MLB</a></li><li><a href="/nhl">NHL</a></li></ul></div>
+<div id="sidebar-comments-footer"><section>{paras}</section></div></body></html>"#
+    );
+    let e = extract(&html, Some(&base()));
+    assert!(e.text.contains("Paragraph 6 of the story."), "{}", e.text);
+}
+
+#[test]
+fn the_one_h1_is_the_headline() {
+    let html = format!(
+        r#"<html><head><title>Roof convicted : The Two-Way : NPR</title></head><body><article>
+<h1>Jury finds Roof guilty in church shooting</h1><p>{PARA}</p><p>{PARA}</p><p>{PARA}</p></article></body></html>"#
+    );
+    let e = extract(&html, Some(&base()));
+    assert_eq!(
+        e.title.as_deref(),
+        Some("Jury finds Roof guilty in church shooting")
+    );
+}

@@ -41,7 +41,7 @@ impl AsyncTool for WebFetch {
     type Args = WebFetchArgs;
     const NAME: &'static str = "web_fetch";
     const FAMILY: &'static str = super::FAMILY;
-    const DESCRIPTION: &'static str = "Retrieve the content of a web page or document at an http(s) URL. HTML pages come back as their main content (the article, without navigation, ads or footers) in Markdown with the title, headings, lists, tables, code and links; format \"text\" gives plain text and \"html\" the document as served. PDFs come back as text with page markers, JSON pretty-printed, images as images. Long content is returned in pages of max_length characters (default 20000): the result ends with the start_index for the next call. Private, loopback and cloud-metadata addresses are refused. JavaScript-rendered content is not run. Returns: the content with its URL and title.";
+    const DESCRIPTION: &'static str = "Retrieve the content of a web page or document at an http(s) URL. HTML pages come back as their main content (the article, without navigation, ads or footers) in Markdown with the title, headings, lists, tables, code and links; format \"text\" gives plain text and \"html\" the document as served. PDFs come back as text with page markers, JSON pretty-printed, images as images. Long content is returned in pages of max_length characters (default 20000): the result ends with the start_index for the next call. Private, loopback and cloud-metadata addresses are refused. JavaScript-rendered content is not run. Returns: the title and the content, with the final URL when a redirect led elsewhere and the type when it is not an HTML page (the structured result always has URL, title and type).";
     const ANNOTATIONS: Annotations = Annotations {
         title: "Fetch web page",
         read_only: true,
@@ -96,19 +96,29 @@ impl AsyncTool for WebFetch {
                     doc
                 }
             };
-            render(&doc, start, max_length)
+            render(&doc, &url, start, max_length)
         })
     }
 }
 
-/// The result for one page of `doc`: a header (URL, title, type, notices), the content from
-/// `start` (in characters), and a notice naming the next `start_index` when more remains.
-fn render(doc: &Fetched, start: usize, max_length: usize) -> ToolResult<ToolOutput> {
-    let mut head = format!("URL: {}\n", doc.url);
+/// The result for one page of `doc`: a header, the content from `start` (in characters), and a
+/// notice naming the next `start_index` when more remains.
+///
+/// The header says only what the model does not know already, since every word of it is read
+/// with the page: the title; the URL when it is not the one asked for (a redirect); the type
+/// when it is not an HTML page; the notices. The structured result has all of them.
+fn render(doc: &Fetched, asked: &str, start: usize, max_length: usize) -> ToolResult<ToolOutput> {
+    let mut head = String::new();
     if let Some(title) = &doc.title {
         head.push_str(&format!("Title: {title}\n"));
     }
-    head.push_str(&format!("Content-Type: {}\n", doc.content_type));
+    let same = url::Url::parse(asked).is_ok_and(|u| u.as_str() == doc.url);
+    if !same {
+        head.push_str(&format!("URL: {}\n", doc.url));
+    }
+    if doc.content_type != "text/html" {
+        head.push_str(&format!("Content-Type: {}\n", doc.content_type));
+    }
     for notice in &doc.notices {
         head.push_str(&format!("Note: {notice}\n"));
     }
@@ -140,7 +150,9 @@ fn render(doc: &Fetched, start: usize, max_length: usize) -> ToolResult<ToolOutp
     let (page, next) = page(text, start, max_length);
     let shown = page.chars().count();
     let mut out = head;
-    out.push('\n');
+    if !out.is_empty() {
+        out.push('\n');
+    }
     out.push_str(page);
     if let Some(next) = next {
         out.push_str(&format!(
@@ -190,7 +202,51 @@ fn page(text: &str, start: usize, max: usize) -> (&str, Option<usize>) {
 
 #[cfg(test)]
 mod tests {
-    use super::page;
+    use super::{Fetched, FetchedBody, page, render};
+    use ringfence_core::Content;
+
+    fn fetched(url: &str, content_type: &str) -> Fetched {
+        Fetched {
+            url: url.into(),
+            content_type: content_type.into(),
+            title: Some("Plan approved".into()),
+            body: FetchedBody::Text("The committee met.".into()),
+            notices: vec![],
+        }
+    }
+
+    fn text(doc: &Fetched, asked: &str) -> String {
+        let out = render(doc, asked, 0, 1000).unwrap();
+        match &out.content[0] {
+            Content::Text(t) => t.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_header_says_what_the_model_does_not_know() {
+        let page = fetched("https://example.com/a", "text/html");
+        assert_eq!(
+            text(&page, "https://example.com/a"),
+            "Title: Plan approved\n\nThe committee met."
+        );
+        // A redirect: the final URL is news. Another type: so is the type.
+        assert_eq!(
+            text(&page, "http://example.com/old"),
+            "Title: Plan approved\nURL: https://example.com/a\n\nThe committee met."
+        );
+        let pdf = fetched("https://example.com/a.pdf", "application/pdf");
+        assert!(
+            text(&pdf, "https://example.com/a.pdf").contains("\nContent-Type: application/pdf\n\n")
+        );
+        // The structured result has all three either way.
+        let s = render(&page, "https://example.com/a", 0, 1000)
+            .unwrap()
+            .structured
+            .unwrap();
+        assert_eq!(s["url"], "https://example.com/a");
+        assert_eq!(s["content_type"], "text/html");
+    }
 
     #[test]
     fn pages_cover_the_text_exactly_once() {
