@@ -1,22 +1,30 @@
 //! Main-content extraction: an HTML page's article as Markdown and as text.
 //!
-//! Three steps:
+//! Four steps:
 //!
 //! 1. The page's nesting is bounded ([`depth`]: the HTML parser's scope checks are quadratic in
 //!    it), then it is parsed once (html5ever, into `dom_query`'s arena tree).
-//! 2. The article is chosen by `dom_smoothie`, a port of Mozilla's Readability.js (the scoring
+//! 2. Page furniture the page names as such (share bars, related stories, newsletter boxes,
+//!    bylines, comments: [`prune::marked`]) is removed, and the page's largest paragraph
+//!    cluster is noted as a second opinion ([`prune::paragraph_cluster`]).
+//! 3. The article is chosen by `dom_smoothie`, a port of Mozilla's Readability.js (the scoring
 //!    behind Firefox's Reader View): paragraphs score their ancestors by text length and
 //!    commas, link-heavy and `nav`/`footer`/`comment`/`cookie`-classed blocks lose, and the best
 //!    candidate with its related siblings is kept and cleaned. It was picked over
 //!    `rs-trafilatura`, `readability` 0.3 and the Python peers by measurement (BENCHMARKS.md,
 //!    "Web page extraction quality").
-//! 3. The cleaned article is written as Markdown and as text by this crate's own writer
-//!    ([`render`]), which resolves links against the page's URL.
+//! 4. The article, less its link lists ([`prune::link_lists`]), is written as Markdown and as
+//!    text by this crate's own writer ([`render`]), which resolves links against the page's
+//!    URL; short lines said three times or more and control labels go
+//!    ([`prune::repeated_lines`]). When little is left and the paragraph cluster holds more
+//!    than twice as much, the cluster is written instead: Readability settled on furniture.
 //!
-//! A page whose tree is deeper than [`MAX_SCORED_DEPTH`] skips step 2 (Readability's
+//! A page whose tree is deeper than [`MAX_SCORED_DEPTH`] skips step 3 (Readability's
 //! algorithms recurse), and a page where no article is found falls back to the readable text of
 //! the whole body with its boilerplate elements (`nav`, `header`, `footer`, `aside`, forms,
-//! scripts) dropped, so a page never comes back empty when it has text.
+//! scripts, hidden elements) dropped, so a page never comes back empty when it has text.
+//! The headline is the page's one `h1` when it has exactly one, else the `<title>` without the
+//! site's name.
 
 mod depth;
 mod prune;
