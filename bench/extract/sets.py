@@ -39,9 +39,14 @@ import urllib.parse
 from collections import Counter
 from pathlib import Path
 
-from bs4 import BeautifulSoup
+import warnings
+
+from bs4 import BeautifulSoup, XMLParsedAsHTMLWarning
 
 import score
+
+# A few test pages are XHTML; they are read as HTML, as a browser reads them.
+warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
 
 HERE = Path(__file__).resolve().parent
 SPLIT_SALT = "ringfence-extract-split-1:"

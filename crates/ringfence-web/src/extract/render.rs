@@ -14,6 +14,9 @@
 
 use dom_query::{Document, NodeRef};
 
+/// An image's alternative text longer than this many words is left out of the Markdown.
+const MAX_ALT_WORDS: usize = 8;
+
 /// Element nesting below which subtrees are flattened to their text.
 pub const MAX_RENDER_DEPTH: usize = 200;
 
@@ -504,7 +507,12 @@ impl Writer<'_> {
                     return;
                 };
                 let mut alt = Inline::default();
-                alt.text(&node.attr("alt").unwrap_or_default(), true);
+                let text = node.attr("alt").unwrap_or_default();
+                // A long alternative text is a caption written again (the caption, when there
+                // is one, is in the article already): the image is kept, the long text is not.
+                if text.split_whitespace().count() <= MAX_ALT_WORDS {
+                    alt.text(&text, true);
+                }
                 buf.sep();
                 buf.s.push_str(&format!("![{}]({src})", alt.s.trim()));
                 buf.space = false;

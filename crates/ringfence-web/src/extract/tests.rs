@@ -173,6 +173,12 @@ fn images_keep_alt_text_and_absolute_source_in_markdown_only() {
         render_html(html, Some(&base()), Format::Text),
         "Before after"
     );
+    // A caption-length alternative text is not written again; the image stays.
+    let long = "<p><img src='/p.jpg' alt='The president arrives at the airport in the west of the country on Tuesday'></p>";
+    assert_eq!(
+        render_html(long, Some(&base()), Format::Markdown),
+        "![](https://news.example.com/p.jpg)"
+    );
 }
 
 #[test]
