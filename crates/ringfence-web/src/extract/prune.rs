@@ -1,20 +1,26 @@
-//! Boilerplate that Readability keeps: what pages mark as not article, and link lists.
+//! Boilerplate that Readability keeps: what pages mark as not article, link lists, widget
+//! labels; and a second opinion on where the article is.
 //!
 //! Readability drops blocks whose class or id says they are unlikely content, but spares any
 //! that also say `content`, `article`, `main` or `body` (`related-content`, `article-share`),
-//! and it keeps link lists inside the article's container. Two passes take those out:
+//! and it keeps link lists inside the article's container. These passes take those out:
 //!
 //! - [`marked`], on the page before scoring: elements whose class or id names page furniture
-//!   (share and social bars, related and recommended stories, newsletter and subscribe boxes,
-//!   promotions, bylines and author boxes, comments, tag lists, breadcrumbs) go, unless they
-//!   hold a quarter or more of the page's text (then the name describes a wrapper, not a widget).
-//! - [`link_lists`], on the chosen article: blocks that are mostly link text, hold three links
-//!   or more and less than a third of the article's text (related stories, tags, share links).
+//!   (share and social bars, newsletter and subscribe boxes, promotions, bylines and author
+//!   boxes, comments, breadcrumbs; related and recommended stories and tag lists when they are
+//!   short or link-heavy) go, unless they hold a quarter or more of the page's text (then the
+//!   name describes a wrapper, not a widget).
+//! - [`link_lists`], on the chosen article: blocks of three links or more that are at least 80%
+//!   link text, with short link texts (names and headlines, not sentences), holding less than
+//!   a third of the article's text (related stories, tags, share links).
+//! - [`repeated_lines`], on the written output: a short line that occurs three times or more
+//!   is a widget's label ("HIDE CAPTION"), unless such lines are most of the text; so is a
+//!   line that is a known control label ("toggle caption", "video ad feedback").
 //!
-//! A third, [`repeated_lines`], works on the written output: a short line that occurs three
-//! times or more is a widget's label ("Share this", "HIDE CAPTION"), not prose.
+//! [`paragraph_cluster`] finds the element holding the most paragraph text, which the
+//! extractor uses when Readability's choice turns out to be furniture.
 //!
-//! Every pass walks the tree once with an explicit stack: no recursion.
+//! No pass recurses: trees are walked with explicit stacks or iterators.
 
 use std::collections::HashMap;
 
