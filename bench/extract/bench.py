@@ -144,6 +144,15 @@ def page_server(pages: list[tuple[str, Path, str]]):
         httpd.shutdown()
 
 
+def without_header(text: str) -> str:
+    """web_fetch's answer less its header lines and the blank line after them."""
+    head, sep, rest = text.partition("\n\n")
+    fields = ("Title: ", "URL: ", "Content-Type: ", "Note: ")
+    if sep and all(line.startswith(fields) for line in head.splitlines()):
+        return rest
+    return text
+
+
 def mcp_server(name: str, ringfence_bin: str | None, tmp: Path):
     """How to start each MCP server, its tool, the tool's arguments for a URL, and how to take
     the header off its answer (to measure what the header costs)."""
@@ -157,9 +166,9 @@ def mcp_server(name: str, ringfence_bin: str | None, tmp: Path):
                  "XDG_DATA_HOME": str(tmp / "xdg"), "RINGFENCE_WEB_ALLOW_PRIVATE": "127.0.0.1"},
             cwd=str(tmp),
         )
-        # web_fetch's answer: `URL:`, `Title:`, `Content-Type:` and `Note:` lines, a blank line, the page.
-        return params, "web_fetch", (lambda url: {"url": url, "format": fmt, "max_length": 1_000_000}), (
-            lambda text: text.split("\n\n", 1)[1] if "\n\n" in text else text)
+        # web_fetch's answer: header lines (`Title:`, `URL:`, `Content-Type:`, `Note:`), when
+        # there are any, then a blank line and the page.
+        return params, "web_fetch", (lambda url: {"url": url, "format": fmt, "max_length": 1_000_000}), without_header
     if name == "mcp-server-fetch":
         params = StdioServerParameters(
             command=sys.executable, args=["-m", "mcp_server_fetch", "--ignore-robots-txt", "--allow-private-ips"],
