@@ -89,7 +89,7 @@ pub fn extract(html: &str, base: Option<&url::Url>) -> Extracted {
         && left * CLUSTER_RATIO < len
     {
         let cluster = Document::from(html.as_str());
-        strip_hidden(&cluster);
+        prune::unseen(&cluster);
         (markdown, text) = write(&cluster, base);
     }
     let title = title.map(|t| shorter_title(t, &headings));
@@ -206,23 +206,15 @@ fn page_title(doc: &Document) -> Option<String> {
     })
 }
 
-/// Removes what is never the main content, for the whole-body fallback.
+/// Removes what is never the main content, for the whole-body fallback: page furniture, and
+/// what a reader never sees (scripts, styles, hidden elements).
 fn strip_boilerplate(doc: &Document) {
     doc.select(
-        "script, style, noscript, template, nav, header, footer, aside, form, iframe, svg, \
-         [role=navigation], [role=banner], [role=contentinfo]",
+        "nav, header, footer, aside, form, iframe, [role=navigation], [role=banner], \
+         [role=contentinfo]",
     )
     .remove();
-    strip_hidden(doc);
-}
-
-/// Removes what a reader never sees: hidden elements and scripts.
-fn strip_hidden(doc: &Document) {
-    doc.select(
-        "script, style, noscript, template, [aria-hidden=true], [hidden], \
-         [style*='display:none'], [style*='display: none']",
-    )
-    .remove();
+    prune::unseen(doc);
 }
 
 /// `body` headed by `heading`, unless it already starts with the title.

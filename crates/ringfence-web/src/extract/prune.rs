@@ -127,6 +127,24 @@ const MIN_REPEATS: usize = 3;
 /// Elements whose text a reader never sees.
 const UNSEEN: &[&str] = &["script", "style", "noscript", "template", "svg", "head"];
 
+/// Removes what a reader never sees (see [`is_unseen`]) from `doc`.
+pub(super) fn unseen(doc: &Document) {
+    let mut doomed = Vec::new();
+    let mut stack = vec![doc.root()];
+    while let Some(node) = stack.pop() {
+        for child in node.element_children() {
+            if is_unseen(&child) {
+                doomed.push(child);
+            } else {
+                stack.push(child);
+            }
+        }
+    }
+    for node in doomed {
+        node.remove_from_parent();
+    }
+}
+
 /// Whether a reader never sees `node`: a script or style, or hidden by an attribute.
 fn is_unseen(node: &NodeRef) -> bool {
     node.node_name()
