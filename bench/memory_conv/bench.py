@@ -14,6 +14,13 @@ to the row it duplicates.
 Each NAME=BIN is a ringfence binary (the model comes from RINGFENCE_MODEL_DIR). BM25
 (k1 1.2, b 0.75, lower-cased words without the engine's stopwords, no stemming) is always run.
 PARTS=dev limits the run to the development conversations.
+
+Each binary runs twice. "told": each fact stored by `store_memory` as above, so every fact
+carries the time of the run. "dated": each fact carries the date of the session it was said
+in, as it would had the assistant stored it then; the facts go in through
+`ringfence memory import` (the same rows, with their times), the questions through MCP.
+LoCoMo's questions name dates ("What did Maria do on 3 June, 2023?"), and only the dated
+run lets a system use them.
 """
 from __future__ import annotations
 
@@ -22,10 +29,12 @@ import math
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -87,15 +96,39 @@ def run_bm25(conv: dict) -> tuple[list[list[set[str]]], list[float], list[float]
     return got, [], []
 
 
-def run_ringfence(binary: str, conv: dict, tmp: Path) -> tuple[list[list[set[str]]], list[float], list[float]]:
+def session_time(text: str) -> str:
+    """LoCoMo's "1:56 pm on 8 May, 2023" as ISO 8601 (UTC)."""
+    t = datetime.strptime(text.replace(",", ""), "%I:%M %p on %d %B %Y")
+    return t.replace(tzinfo=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def run_ringfence(binary: str, conv: dict, tmp: Path, dated: bool) -> tuple[list[list[set[str]]], list[float], list[float]]:
     data = tmp / "data"
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp), "XDG_CONFIG_HOME": str(tmp / "xdg"),
            "RINGFENCE_MODEL_DIR": os.environ["RINGFENCE_MODEL_DIR"], "RINGFENCE_LOG": "warn"}
+    if os.environ.get("RINGFENCE_CONFIG"):  # to try other ranking settings on the development part
+        env["RINGFENCE_CONFIG"] = os.environ["RINGFENCE_CONFIG"]
     turns_of: dict[int, set[str]] = {}
     stores, searches, got = [], [], []
+    if dated:
+        # Numbered in order as store_memory would; a text stored already is skipped.
+        lines = tmp / "facts.jsonl"
+        lines.write_text("".join(json.dumps({"kind": "memory", "content": o["text"], "memoryType": "fact",
+                                             "created": session_time(o["date"])}) + "\n"
+                                 for o in conv["observations"]))
+        subprocess.run([binary, "--data-dir", str(data), "memory", "import", str(lines), "--user", "local"],
+                       env=env, check=True, stdout=subprocess.DEVNULL, stderr=open(tmp / "log", "ab"))
+        exported = subprocess.run([binary, "--data-dir", str(data), "memory", "export", "--user", "local",
+                                   "--no-embeddings"], env=env, check=True, capture_output=True, text=True).stdout
+        row_of = {json.loads(line)["content"]: json.loads(line)["id"] for line in exported.splitlines() if line}
+        first_of: dict[str, str] = {}
+        for o in conv["observations"]:
+            # A text given twice is stored once, under the first's row.
+            text = first_of.setdefault(o["text"].strip().lower(), o["text"])
+            turns_of.setdefault(row_of[text], set()).update(o["turns"])
     with McpClient([binary, "--data-dir", str(data), "serve"], env=env, stderr_path=str(tmp / "log")) as c:
         c.initialize()
-        for o in conv["observations"]:
+        for o in ([] if dated else conv["observations"]):
             dt, res = c.call("store_memory", {"memoryContent": o["text"], "memoryType": "fact"})
             sc = res.get("structuredContent") or {}
             row = sc.get("id") if sc.get("stored") else sc.get("duplicateOf")
@@ -129,16 +162,19 @@ def score(questions: list[dict], got: list[list[set[str]]]) -> dict:
 
 def main() -> None:
     out_path = Path(sys.argv[1])
-    systems = [("BM25", None)] + [tuple(a.split("=", 1)) for a in sys.argv[2:]]
+    systems = [("BM25", None, False)]
+    for a in sys.argv[2:]:
+        name, binary = a.split("=", 1)
+        systems += [(f"{name}, told", binary, False), (f"{name}, dated", binary, True)]
     parts = set(os.environ.get("PARTS", "dev,eval").split(","))
     convs = [c for c in locomo() if c["part"] in parts]
     results: dict = {"conversations": {c["id"]: c["part"] for c in convs}, "systems": {}}
-    for name, binary in systems:
+    for name, binary, dated in systems:
         per_part: dict[str, dict] = {}
         t0 = time.perf_counter()
         for conv in convs:
             with tempfile.TemporaryDirectory(prefix="rf-memconv-") as tmp:
-                got, stores, searches = run_bm25(conv) if binary is None else run_ringfence(binary, conv, Path(tmp))
+                got, stores, searches = run_bm25(conv) if binary is None else run_ringfence(binary, conv, Path(tmp), dated)
             p = per_part.setdefault(conv["part"], {"questions": [], "got": [], "stores": [], "searches": []})
             p["questions"] += conv["questions"]
             p["got"] += got

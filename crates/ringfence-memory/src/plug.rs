@@ -77,6 +77,7 @@ impl FamilyPlug for MemoryPlug {
         let r = &s.rank;
         [
             ("lexical_weight", r.lexical_weight),
+            ("time_weight", r.time_weight),
             ("recency_weight", r.recency_weight),
             ("usage_weight", r.usage_weight),
             ("recency_half_life_days", r.recency_half_life_days),

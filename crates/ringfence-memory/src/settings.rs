@@ -67,6 +67,7 @@ struct EmbeddingsConfig {
 #[serde(deny_unknown_fields)]
 struct SearchConfig {
     pub lexical_weight: Option<f32>,
+    pub time_weight: Option<f32>,
     pub recency_weight: Option<f32>,
     pub usage_weight: Option<f32>,
     pub recency_half_life_days: Option<f32>,
@@ -244,6 +245,7 @@ fn rank(file: &MemoryConfig) -> Result<crate::store::RankConfig, SettingsError> 
             sc.lexical_weight,
             &mut rank.lexical_weight,
         )?;
+        unit("time_weight", sc.time_weight, &mut rank.time_weight)?;
         unit(
             "recency_weight",
             sc.recency_weight,

@@ -26,6 +26,15 @@ pub enum MemoryFailure {
     /// Search by meaning failed for this question (it is answered by words).
     #[error("the embedding model failed ({0})")]
     ModelFailed(#[source] Box<StoreError>),
+    /// The rows are being embedded again for a new model (in the background).
+    #[error(
+        "embedding stored rows again for the model {model}: {done} of {total} done; until it finishes, search matches words only"
+    )]
+    Reembedding {
+        done: usize,
+        total: usize,
+        model: String,
+    },
     /// The looking up of the question's words panicked.
     #[error("the word search panicked")]
     WordSearchPanicked,

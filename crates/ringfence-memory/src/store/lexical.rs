@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::{Kind, Query};
 
-use super::{CANDIDATES, MemoryDb};
+use super::MemoryDb;
 use ringfence_store::StoreError;
 
 /// Query words used (the first ones).
@@ -56,7 +56,7 @@ fn query_terms(text: &str) -> Vec<String> {
 }
 
 impl MemoryDb {
-    /// Rows matching the query's words, scored by weighted coverage: the share of the
+    /// Rows matching the query's words, best first, scored by weighted coverage: the share of the
     /// query's inverse document frequency (over this user's rows of `kind`) that the row's
     /// words cover, in 0..1. Words no row has are left out of the share. Stemmed (Porter),
     /// so "allergies" finds "allergy".
@@ -96,7 +96,6 @@ impl MemoryDb {
         let mut scored: Vec<(i64, f32)> =
             covered.into_iter().map(|(id, w)| (id, w / mass)).collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        scored.truncate(CANDIDATES);
         Ok(scored)
     }
 }

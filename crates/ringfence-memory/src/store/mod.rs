@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use crate::{
@@ -42,10 +42,12 @@ mod lexical;
 pub(crate) mod normalize;
 pub mod pg;
 mod rank;
+mod reembed;
 pub(crate) mod rows;
 pub(crate) mod schema;
 mod transfer;
 pub(crate) mod vectors;
+mod when;
 
 pub use failure::MemoryFailure;
 pub use rank::RankConfig;
@@ -90,6 +92,10 @@ pub struct MemoryDb {
     queries: Mutex<HashMap<String, Arc<Vec<f32>>>>,
     /// Access counts not yet written.
     access: AccessCounts,
+    /// Rows being embedded again for a new model, in the background.
+    reembed: reembed::Jobs,
+    /// This database, for the background jobs it starts.
+    this: Weak<MemoryDb>,
 }
 
 impl std::fmt::Debug for MemoryDb {
@@ -123,7 +129,9 @@ impl MemoryDb {
         loader: Option<EmbedderLoader>,
         rank: RankConfig,
     ) -> Arc<MemoryDb> {
-        Arc::new(MemoryDb {
+        Arc::new_cyclic(|this| MemoryDb {
+            this: this.clone(),
+            reembed: reembed::Jobs::default(),
             rows,
             rank,
             embedder: OnceLock::new(),
@@ -260,7 +268,7 @@ impl MemoryDb {
             (None, _) => None,
         };
         let index = match (&embedder, &vector) {
-            (Some(e), Some(_)) => Some(self.index(user, kind, e)?),
+            (Some(e), Some(_)) => self.index_for_write(user, kind, e)?,
             _ => None,
         };
         let _guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
@@ -296,6 +304,7 @@ impl MemoryDb {
                             item.memory_type.as_deref(),
                             item.category.as_deref(),
                             &item.tags,
+                            created_ms,
                         ),
                     );
                 }
@@ -309,6 +318,22 @@ impl MemoryDb {
         }
     }
 
+    /// The index a store or update adds its row to; none while the rows are being embedded
+    /// again (the row's vector is saved with it, and the index is built from what is saved
+    /// once that is done).
+    fn index_for_write(
+        &self,
+        user: &str,
+        kind: Kind,
+        embedder: &Arc<dyn Embedder>,
+    ) -> Result<Option<SharedIndex>, StoreError> {
+        match self.index(user, kind, embedder) {
+            Ok(ix) => Ok(Some(ix)),
+            Err(why) if reembed::is_reembedding(&why) => Ok(None),
+            Err(why) => Err(why),
+        }
+    }
+
     /// [`MemoryBackend::search`]: candidates by meaning and by words, fused and ranked.
     fn search_rows(
         &self,
@@ -318,6 +343,15 @@ impl MemoryDb {
     ) -> Result<SearchOutcome, StoreError> {
         self.check_external_changes()?;
         let filter = Filter::of(query);
+        let now = now_ms();
+        // Rows stored within a time the question names are candidates too, however far
+        // down the whole index they rank.
+        let dated = when::dated(&query.text, now);
+        let windows = &dated.windows;
+        let word_query = Query {
+            text: dated.words.clone(),
+            ..query.clone()
+        };
         let mut mode = SearchMode::Hybrid;
         let mut similarities: HashMap<i64, f32> = HashMap::new();
         let mut query_vector: Option<Arc<Vec<f32>>> = None;
@@ -327,6 +361,7 @@ impl MemoryDb {
         let indexed: Result<(Arc<dyn Embedder>, SharedIndex), StoreError> = match self.embedder() {
             Ok(e) => match self.index(user, kind, &e) {
                 Ok(ix) => Ok((e, ix)),
+                Err(why) if reembed::is_reembedding(&why) => Err(why),
                 Err(why) => Err(MemoryFailure::ModelFailed(Box::new(why)).into()),
             },
             Err(why) => Err(why),
@@ -339,12 +374,18 @@ impl MemoryDb {
         let lexical = std::thread::scope(|scope| {
             let words = std::thread::Builder::new()
                 .name("memory-words".into())
-                .spawn_scoped(scope, || self.lexical_candidates(user, kind, query, rows));
+                .spawn_scoped(scope, || {
+                    self.lexical_candidates(user, kind, &word_query, rows)
+                });
             match &indexed {
                 Ok((embedder, index)) => match self.query_vector(embedder, query.text.trim()) {
                     Ok(v) => {
                         let ix = index.read().unwrap_or_else(|e| e.into_inner());
                         similarities.extend(ix.top(&v, CANDIDATES, Some(&filter)));
+                        if !windows.is_empty() {
+                            let in_time = filter.within(windows);
+                            similarities.extend(ix.top(&v, CANDIDATES, Some(&in_time)));
+                        }
                         query_vector = Some(v);
                     }
                     Err(e) => {
@@ -364,11 +405,17 @@ impl MemoryDb {
                     .join()
                     .unwrap_or_else(|_| Err(StoreError::from(MemoryFailure::WordSearchPanicked))),
                 // No thread to be had: look the words up here, after the embedding.
-                Err(_) => self.lexical_candidates(user, kind, query, rows),
+                Err(_) => self.lexical_candidates(user, kind, &word_query, rows),
             }
         })?;
+        // The best by words are candidates; every candidate keeps its word score, also one
+        // nominated by meaning or by time.
+        let mut ids: Vec<i64> = similarities
+            .keys()
+            .copied()
+            .chain(lexical.iter().take(CANDIDATES).map(|(id, _)| *id))
+            .collect();
         let lexical: HashMap<i64, f32> = lexical.into_iter().collect();
-        let mut ids: Vec<i64> = similarities.keys().chain(lexical.keys()).copied().collect();
         ids.sort_unstable();
         ids.dedup();
         // The index ranked by approximate similarities; score every candidate (also those
@@ -377,13 +424,15 @@ impl MemoryDb {
             similarities = self.exact_similarities(user, embedder.id(), &ids, v)?;
         }
         let rows = self.rows.rows_by_id(user, &ids)?;
-        let now = now_ms();
         let hybrid = matches!(mode, SearchMode::Hybrid);
         let mut hits: Vec<(i64, Hit)> = Vec::new();
         for (row, item) in rows {
             let words = lexical.get(&row).copied().unwrap_or(0.0);
             let similarity = similarities.get(&row).copied();
-            let Some(relevance) = self.rank.relevance(hybrid, similarity, words) else {
+            let in_time = windows
+                .iter()
+                .any(|&(start, end)| (start..end).contains(&item.created_ms));
+            let Some(relevance) = self.rank.relevance(hybrid, similarity, words, in_time) else {
                 continue;
             };
             let score = self
@@ -440,7 +489,7 @@ impl MemoryDb {
             }
         });
         let index = match &embedder {
-            Some(e) => Some(self.index(user, kind, e)?),
+            Some(e) => self.index_for_write(user, kind, e)?,
             None => None,
         };
         let _guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
@@ -474,6 +523,7 @@ impl MemoryDb {
                         before.memory_type.as_deref(),
                         before.category.as_deref(),
                         &before.tags,
+                        before.created_ms,
                     ),
                 ),
                 None => ix.remove(row),

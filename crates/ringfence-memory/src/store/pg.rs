@@ -162,7 +162,7 @@ fn index_row(r: &PgRow, model: &str) -> IndexRow {
         id: r.get(0),
         vector,
         text: crate::store::normalize::embedding_text(r.get(6), &tags),
-        meta: RowMeta::new(r.get(3), r.get(4), &tags),
+        meta: RowMeta::new(r.get(3), r.get(4), &tags, r.get(7)),
     }
 }
 

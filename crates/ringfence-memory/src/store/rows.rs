@@ -232,13 +232,14 @@ fn index_row(r: &rusqlite::Row, model: &str) -> rusqlite::Result<IndexRow> {
             r.get::<_, Option<String>>(3)?.as_deref(),
             r.get::<_, Option<String>>(4)?.as_deref(),
             &tags,
+            r.get(7)?,
         ),
     })
 }
 
 /// The columns [`index_row`] reads.
 pub(crate) const INDEX_COLUMNS: &str =
-    "id, embedding, embedding_model, memory_type, category, tags, content";
+    "id, embedding, embedding_model, memory_type, category, tags, content, created_ms";
 
 impl MemoryRows for SqliteRows {
     fn describe(&self) -> String {

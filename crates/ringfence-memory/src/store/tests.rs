@@ -100,6 +100,8 @@ ringfence_store::on_both_beds!(
     an_embedder_that_fails_leaves_stores_working_and_search_to_words,
     words_of_users_with_similar_names_stay_apart,
     pinning_and_clearing_touch_one_user_only,
+    a_time_the_question_names_brings_up_what_was_stored_then,
+    a_new_model_embeds_the_rows_again_in_the_background_while_search_uses_words,
 );
 
 fn memory(content: &str) -> NewItem {
@@ -721,4 +723,145 @@ fn pinning_and_clearing_touch_one_user_only(t: &dyn Bed) {
         db.get("v", Kind::Truth, 1).unwrap().unwrap().content,
         "User is vegetarian"
     );
+}
+
+/// A question naming a date finds the row stored then, among a hundred and fifty rows of the
+/// same shape (more than the candidates taken by meaning alone), some of them closer to the
+/// question's words by a chance collision in the test embedder.
+fn a_time_the_question_names_brings_up_what_was_stored_then(t: &dyn Bed) {
+    const DAY: i64 = 86_400_000;
+    let jan_2024 = 1_704_067_200_000; // 2024-01-01
+    let may_8_2023 = 1_683_504_000_000; // 2023-05-08
+    let db = open(t, true);
+    for i in 0..150 {
+        let at = jan_2024 + i * DAY;
+        db.store_with(
+            "u",
+            Kind::Memory,
+            memory(&format!(
+                "User went hiking in the hills with a friend from work, trip {i}"
+            )),
+            Some((at, at, 0)),
+            None,
+        )
+        .unwrap();
+    }
+    let then = stored(
+        db.store_with(
+            "u",
+            Kind::Memory,
+            memory("User went hiking in the hills with a friend from work, trip 999"),
+            Some((may_8_2023, may_8_2023, 0)),
+            None,
+        )
+        .unwrap(),
+    );
+    for q in [
+        "Which friend from work did the user go hiking in the hills with in May 2023?",
+        "Which friend from work did the user go hiking in the hills with on 8 May, 2023?",
+        "Which friend from work did the user go hiking in the hills with on 2023-05-10?",
+    ] {
+        assert_eq!(found(&db, "u", Kind::Memory, q).first(), Some(&then), "{q}");
+    }
+    for q in [
+        "Which friend from work did the user go hiking in the hills with in June 2024?",
+        "Which friend from work did the user go hiking in the hills with?",
+    ] {
+        assert_ne!(found(&db, "u", Kind::Memory, q).first(), Some(&then), "{q}");
+    }
+}
+
+/// The test embedder under another model's name, whose batches (the background work) wait
+/// until the test opens the gate; single texts (a question, a new row) pass at once.
+#[derive(Debug)]
+struct Gated(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Embedder for Gated {
+    fn id(&self) -> &str {
+        "test:words-v2"
+    }
+    fn dims(&self) -> usize {
+        256
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.len() > 1 {
+            let (open, opened) = &*self.0;
+            let mut open = open.lock().unwrap();
+            while !*open {
+                open = opened.wait(open).unwrap();
+            }
+        }
+        Words.embed(texts)
+    }
+}
+
+/// Rows embedded by one model, searched after the model changed: their vectors are made
+/// again in the background, search meanwhile matches words and says so (never comparing
+/// the question with the old model's vectors), a store meanwhile succeeds, and once done
+/// every row has the new model's vector and search is by meaning again.
+fn a_new_model_embeds_the_rows_again_in_the_background_while_search_uses_words(t: &dyn Bed) {
+    let rows = super::reembed::ON_THE_SPOT + 44;
+    {
+        let db = open(t, true);
+        for i in 0..rows {
+            stored(
+                db.store(
+                    "u",
+                    Kind::Memory,
+                    memory(&format!("User planted tree number {i} in the garden")),
+                )
+                .unwrap(),
+            );
+        }
+    }
+    let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let loader_gate = gate.clone();
+    let db = t.open_with(Some(Box::new(move || {
+        Ok(Arc::new(Gated(loader_gate.clone())) as Arc<dyn Embedder>)
+    })));
+    let out = db
+        .search("u", Kind::Memory, &query("tree number 7 in the garden"))
+        .unwrap();
+    match &out.mode {
+        SearchMode::Lexical { reason } => {
+            assert!(
+                reason.contains(&format!("0 of {rows}")) && reason.contains("test:words-v2"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected words only while embedding again, got {other:?}"),
+    }
+    assert!(!out.hits.is_empty(), "words still find rows");
+    assert!(out.hits.iter().all(|h| h.similarity.is_none()));
+    // Another user is not held up.
+    stored(
+        db.store("w", Kind::Memory, memory("User likes figs"))
+            .unwrap(),
+    );
+    let other = db.search("w", Kind::Memory, &query("figs")).unwrap();
+    assert!(matches!(other.mode, SearchMode::Hybrid));
+    // A store meanwhile is embedded by the new model at once.
+    let oak = stored(
+        db.store("u", Kind::Memory, memory("User planted an oak by the pond"))
+            .unwrap(),
+    );
+    {
+        let (open, opened) = &*gate;
+        *open.lock().unwrap() = true;
+        opened.notify_all();
+    }
+    db.finish_reembedding();
+    assert!(
+        db.rows
+            .missing_vectors("u", Kind::Memory, "test:words-v2")
+            .unwrap()
+            .is_empty(),
+        "every row has the new model's vector"
+    );
+    let out = db
+        .search("u", Kind::Memory, &query("oak by the pond"))
+        .unwrap();
+    assert!(matches!(out.mode, SearchMode::Hybrid), "{:?}", out.mode);
+    assert_eq!(out.hits.first().map(|h| h.item.id), Some(oak));
+    assert!(out.hits.iter().all(|h| h.similarity.is_some()));
 }

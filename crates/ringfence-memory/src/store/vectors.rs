@@ -12,6 +12,7 @@ use std::sync::{Arc, RwLock};
 use crate::{Kind, MEMORY_TYPES, Query};
 use ringfence_embed::{Embedder, dot};
 
+use super::when::Window;
 use super::{EMBED_BATCH, MemoryDb};
 use ringfence_store::StoreError;
 
@@ -48,6 +49,8 @@ pub(crate) struct RowMeta {
     /// Memory categories are an open set (seed 003's "etc."), kept as written.
     category: Option<Box<str>>,
     tags: Box<[Box<str>]>,
+    /// When it was stored (milliseconds since the epoch).
+    created_ms: i64,
 }
 
 impl RowMeta {
@@ -55,8 +58,10 @@ impl RowMeta {
         memory_type: Option<&str>,
         category: Option<&str>,
         tags: &[String],
+        created_ms: i64,
     ) -> RowMeta {
         RowMeta {
+            created_ms,
             memory_type: memory_type
                 .and_then(|t| MEMORY_TYPES.iter().position(|v| *v == t))
                 .map(|p| p as u8),
@@ -69,6 +74,11 @@ impl RowMeta {
         (filter.memory_type.is_none() || self.memory_type == filter.memory_type)
             && (filter.category.is_none() || self.category == filter.category)
             && (filter.tags.is_empty() || self.tags.iter().any(|t| filter.tags.contains(&&**t)))
+            && (filter.windows.is_empty()
+                || filter
+                    .windows
+                    .iter()
+                    .any(|&(start, end)| (start..end).contains(&self.created_ms)))
     }
 }
 
@@ -77,15 +87,28 @@ pub(super) struct Filter<'a> {
     memory_type: Option<u8>,
     category: Option<Box<str>>,
     tags: Vec<&'a str>,
+    /// Stored within one of these (none: any time).
+    windows: Vec<Window>,
 }
 
 impl<'a> Filter<'a> {
     pub(super) fn of(q: &'a Query) -> Filter<'a> {
-        let meta = RowMeta::new(q.memory_type.as_deref(), q.category.as_deref(), &[]);
+        let meta = RowMeta::new(q.memory_type.as_deref(), q.category.as_deref(), &[], 0);
         Filter {
             memory_type: meta.memory_type,
             category: meta.category,
             tags: q.tags.iter().map(String::as_str).collect(),
+            windows: Vec::new(),
+        }
+    }
+
+    /// The same filter, narrowed to rows stored within `windows`.
+    pub(super) fn within(&self, windows: &[Window]) -> Filter<'a> {
+        Filter {
+            memory_type: self.memory_type,
+            category: self.category.clone(),
+            tags: self.tags.clone(),
+            windows: windows.to_vec(),
         }
     }
 }
@@ -208,8 +231,10 @@ impl VecIndex {
 impl MemoryDb {
     /// The vector index of `user`'s rows of `kind`, built on first use. Rows without a
     /// vector from the current model (stored without a model, or under another one) are
-    /// embedded and saved first. Where several processes write the store, an index in
-    /// memory is first brought up to date with what they changed.
+    /// embedded and saved first: a few on the spot; more in the background, and until that
+    /// is done the answer is [`MemoryFailure::Reembedding`](super::MemoryFailure) (see
+    /// `reembed`). Where several processes write the store, an index in memory is first
+    /// brought up to date with what they changed.
     pub(super) fn index(
         &self,
         user: &str,
@@ -316,17 +341,24 @@ impl MemoryDb {
         })
     }
 
-    /// Embeds and saves `user`'s rows of `kind` that have no vector from `embedder`'s model.
+    /// Embeds and saves `user`'s rows of `kind` that have no vector from `embedder`'s model:
+    /// here when they are few, else in the background (the error says how far it is).
     fn embed_missing(
         &self,
         user: &str,
         kind: Kind,
         embedder: &Arc<dyn Embedder>,
     ) -> Result<(), StoreError> {
+        if let Some(progress) = self.reembedding(user, kind) {
+            return Err(progress);
+        }
         let model = embedder.id();
         let missing = self.rows.missing_vectors(user, kind, model)?;
         if missing.is_empty() {
             return Ok(());
+        }
+        if missing.len() > super::reembed::ON_THE_SPOT {
+            return Err(self.reembed_in_background(user, kind, embedder, missing));
         }
         tracing::info!(
             user,
@@ -341,7 +373,7 @@ impl MemoryDb {
 
     /// Embeds `rows` (row, text) in batches and saves their vectors (rows changed meanwhile
     /// keep theirs); `saved` gets each row's position in `rows` and its vector.
-    fn embed_and_save(
+    pub(super) fn embed_and_save(
         &self,
         user: &str,
         kind: Kind,
