@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::{Kind, Query};
 
-use super::MemoryDb;
+use super::{CANDIDATES, MemoryDb};
 use ringfence_store::StoreError;
 
 /// Query words used (the first ones).
@@ -55,8 +55,17 @@ fn query_terms(text: &str) -> Vec<String> {
     words
 }
 
+/// The rows sharing words with a question: every one's score, and the best.
+#[derive(Default)]
+pub(super) struct WordScores {
+    /// Each matching row's score.
+    pub(super) all: HashMap<i64, f32>,
+    /// The [`CANDIDATES`] best, best first (ties by row).
+    pub(super) best: Vec<(i64, f32)>,
+}
+
 impl MemoryDb {
-    /// Rows matching the query's words, best first, scored by weighted coverage: the share of the
+    /// Rows matching the query's words, scored by weighted coverage: the share of the
     /// query's inverse document frequency (over this user's rows of `kind`) that the row's
     /// words cover, in 0..1. Words no row has are left out of the share. Stemmed (Porter),
     /// so "allergies" finds "allergy".
@@ -68,10 +77,10 @@ impl MemoryDb {
         kind: Kind,
         query: &Query,
         rows: Option<usize>,
-    ) -> Result<Vec<(i64, f32)>, StoreError> {
+    ) -> Result<WordScores, StoreError> {
         let terms = query_terms(&query.text);
         if terms.is_empty() {
-            return Ok(Vec::new());
+            return Ok(WordScores::default());
         }
         let total: i64 = match rows {
             Some(n) => n as i64,
@@ -91,11 +100,18 @@ impl MemoryDb {
             }
         }
         if mass <= 0.0 {
-            return Ok(Vec::new());
+            return Ok(WordScores::default());
         }
-        let mut scored: Vec<(i64, f32)> =
-            covered.into_iter().map(|(id, w)| (id, w / mass)).collect();
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        Ok(scored)
+        for w in covered.values_mut() {
+            *w /= mass;
+        }
+        let order = |a: &(i64, f32), b: &(i64, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        let mut best: Vec<(i64, f32)> = covered.iter().map(|(id, w)| (*id, *w)).collect();
+        if best.len() > CANDIDATES {
+            best.select_nth_unstable_by(CANDIDATES - 1, order);
+            best.truncate(CANDIDATES);
+        }
+        best.sort_by(order);
+        Ok(WordScores { all: covered, best })
     }
 }

@@ -413,9 +413,9 @@ impl MemoryDb {
         let mut ids: Vec<i64> = similarities
             .keys()
             .copied()
-            .chain(lexical.iter().take(CANDIDATES).map(|(id, _)| *id))
+            .chain(lexical.best.iter().map(|(id, _)| *id))
             .collect();
-        let lexical: HashMap<i64, f32> = lexical.into_iter().collect();
+        let lexical = lexical.all;
         ids.sort_unstable();
         ids.dedup();
         // The index ranked by approximate similarities; score every candidate (also those
