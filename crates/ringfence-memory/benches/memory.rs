@@ -70,7 +70,24 @@ fn peak_rss_mib() -> f64 {
 fn open_postgres(url: &str, loader: EmbedderLoader) -> Arc<MemoryDb> {
     use ringfence_store::pg::{Pg, PgOptions};
     let pg = Pg::connect(&PgOptions::new(url.to_owned())).expect("MEMORY_DATABASE_URL");
-    MemoryDb::open_postgres(pg, Some(loader), RankConfig::default()).unwrap()
+    MemoryDb::open_postgres(pg, Some(loader), rank()).unwrap()
+}
+
+/// The default ranking, or other weights to compare (MEMORY_LEXICAL_WEIGHT,
+/// MEMORY_TIME_WEIGHT).
+fn rank() -> RankConfig {
+    let weight = |name: &str, default: f32| {
+        std::env::var(name)
+            .ok()
+            .map(|v| v.parse().expect("a number"))
+            .unwrap_or(default)
+    };
+    let d = RankConfig::default();
+    RankConfig {
+        lexical_weight: weight("MEMORY_LEXICAL_WEIGHT", d.lexical_weight),
+        time_weight: weight("MEMORY_TIME_WEIGHT", d.time_weight),
+        ..d
+    }
 }
 
 fn main() {
@@ -149,7 +166,7 @@ fn main() {
         let loader_model = model.clone();
         let loader: EmbedderLoader = Box::new(move || Ok(loader_model.clone()));
         match &database {
-            None => MemoryDb::open(&path, Some(loader), RankConfig::default()).unwrap(),
+            None => MemoryDb::open(&path, Some(loader), rank()).unwrap(),
             Some(url) => open_postgres(url, loader),
         }
     };
