@@ -293,9 +293,15 @@ pub fn verify_archive(
     let known = KNOWN_ARCHIVES
         .iter()
         .find(|(n, _, _)| Some(*n) == name.as_deref());
-    let (want, again) = match (expected, known) {
-        (Some(want), _) => (want.trim().to_ascii_lowercase(), None),
-        (None, Some((_, want, again))) => ((*want).to_owned(), Some(*again)),
+    if expected.is_some() && src.is_dir() {
+        return Err(EmbedError::Install(format!(
+            "--sha256 checks an archive, and {} is a directory: give the wheel or zip itself",
+            src.display()
+        )));
+    }
+    let (want, again, whose) = match (expected, known) {
+        (Some(want), _) => (want.trim().to_ascii_lowercase(), None, "expected"),
+        (None, Some((_, want, again))) => ((*want).to_owned(), Some(*again), "published"),
         (None, None) => return Ok(()),
     };
     if want.len() != 64 || !want.chars().all(|c| c.is_ascii_hexdigit()) {
@@ -310,7 +316,7 @@ pub fn verify_archive(
             .map(|a| format!("; fetch it again: {a}"))
             .unwrap_or_default();
         return Err(EmbedError::Install(format!(
-            "{} has sha256 {got}, not the published {want}: it is damaged or another file, and nothing was installed{fetch}",
+            "{} has sha256 {got}, not the {whose} {want}: it is damaged or another file, and nothing was installed{fetch}",
             src.display()
         )));
     }
@@ -615,7 +621,13 @@ mod tests {
             verify_archive(&other, Some(&wrong), &mut |_| {})
                 .unwrap_err()
                 .to_string()
-                .contains("not the published")
+                .contains("not the expected")
+        );
+        assert!(
+            verify_archive(dir.path(), Some(&wrong), &mut |_| {})
+                .unwrap_err()
+                .to_string()
+                .contains("is a directory")
         );
         assert!(
             verify_archive(&other, Some("abc"), &mut |_| {})

@@ -35,6 +35,11 @@ pub enum MemoryFailure {
         total: usize,
         model: String,
     },
+    /// Embedding the rows again failed (it is tried again after a while).
+    #[error(
+        "embedding stored rows again for the model {model} failed ({why}); it is tried again within a minute, and until it is done search matches words only"
+    )]
+    ReembedFailed { model: String, why: String },
     /// The looking up of the question's words panicked.
     #[error("the word search panicked")]
     WordSearchPanicked,

@@ -7,6 +7,10 @@
 //! words only and say why, with how far it has got; stores and updates carry on (each new
 //! row is embedded with the new model at once). A few such rows are embedded on the spot
 //! instead.
+//!
+//! One job runs at a time (the model already uses every core); another user's job starts
+//! with that user's first search after it, and says it is waiting until then. A job that
+//! failed (an endpoint down) is not tried again for [`RETRY_FAILED`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,6 +30,12 @@ pub(super) const ON_THE_SPOT: usize = 256;
 /// Progress is logged every this many rows.
 const LOG_EVERY: usize = 2_000;
 
+/// Jobs at once (each uses every core the model is given).
+const MAX_JOBS: usize = 1;
+
+/// How long a failed job is remembered before a search starts it again.
+pub(super) const RETRY_FAILED: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// One user's rows of one kind being embedded again.
 pub(super) struct Job {
     model: String,
@@ -37,6 +47,10 @@ pub(super) struct Job {
 #[derive(Default)]
 pub(super) struct Jobs {
     running: Mutex<HashMap<(String, Kind), Arc<Job>>>,
+    /// Jobs that failed: why, and when.
+    failed: Mutex<HashMap<(String, Kind), (String, std::time::Instant)>>,
+    /// Seconds before a failed job is tried again, when not [`RETRY_FAILED`] (tests).
+    retry_secs: std::sync::atomic::AtomicU64,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -65,6 +79,24 @@ impl MemoryDb {
             total: missing.len(),
             done: AtomicUsize::new(0),
         });
+        if let Some((why, at)) = self
+            .reembed
+            .failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            && at.elapsed() < self.reembed.retry_after()
+        {
+            return MemoryFailure::ReembedFailed {
+                model: job.model.clone(),
+                why: why.clone(),
+            }
+            .into();
+        }
+        if running.len() >= MAX_JOBS {
+            // Another user's rows are being embedded; this user's wait their turn.
+            return job.progress();
+        }
         let Some(db) = self.this.upgrade() else {
             // Being dropped: nothing to carry on with.
             return job.progress();
@@ -97,6 +129,13 @@ impl MemoryDb {
                         );
                     }
                 });
+                if result.is_ok() {
+                    db.reembed
+                        .failed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&(user_owned.clone(), kind));
+                }
                 match result {
                     Ok(()) => tracing::info!(
                         user = user_owned.as_str(),
@@ -105,12 +144,22 @@ impl MemoryDb {
                         model = worker.model.as_str(),
                         "rows embedded again; search by meaning is back"
                     ),
-                    Err(why) => tracing::warn!(
-                        user = user_owned.as_str(),
-                        kind = kind.as_str(),
-                        error = %why,
-                        "embedding rows again stopped; the next search starts it again from what is saved"
-                    ),
+                    Err(why) => {
+                        tracing::warn!(
+                            user = user_owned.as_str(),
+                            kind = kind.as_str(),
+                            error = %why,
+                            "embedding rows again stopped; a search after 30 s starts it again from what is saved"
+                        );
+                        db.reembed
+                            .failed
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(
+                                (user_owned.clone(), kind),
+                                (why.to_string(), std::time::Instant::now()),
+                            );
+                    }
                 }
             });
         match spawned {
@@ -125,7 +174,12 @@ impl MemoryDb {
                 threads.push(handle);
                 job.progress()
             }
-            Err(why) => StoreError::family(why),
+            Err(why) => {
+                // No thread to be had: search stays with words, stores go on; a later
+                // search tries again.
+                tracing::warn!(error = %why, "cannot start embedding rows again");
+                job.progress()
+            }
         }
     }
 
@@ -137,6 +191,12 @@ impl MemoryDb {
             .unwrap_or_else(|e| e.into_inner())
             .get(&(user.to_owned(), kind))
             .map(|job| job.progress())
+    }
+
+    /// Remembers a failed job this long (tests: long enough never to expire mid-test).
+    #[cfg(test)]
+    pub(super) fn retry_failed_after(&self, secs: u64) {
+        self.reembed.retry_secs.store(secs, Ordering::Relaxed);
     }
 
     /// Waits for the background re-embedding under way (tests; the server lets it run).
@@ -169,6 +229,15 @@ impl Drop for Finished<'_> {
     }
 }
 
+impl Jobs {
+    fn retry_after(&self) -> std::time::Duration {
+        match self.retry_secs.load(Ordering::Relaxed) {
+            0 => RETRY_FAILED,
+            s => std::time::Duration::from_secs(s),
+        }
+    }
+}
+
 impl Job {
     fn progress(&self) -> StoreError {
         MemoryFailure::Reembedding {
@@ -182,5 +251,8 @@ impl Job {
 
 /// Whether `e` says the rows are being embedded again.
 pub(super) fn is_reembedding(e: &StoreError) -> bool {
-    matches!(e, StoreError::Family(f) if matches!(f.downcast_ref::<MemoryFailure>(), Some(MemoryFailure::Reembedding { .. })))
+    matches!(e, StoreError::Family(f) if matches!(
+        f.downcast_ref::<MemoryFailure>(),
+        Some(MemoryFailure::Reembedding { .. } | MemoryFailure::ReembedFailed { .. })
+    ))
 }

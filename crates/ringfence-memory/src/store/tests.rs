@@ -102,6 +102,7 @@ ringfence_store::on_both_beds!(
     pinning_and_clearing_touch_one_user_only,
     a_time_the_question_names_brings_up_what_was_stored_then,
     a_new_model_embeds_the_rows_again_in_the_background_while_search_uses_words,
+    embedding_again_runs_one_job_at_a_time_and_a_failed_one_says_so,
 );
 
 fn memory(content: &str) -> NewItem {
@@ -864,4 +865,99 @@ fn a_new_model_embeds_the_rows_again_in_the_background_while_search_uses_words(t
     assert!(matches!(out.mode, SearchMode::Hybrid), "{:?}", out.mode);
     assert_eq!(out.hits.first().map(|h| h.item.id), Some(oak));
     assert!(out.hits.iter().all(|h| h.similarity.is_some()));
+}
+
+/// The test embedder under another model's name, failing every batch (the background work).
+#[derive(Debug)]
+struct FailingBatches;
+
+impl Embedder for FailingBatches {
+    fn id(&self) -> &str {
+        "test:words-v3"
+    }
+    fn dims(&self) -> usize {
+        256
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.len() > 1 {
+            return Err(EmbedError::Model("the endpoint is down".into()));
+        }
+        Words.embed(texts)
+    }
+}
+
+/// Two users' rows need a new model's vectors: one job runs, the other user's searches say
+/// they wait (words meanwhile) and theirs starts after. A job that fails says so on the
+/// searches after it, and is not started again at once.
+fn embedding_again_runs_one_job_at_a_time_and_a_failed_one_says_so(t: &dyn Bed) {
+    let rows = super::reembed::ON_THE_SPOT + 10;
+    {
+        let db = open(t, true);
+        for user in ["u", "w"] {
+            for i in 0..rows {
+                stored(
+                    db.store(
+                        user,
+                        Kind::Memory,
+                        memory(&format!("User painted picture number {i} of the sea")),
+                    )
+                    .unwrap(),
+                );
+            }
+        }
+    }
+    let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let loader_gate = gate.clone();
+    let db = t.open_with(Some(Box::new(move || {
+        Ok(Arc::new(Gated(loader_gate.clone())) as Arc<dyn Embedder>)
+    })));
+    let reason = |db: &MemoryDb, user: &str| match db
+        .search(user, Kind::Memory, &query("picture of the sea"))
+        .unwrap()
+        .mode
+    {
+        SearchMode::Lexical { reason } => reason,
+        SearchMode::Hybrid => "hybrid".into(),
+    };
+    assert!(reason(&db, "u").contains(&format!("0 of {rows}")));
+    // u's job holds the worker: w waits, by words.
+    assert!(reason(&db, "w").contains(&format!("0 of {rows}")));
+    {
+        let (open, opened) = &*gate;
+        *open.lock().unwrap() = true;
+        opened.notify_all();
+    }
+    db.finish_reembedding();
+    assert_eq!(reason(&db, "u"), "hybrid");
+    assert!(
+        db.rows
+            .missing_vectors("w", Kind::Memory, "test:words-v2")
+            .unwrap()
+            .len()
+            == rows,
+        "w's rows waited for u's job"
+    );
+    // w's next search starts w's job.
+    assert!(reason(&db, "w").contains("of"));
+    db.finish_reembedding();
+    assert_eq!(reason(&db, "w"), "hybrid");
+    drop(db);
+
+    // An embedder whose batches fail: the job stops, and says so.
+    let db = t.open_with(Some(Box::new(|| {
+        Ok(Arc::new(FailingBatches) as Arc<dyn Embedder>)
+    })));
+    db.retry_failed_after(24 * 3600);
+    assert!(reason(&db, "u").contains(&format!("0 of {rows}")));
+    db.finish_reembedding();
+    let why = reason(&db, "u");
+    assert!(
+        why.contains("failed") && why.contains("the endpoint is down"),
+        "{why}"
+    );
+    // Stores go on meanwhile.
+    stored(
+        db.store("u", Kind::Memory, memory("User sailed to the island"))
+            .unwrap(),
+    );
 }

@@ -5,8 +5,9 @@
 //! (`time_weight` in [`RankConfig`](super::RankConfig)).
 //!
 //! English only, and only forms that say a date without doubt: a month needs a day or a
-//! year beside it (a bare "may" is a verb far more often than a month), a bare year needs a
-//! word such as "in" before it (so "2000 calories" is not a year). Relative phrases count
+//! year beside it (a bare "may" is a verb far more often than a month), a bare year needs
+//! "in", "during" or "since" before it (so "a diet of 2000 calories" is not a year), and a
+//! day must exist in its month. Relative phrases count
 //! only when the question names no date, and are taken from `now`. Days are UTC days.
 
 /// A day in milliseconds.
@@ -31,9 +32,7 @@ const MONTHS: [&str; 12] = [
 ];
 
 /// Words before a bare year that make it one ("in 2022", "since 2019").
-const YEAR_CUES: [&str; 9] = [
-    "in", "during", "since", "of", "from", "by", "before", "after", "around",
-];
+const YEAR_CUES: [&str; 3] = ["in", "during", "since"];
 
 /// A half-open window `[start, end)` of milliseconds since the epoch.
 pub(crate) type Window = (i64, i64);
@@ -50,7 +49,7 @@ pub(crate) struct Dated {
 
 /// What times `text` names (see [`Dated`]).
 pub(crate) fn dated(text: &str, now_ms: i64) -> Dated {
-    let tokens = tokens(text);
+    let (tokens, spans) = tokens(text);
     let (windows, used) = absolute(&tokens);
     if windows.is_empty() {
         return Dated {
@@ -58,13 +57,15 @@ pub(crate) fn dated(text: &str, now_ms: i64) -> Dated {
             words: text.to_owned(),
         };
     }
-    let words = tokens
-        .iter()
-        .zip(&used)
-        .filter(|(_, used)| !**used)
-        .map(|(t, _)| t.as_str())
-        .collect::<Vec<_>>()
-        .join(" ");
+    // The question as written, each date's tokens blanked out.
+    let mut words = String::with_capacity(text.len());
+    let mut from = 0;
+    for (span, _) in spans.iter().zip(&used).filter(|(_, used)| **used) {
+        words.push_str(&text[from..span.start]);
+        words.push(' ');
+        from = span.end;
+    }
+    words.push_str(&text[from..]);
     Dated { windows, words }
 }
 
@@ -101,10 +102,14 @@ fn absolute(tokens: &[String]) -> (Vec<Window>, Vec<bool>) {
         } else {
             i + 1
         };
-        if let (Some(d), Some(y)) = (day_at(before), year_at(after)) {
+        if let (Some(d), Some(y)) = (day_at(before), year_at(after))
+            && exists(y, m, d)
+        {
             out.push(day_window(y, m, d));
             mark(&mut used, &[before.unwrap_or(i), i, after]);
-        } else if let (Some(d), Some(y)) = (day_at(Some(i + 1)), year_at(i + 2)) {
+        } else if let (Some(d), Some(y)) = (day_at(Some(i + 1)), year_at(i + 2))
+            && exists(y, m, d)
+        {
             // "May 8, 2023", "May 8th 2023"
             out.push(day_window(y, m, d));
             mark(&mut used, &[i, i + 1, i + 2]);
@@ -129,25 +134,48 @@ fn absolute(tokens: &[String]) -> (Vec<Window>, Vec<bool>) {
     (out, used)
 }
 
-/// Lower-cased words and numbers, an ordinal's suffix dropped ("8th" → "8"); dashes are
-/// kept inside a token so an ISO date stays whole.
-fn tokens(text: &str) -> Vec<String> {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '-'))
-        .map(|t| t.trim_matches('-').to_lowercase())
-        .filter(|t| !t.is_empty())
-        .map(|t| {
-            let digits = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-            let suffix = &t[digits.len()..];
-            if !digits.is_empty()
-                && digits.chars().all(|c| c.is_ascii_digit())
-                && matches!(suffix, "st" | "nd" | "rd" | "th")
-            {
-                digits.to_owned()
-            } else {
-                t
+/// Lower-cased words and numbers, an ordinal's suffix dropped ("8th" → "8"), each with
+/// where it stands in `text`; dashes are kept inside a token so an ISO date stays whole.
+fn tokens(text: &str) -> (Vec<String>, Vec<std::ops::Range<usize>>) {
+    let mut tokens = Vec::new();
+    let mut spans = Vec::new();
+    let mut push = |start: usize, end: usize| {
+        let raw = &text[start..end];
+        let trimmed = raw.trim_matches('-');
+        if trimmed.is_empty() {
+            return;
+        }
+        let start = start + (raw.len() - raw.trim_start_matches('-').len());
+        let t = trimmed.to_lowercase();
+        let digits = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        let suffix = &t[digits.len()..];
+        let t = if !digits.is_empty()
+            && digits.chars().all(|c| c.is_ascii_digit())
+            && matches!(suffix, "st" | "nd" | "rd" | "th")
+        {
+            digits.to_owned()
+        } else {
+            t
+        };
+        tokens.push(t);
+        spans.push(start..start + trimmed.len());
+    };
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        let inside = c.is_alphanumeric() || c == '-';
+        match (inside, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                push(s, i);
+                start = None;
             }
-        })
-        .collect()
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        push(s, text.len());
+    }
+    (tokens, spans)
 }
 
 fn mark(used: &mut [bool], at: &[usize]) {
@@ -189,10 +217,22 @@ fn iso_date(t: &str) -> Option<(i64, u32, Option<u32>)> {
     }
     let d = match parts.next() {
         None => None,
-        Some(d) if d.len() == 2 => Some(day(d)?),
+        Some(d) if d.len() == 2 => Some(day(d).filter(|&d| exists(y, m, d))?),
         Some(_) => return None,
     };
     parts.next().is_none().then_some((y, m, d))
+}
+
+/// Whether day `d` exists in month `m` of year `y`.
+fn exists(y: i64, m: u32, d: u32) -> bool {
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    (1..=days).contains(&d)
 }
 
 fn day_window(y: i64, m: u32, d: u32) -> Window {
@@ -332,6 +372,9 @@ mod tests {
             "What may Caroline pursue?",
             "Who did Jon meet in May?",
             "How many calories is 2000 calories?",
+            "a diet of 2000 calories, around 2000 steps",
+            "the resolution of 1920 by 1080",
+            "February 29, 2023",
             "What is the 2023 budget?",
             "room 12 of march street",
             "version 2023-13-01 and 2023-05-40",
@@ -357,14 +400,41 @@ mod tests {
 
     #[test]
     fn the_words_searched_for_leave_the_dates_out() {
-        let d = dated("What did Maria start on 3rd June, 2023 at the gym?", NOW);
-        assert_eq!(d.words, "what did maria start on at the gym");
-        let d = dated("Where did Tim travel in 2022?", NOW);
-        assert_eq!(d.words, "where did tim travel in");
+        let words = |q: &str| {
+            dated(q, NOW)
+                .words
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            words("What did Maria's sister start on 3rd June, 2023 at the gym?"),
+            "What did Maria's sister start on , at the gym?"
+        );
+        assert_eq!(
+            words("Where did Tim travel in 2022?"),
+            "Where did Tim travel in ?"
+        );
+        assert_eq!(
+            words("Since 2023-05-08 what changed?"),
+            "Since what changed?"
+        );
         let q = "What did I decide yesterday?";
         assert_eq!(dated(q, NOW).words, q);
         let q = "Which room is 12 of March street?";
         assert_eq!(dated(q, NOW).words, q);
+    }
+
+    #[test]
+    fn a_day_that_does_not_exist_is_no_day() {
+        // The month still stands where one is named with its year.
+        let w = windows("What happened on 31 February 2023?", NOW);
+        assert_eq!(dates(w[0]), ((2023, 2, 1), (2023, 3, 1)));
+        assert!(windows("on 2023-02-30", NOW).is_empty());
+        let w = windows("on 29 February 2024", NOW);
+        assert_eq!(dates(w[0]), ((2024, 2, 29), (2024, 3, 1)));
+        // Non-ASCII digits and marks are words, not dates, and never split a character.
+        assert!(windows("on ８th May ２０２３ é́", NOW).is_empty());
     }
 
     #[test]
