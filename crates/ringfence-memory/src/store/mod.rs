@@ -381,10 +381,13 @@ impl MemoryDb {
                 Ok((embedder, index)) => match self.query_vector(embedder, query.text.trim()) {
                     Ok(v) => {
                         let ix = index.read().unwrap_or_else(|e| e.into_inner());
-                        similarities.extend(ix.top(&v, CANDIDATES, Some(&filter)));
-                        if !windows.is_empty() {
-                            let in_time = filter.within(windows);
-                            similarities.extend(ix.top(&v, CANDIDATES, Some(&in_time)));
+                        // One scan: the best overall, and the best stored within the
+                        // times named.
+                        let in_time = (!windows.is_empty()).then(|| filter.within(windows));
+                        let filters = [Some(&filter), in_time.as_ref()];
+                        let n = if in_time.is_some() { 2 } else { 1 };
+                        for found in ix.top_each(&v, CANDIDATES, &filters[..n]) {
+                            similarities.extend(found);
                         }
                         query_vector = Some(v);
                     }

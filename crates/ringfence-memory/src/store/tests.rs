@@ -775,7 +775,7 @@ fn a_time_the_question_names_brings_up_what_was_stored_then(t: &dyn Bed) {
 /// The test embedder under another model's name, whose batches (the background work) wait
 /// until the test opens the gate; single texts (a question, a new row) pass at once.
 #[derive(Debug)]
-struct Gated(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+struct Gated(Gate);
 
 impl Embedder for Gated {
     fn id(&self) -> &str {
@@ -796,30 +796,50 @@ impl Embedder for Gated {
     }
 }
 
+type Gate = Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>;
+
+/// `rows` memories for each of `users`, embedded by the test model; the database closed.
+fn stored_by_the_old_model(
+    t: &dyn Bed,
+    users: &[&str],
+    rows: usize,
+    text: impl Fn(usize) -> String,
+) {
+    let db = open(t, true);
+    for user in users {
+        for i in 0..rows {
+            stored(db.store(user, Kind::Memory, memory(&text(i))).unwrap());
+        }
+    }
+}
+
+/// The store opened again with [`Gated`] (another model), and its gate, shut.
+fn reopened_with_a_gated_model(t: &dyn Bed) -> (Arc<MemoryDb>, Gate) {
+    let gate: Gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let loader_gate = gate.clone();
+    let db = t.open_with(Some(Box::new(move || {
+        Ok(Arc::new(Gated(loader_gate.clone())) as Arc<dyn Embedder>)
+    })));
+    (db, gate)
+}
+
+/// Lets [`Gated`]'s batches through from now on.
+fn open_the_gate(gate: &Gate) {
+    let (open, opened) = &**gate;
+    *open.lock().unwrap() = true;
+    opened.notify_all();
+}
+
 /// Rows embedded by one model, searched after the model changed: their vectors are made
 /// again in the background, search meanwhile matches words and says so (never comparing
 /// the question with the old model's vectors), a store meanwhile succeeds, and once done
 /// every row has the new model's vector and search is by meaning again.
 fn a_new_model_embeds_the_rows_again_in_the_background_while_search_uses_words(t: &dyn Bed) {
     let rows = super::reembed::ON_THE_SPOT + 44;
-    {
-        let db = open(t, true);
-        for i in 0..rows {
-            stored(
-                db.store(
-                    "u",
-                    Kind::Memory,
-                    memory(&format!("User planted tree number {i} in the garden")),
-                )
-                .unwrap(),
-            );
-        }
-    }
-    let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-    let loader_gate = gate.clone();
-    let db = t.open_with(Some(Box::new(move || {
-        Ok(Arc::new(Gated(loader_gate.clone())) as Arc<dyn Embedder>)
-    })));
+    stored_by_the_old_model(t, &["u"], rows, |i| {
+        format!("User planted tree number {i} in the garden")
+    });
+    let (db, gate) = reopened_with_a_gated_model(t);
     let out = db
         .search("u", Kind::Memory, &query("tree number 7 in the garden"))
         .unwrap();
@@ -846,11 +866,7 @@ fn a_new_model_embeds_the_rows_again_in_the_background_while_search_uses_words(t
         db.store("u", Kind::Memory, memory("User planted an oak by the pond"))
             .unwrap(),
     );
-    {
-        let (open, opened) = &*gate;
-        *open.lock().unwrap() = true;
-        opened.notify_all();
-    }
+    open_the_gate(&gate);
     db.finish_reembedding();
     assert!(
         db.rows
@@ -891,26 +907,10 @@ impl Embedder for FailingBatches {
 /// searches after it, and is not started again at once.
 fn embedding_again_runs_one_job_at_a_time_and_a_failed_one_says_so(t: &dyn Bed) {
     let rows = super::reembed::ON_THE_SPOT + 10;
-    {
-        let db = open(t, true);
-        for user in ["u", "w"] {
-            for i in 0..rows {
-                stored(
-                    db.store(
-                        user,
-                        Kind::Memory,
-                        memory(&format!("User painted picture number {i} of the sea")),
-                    )
-                    .unwrap(),
-                );
-            }
-        }
-    }
-    let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-    let loader_gate = gate.clone();
-    let db = t.open_with(Some(Box::new(move || {
-        Ok(Arc::new(Gated(loader_gate.clone())) as Arc<dyn Embedder>)
-    })));
+    stored_by_the_old_model(t, &["u", "w"], rows, |i| {
+        format!("User painted picture number {i} of the sea")
+    });
+    let (db, gate) = reopened_with_a_gated_model(t);
     let reason = |db: &MemoryDb, user: &str| match db
         .search(user, Kind::Memory, &query("picture of the sea"))
         .unwrap()
@@ -922,11 +922,7 @@ fn embedding_again_runs_one_job_at_a_time_and_a_failed_one_says_so(t: &dyn Bed) 
     assert!(reason(&db, "u").contains(&format!("0 of {rows}")));
     // u's job holds the worker: w waits, by words.
     assert!(reason(&db, "w").contains(&format!("0 of {rows}")));
-    {
-        let (open, opened) = &*gate;
-        *open.lock().unwrap() = true;
-        opened.notify_all();
-    }
+    open_the_gate(&gate);
     db.finish_reembedding();
     assert_eq!(reason(&db, "u"), "hybrid");
     assert!(

@@ -167,25 +167,40 @@ impl VecIndex {
 
     /// The `k` rows passing `filter` with the highest approximate similarity, best first.
     pub(super) fn top(&self, query: &[f32], k: usize, filter: Option<&Filter>) -> Vec<(i64, f32)> {
+        self.top_each(query, k, &[filter]).pop().unwrap_or_default()
+    }
+
+    /// [`top`](Self::top) for each of `filters`, from one scan of the vectors.
+    pub(super) fn top_each(
+        &self,
+        query: &[f32],
+        k: usize,
+        filters: &[Option<&Filter>],
+    ) -> Vec<Vec<(i64, f32)>> {
         if query.len() != self.dims || self.rows.is_empty() || k == 0 {
-            return Vec::new();
+            return vec![Vec::new(); filters.len()];
         }
         let mut q = Vec::with_capacity(self.dims);
         let q_scale = ringfence_embed::quantize_i8(query, &mut q);
         let raw = self.raw_scores(&q);
-        let mut scored: Vec<(f32, usize)> = Vec::with_capacity(self.rows.len());
-        for (i, r) in raw.into_iter().enumerate() {
-            if filter.is_some_and(|f| !self.meta[i].matches(f)) {
-                continue;
-            }
-            scored.push((r as f32 * q_scale * self.scales[i], i));
-        }
-        if scored.len() > k {
-            scored.select_nth_unstable_by(k - 1, |a, b| b.0.total_cmp(&a.0));
-            scored.truncate(k);
-        }
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        scored.into_iter().map(|(s, i)| (self.rows[i], s)).collect()
+        filters
+            .iter()
+            .map(|filter| {
+                let mut scored: Vec<(f32, usize)> = Vec::with_capacity(self.rows.len());
+                for (i, r) in raw.iter().enumerate() {
+                    if filter.is_some_and(|f| !self.meta[i].matches(f)) {
+                        continue;
+                    }
+                    scored.push((*r as f32 * q_scale * self.scales[i], i));
+                }
+                if scored.len() > k {
+                    scored.select_nth_unstable_by(k - 1, |a, b| b.0.total_cmp(&a.0));
+                    scored.truncate(k);
+                }
+                scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+                scored.into_iter().map(|(s, i)| (self.rows[i], s)).collect()
+            })
+            .collect()
     }
 
     /// Integer dot products of `q` with every row; large indexes are split across the

@@ -80,12 +80,14 @@ fn absolute(tokens: &[String]) -> (Vec<Window>, Vec<bool>) {
     let mut out = Vec::new();
     let mut used = vec![false; tokens.len()];
     for (i, t) in tokens.iter().enumerate() {
-        if let Some((y, m, d)) = iso_date(t) {
-            used[i] = true;
-            out.push(match d {
+        if let Some((y, m, d)) = iso_date(t)
+            && let Some(w) = match d {
                 Some(d) => day_window(y, m, d),
                 None => month_window(y, m),
-            });
+            }
+        {
+            used[i] = true;
+            out.push(w);
         }
     }
     for i in 0..tokens.len() {
@@ -103,19 +105,21 @@ fn absolute(tokens: &[String]) -> (Vec<Window>, Vec<bool>) {
             i + 1
         };
         if let (Some(d), Some(y)) = (day_at(before), year_at(after))
-            && exists(y, m, d)
+            && let Some(w) = day_window(y, m, d)
         {
-            out.push(day_window(y, m, d));
+            out.push(w);
             mark(&mut used, &[before.unwrap_or(i), i, after]);
         } else if let (Some(d), Some(y)) = (day_at(Some(i + 1)), year_at(i + 2))
-            && exists(y, m, d)
+            && let Some(w) = day_window(y, m, d)
         {
             // "May 8, 2023", "May 8th 2023"
-            out.push(day_window(y, m, d));
+            out.push(w);
             mark(&mut used, &[i, i + 1, i + 2]);
-        } else if let Some(y) = year_at(after) {
+        } else if let Some(y) = year_at(after)
+            && let Some(w) = month_window(y, m)
+        {
             // "May 2023", "May of 2023"
-            out.push(month_window(y, m));
+            out.push(w);
             mark(&mut used, &[i, after]);
         }
     }
@@ -123,12 +127,11 @@ fn absolute(tokens: &[String]) -> (Vec<Window>, Vec<bool>) {
         if used[i] || !YEAR_CUES.contains(&tokens[i - 1].as_str()) {
             continue;
         }
-        if let Some(y) = year(&tokens[i]) {
+        if let Some(y) = year(&tokens[i])
+            && let Some(w) = year_window(y)
+        {
             used[i] = true;
-            out.push((
-                days_from_civil(y, 1, 1) * DAY - SLACK,
-                days_from_civil(y + 1, 1, 1) * DAY + SLACK,
-            ));
+            out.push(w);
         }
     }
     (out, used)
@@ -217,35 +220,41 @@ fn iso_date(t: &str) -> Option<(i64, u32, Option<u32>)> {
     }
     let d = match parts.next() {
         None => None,
-        Some(d) if d.len() == 2 => Some(day(d).filter(|&d| exists(y, m, d))?),
+        Some(d) if d.len() == 2 => Some(day(d).filter(|&d| midnight(y, m, d).is_some())?),
         Some(_) => return None,
     };
     parts.next().is_none().then_some((y, m, d))
 }
 
-/// Whether day `d` exists in month `m` of year `y`.
-fn exists(y: i64, m: u32, d: u32) -> bool {
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days = match m {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
-    (1..=days).contains(&d)
-}
-
-fn day_window(y: i64, m: u32, d: u32) -> Window {
-    let start = days_from_civil(y, m, d) * DAY;
-    (start - SLACK, start + DAY + SLACK)
-}
-
-fn month_window(y: i64, m: u32) -> Window {
-    let (ny, nm) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
-    (
-        days_from_civil(y, m, 1) * DAY - SLACK,
-        days_from_civil(ny, nm, 1) * DAY + SLACK,
+/// Midnight (UTC) of a date, in milliseconds since the epoch; `None` when there is no such
+/// day ("31 February").
+fn midnight(y: i64, m: u32, d: u32) -> Option<i64> {
+    let date = jiff::civil::Date::new(
+        i16::try_from(y).ok()?,
+        i8::try_from(m).ok()?,
+        i8::try_from(d).ok()?,
     )
+    .ok()?;
+    Some(
+        date.to_zoned_datetime(jiff::tz::TimeZone::UTC)
+            .ok()?
+            .timestamp()
+            .as_millisecond(),
+    )
+}
+
+fn day_window(y: i64, m: u32, d: u32) -> Option<Window> {
+    let start = midnight(y, m, d)?;
+    Some((start - SLACK, start + DAY + SLACK))
+}
+
+fn month_window(y: i64, m: u32) -> Option<Window> {
+    let (ny, nm) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+    Some((midnight(y, m, 1)? - SLACK, midnight(ny, nm, 1)? + SLACK))
+}
+
+fn year_window(y: i64) -> Option<Window> {
+    Some((midnight(y, 1, 1)? - SLACK, midnight(y + 1, 1, 1)? + SLACK))
 }
 
 /// "yesterday", "today", "this/last/past week|weekend|month|year", from `now`.
@@ -266,15 +275,17 @@ fn relative(tokens: &[String], now_ms: i64) -> Option<Window> {
             return back(last);
         }
     }
-    let (y, _, _) = civil_from_days(now_ms.div_euclid(DAY));
+    let y = i64::from(
+        jiff::Timestamp::from_millisecond(now_ms)
+            .ok()?
+            .to_zoned_datetime(jiff::tz::TimeZone::UTC)
+            .year(),
+    );
     if has("this", "year") {
-        return Some((days_from_civil(y, 1, 1) * DAY, now_ms + DAY));
+        return Some((midnight(y, 1, 1)?, now_ms + DAY));
     }
     if has("last", "year") {
-        return Some((
-            days_from_civil(y - 1, 1, 1) * DAY - SLACK,
-            days_from_civil(y, 1, 1) * DAY + SLACK,
-        ));
+        return year_window(y - 1);
     }
     if has("past", "year") {
         return back(366);
@@ -282,54 +293,36 @@ fn relative(tokens: &[String], now_ms: i64) -> Option<Window> {
     None
 }
 
-/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (a day past a
-/// month's end rolls into the next month).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day counted from 1970-01-01.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The date (UTC) of a time.
+    fn date_of(ms: i64) -> (i64, u32, u32) {
+        let d = jiff::Timestamp::from_millisecond(ms)
+            .unwrap()
+            .to_zoned_datetime(jiff::tz::TimeZone::UTC)
+            .date();
+        (i64::from(d.year()), d.month() as u32, d.day() as u32)
+    }
+
     /// The window's dates, slack taken off: (first day, day after the last).
     fn dates(w: Window) -> ((i64, u32, u32), (i64, u32, u32)) {
-        (
-            civil_from_days((w.0 + SLACK) / DAY),
-            civil_from_days((w.1 - SLACK) / DAY),
-        )
+        (date_of(w.0 + SLACK), date_of(w.1 - SLACK))
     }
 
     const NOW: i64 = 1_780_000_000_000; // 2026-05-28
 
     #[test]
-    fn calendar_arithmetic_round_trips() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-        for z in [-1000, 0, 59, 60, 11_016, 11_017, 19_500, 60_000] {
-            let (y, m, d) = civil_from_days(z);
-            assert_eq!(days_from_civil(y, m, d), z, "{y}-{m}-{d}");
-        }
-        assert_eq!(civil_from_days(NOW / DAY), (2026, 5, 28));
+    fn days_are_utc_midnights_and_only_real_days() {
+        assert_eq!(midnight(1970, 1, 1), Some(0));
+        assert_eq!(midnight(2000, 3, 1), Some(11_017 * DAY));
+        assert_eq!(midnight(2023, 2, 29), None);
+        assert_eq!(
+            midnight(2024, 2, 29),
+            Some(midnight(2024, 3, 1).unwrap() - DAY)
+        );
+        assert_eq!(date_of(NOW), (2026, 5, 28));
     }
 
     #[test]
