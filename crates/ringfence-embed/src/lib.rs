@@ -94,15 +94,61 @@ pub fn dot_rows(query: &[f32], vectors: &[f32], scores: &mut Vec<f32>) {
 /// `out[r] += Σ_i x[r][i] · w[i]` for `rows` rows: `x` is `rows × input`, `w` is
 /// `input × out` (row-major, `out = w.len() / input`), `out` is `rows × out` and holds the
 /// bias on entry. Each weight row is read once for all rows.
+#[cfg(feature = "local")]
 pub fn small_matmul_acc(x: &[f32], w: &[f32], out: &mut [f32], rows: usize, input: usize) {
-    pulp::Arch::new().dispatch(SmallMatmul {
-        x,
-        w,
-        out,
-        rows,
-        input,
-    });
+    let input = input.max(1);
+    let out_n = w.len() / input;
+    let halves = rows * input * out_n >= PARALLEL_MATMUL
+        && out_n >= 2 * SPLIT_ALIGN
+        && rayon::current_num_threads() > 1;
+    if !halves {
+        pulp::Arch::new().dispatch(SmallMatmul {
+            x,
+            w,
+            out,
+            rows,
+            input,
+            cols: (0, out_n),
+        });
+        return;
+    }
+    // Two threads of the pool candle already runs, each with half the columns: each reads
+    // half the weights, which is most of the work (a question's few rows do little
+    // arithmetic per weight). Each half is computed into a buffer of its own and copied
+    // into place after. (A thread spawned per product costs what the split saves.)
+    let split = (out_n / 2).next_multiple_of(SPLIT_ALIGN).min(out_n);
+    let bias = &*out;
+    // The columns `cols` of the result, starting from their bias.
+    let part = |cols: (usize, usize)| {
+        let width = cols.1 - cols.0;
+        let mut part: Vec<f32> = Vec::with_capacity(rows * width);
+        for r in 0..rows {
+            part.extend_from_slice(&bias[r * out_n + cols.0..r * out_n + cols.1]);
+        }
+        pulp::Arch::new().dispatch(SmallMatmul {
+            x,
+            w,
+            out: &mut part,
+            rows,
+            input,
+            cols,
+        });
+        part
+    };
+    let (left, right) = rayon::join(|| part((0, split)), || part((split, out_n)));
+    let width = out_n - split;
+    for r in 0..rows {
+        out[r * out_n..r * out_n + split].copy_from_slice(&left[r * split..(r + 1) * split]);
+        out[r * out_n + split..(r + 1) * out_n].copy_from_slice(&right[r * width..(r + 1) * width]);
+    }
 }
+
+/// Multiply-adds above which [`small_matmul_acc`] splits its columns between two threads.
+#[cfg(feature = "local")]
+const PARALLEL_MATMUL: usize = 1 << 20;
+/// Where a split may fall: a multiple of every SIMD width's column block.
+#[cfg(feature = "local")]
+const SPLIT_ALIGN: usize = 64;
 
 /// Quantises a vector to signed bytes for a compact index: `v[i] ≈ codes[i] · scale`.
 /// Returns the scale (0 for a zero vector).
@@ -196,20 +242,27 @@ impl pulp::WithSimd for DotRows<'_> {
     }
 }
 
+#[cfg(feature = "local")]
 struct SmallMatmul<'a> {
     x: &'a [f32],
     w: &'a [f32],
+    /// `rows × (cols.1 - cols.0)`: the columns computed, holding their bias on entry.
     out: &'a mut [f32],
     rows: usize,
     input: usize,
+    /// The range of `w`'s columns computed.
+    cols: (usize, usize),
 }
 
+#[cfg(feature = "local")]
 impl pulp::WithSimd for SmallMatmul<'_> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, simd: S) {
         let input = self.input.max(1);
         let out_n = self.w.len() / input;
+        let (lo, hi) = self.cols;
+        let width = hi - lo;
         let lanes = std::mem::size_of::<S::f32s>() / std::mem::size_of::<f32>();
         // Output columns are taken two vectors at a time and rows four at a time, so that
         // eight sums stay in registers while the inputs are walked: each weight load feeds
@@ -217,7 +270,7 @@ impl pulp::WithSimd for SmallMatmul<'_> {
         // The inputs go in slices of SLICE weight rows, each read from memory once and then
         // used from cache by every group of four rows.
         let block = 2 * lanes;
-        let blocked = out_n / block * block;
+        let blocked = width / block * block;
         for i0 in (0..input).step_by(SLICE) {
             let i1 = (i0 + SLICE).min(input);
             let mut r0 = 0;
@@ -226,10 +279,12 @@ impl pulp::WithSimd for SmallMatmul<'_> {
                 let m = Block {
                     x: &self.x[r0 * input..(r0 + take) * input],
                     w: self.w,
-                    out: &mut self.out[r0 * out_n..(r0 + take) * out_n],
+                    out: &mut self.out[r0 * width..(r0 + take) * width],
                     inputs: (i0, i1),
                     input,
                     out_n,
+                    lo,
+                    width,
                     block,
                     blocked,
                 };
@@ -243,13 +298,13 @@ impl pulp::WithSimd for SmallMatmul<'_> {
             }
         }
         // Columns past the last whole block (none for the models in use).
-        if blocked < out_n {
+        if blocked < width {
             for r in 0..self.rows {
                 for i in 0..input {
                     let a = self.x[r * input + i];
-                    let w_row = &self.w[i * out_n..(i + 1) * out_n];
-                    let o = &mut self.out[r * out_n + blocked..(r + 1) * out_n];
-                    for (o, w) in o.iter_mut().zip(&w_row[blocked..]) {
+                    let w_row = &self.w[i * out_n + lo + blocked..i * out_n + hi];
+                    let o = &mut self.out[r * width + blocked..(r + 1) * width];
+                    for (o, w) in o.iter_mut().zip(w_row) {
                         *o += a * w;
                     }
                 }
@@ -259,21 +314,29 @@ impl pulp::WithSimd for SmallMatmul<'_> {
 }
 
 /// Weight rows per slice of a [`SmallMatmul`].
+#[cfg(feature = "local")]
 const SLICE: usize = 16;
 
 /// Up to four rows of a [`SmallMatmul`], over its whole column blocks, for one slice of
 /// its inputs.
+#[cfg(feature = "local")]
 struct Block<'a> {
     x: &'a [f32],
     w: &'a [f32],
     out: &'a mut [f32],
     inputs: (usize, usize),
     input: usize,
+    /// `w`'s row length.
     out_n: usize,
+    /// `w`'s first column computed.
+    lo: usize,
+    /// `out`'s row length: the columns computed.
+    width: usize,
     block: usize,
     blocked: usize,
 }
 
+#[cfg(feature = "local")]
 impl Block<'_> {
     #[inline(always)]
     fn run<S: pulp::Simd, const R: usize>(self, simd: S) {
@@ -284,17 +347,20 @@ impl Block<'_> {
             inputs: (i0, i1),
             input,
             out_n,
+            lo,
+            width,
             block,
             blocked,
         } = self;
         for c0 in (0..blocked).step_by(block) {
             let mut acc = [[simd.splat_f32s(0.0); 2]; R];
             for (r, sums) in acc.iter_mut().enumerate() {
-                let (o, _) = S::as_simd_f32s(&out[r * out_n + c0..r * out_n + c0 + block]);
+                let (o, _) = S::as_simd_f32s(&out[r * width + c0..r * width + c0 + block]);
                 *sums = [o[0], o[1]];
             }
             for i in i0..i1 {
-                let (wv, _) = S::as_simd_f32s(&w[i * out_n + c0..i * out_n + c0 + block]);
+                let at = i * out_n + lo + c0;
+                let (wv, _) = S::as_simd_f32s(&w[at..at + block]);
                 let (w0, w1) = (wv[0], wv[1]);
                 for (r, sums) in acc.iter_mut().enumerate() {
                     let a = simd.splat_f32s(x[r * input + i]);
@@ -303,7 +369,7 @@ impl Block<'_> {
                 }
             }
             for (r, sums) in acc.iter().enumerate() {
-                let (o, _) = S::as_mut_simd_f32s(&mut out[r * out_n + c0..r * out_n + c0 + block]);
+                let (o, _) = S::as_mut_simd_f32s(&mut out[r * width + c0..r * width + c0 + block]);
                 o[0] = sums[0];
                 o[1] = sums[1];
             }
@@ -328,6 +394,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "local")]
     fn dot_rows_and_small_matmul_match_plain_loops() {
         let q: Vec<f32> = (0..19).map(|i| (i as f32).sin()).collect();
         let m: Vec<f32> = (0..19 * 5).map(|i| (i as f32 * 0.37).cos()).collect();
@@ -355,35 +422,68 @@ mod tests {
         }
     }
 
+    /// Runs [`small_matmul_acc`] on inputs made by `x_of` and `w_of` (from the element's
+    /// position) and a bias, and compares every output with the plain sum.
+    #[cfg(feature = "local")]
+    fn check_small_matmul(
+        rows: usize,
+        input: usize,
+        out_n: usize,
+        x_of: impl Fn(usize) -> f32,
+        w_of: impl Fn(usize) -> f32,
+    ) {
+        let x: Vec<f32> = (0..rows * input).map(x_of).collect();
+        let w: Vec<f32> = (0..input * out_n).map(w_of).collect();
+        let bias: Vec<f32> = (0..rows * out_n).map(|i| (i % 7) as f32 - 3.0).collect();
+        let mut out = bias.clone();
+        small_matmul_acc(&x, &w, &mut out, rows, input);
+        for r in 0..rows {
+            for o in 0..out_n {
+                let naive: f32 = bias[r * out_n + o]
+                    + (0..input)
+                        .map(|i| x[r * input + i] * w[i * out_n + o])
+                        .sum::<f32>();
+                let got = out[r * out_n + o];
+                assert!(
+                    (got - naive).abs() < 1e-3,
+                    "rows {rows} out {out_n} at ({r},{o}): {got} vs {naive}"
+                );
+            }
+        }
+    }
+
     #[test]
+    #[cfg(feature = "local")]
+    fn small_matmul_split_between_threads_matches_plain_loops() {
+        // Large enough to be split in two column halves (1,152 columns: the split falls on
+        // a block boundary; 1,000: the right half ends in a tail).
+        for out_n in [1152usize, 1000] {
+            let (rows, input) = (5, 384);
+            assert!(rows * input * out_n >= PARALLEL_MATMUL);
+            check_small_matmul(
+                rows,
+                input,
+                out_n,
+                |i| ((i * 7 % 31) as f32 - 15.0) / 9.0,
+                |i| ((i as f32) * 0.013).cos() * 0.1,
+            );
+        }
+    }
+
+    #[test]
+    #[cfg(feature = "local")]
     fn small_matmul_matches_plain_loops_for_every_row_and_column_remainder() {
         // Row counts around the blocks of four; column counts that are whole blocks for
         // 4-, 8- and 16-lane vectors, and ones that leave a tail.
         for rows in 1..=9 {
             for out_n in [16usize, 32, 40, 64, 103] {
-                let input = 23;
-                let x: Vec<f32> = (0..rows * input)
-                    .map(|i| ((i * 13 % 29) as f32 - 14.0) / 7.0)
-                    .collect();
-                let w: Vec<f32> = (0..input * out_n)
-                    .map(|i| ((i as f32) * 0.071).sin())
-                    .collect();
-                let bias: Vec<f32> = (0..rows * out_n).map(|i| (i % 5) as f32).collect();
-                let mut out = bias.clone();
-                small_matmul_acc(&x, &w, &mut out, rows, input);
-                for r in 0..rows {
-                    for o in 0..out_n {
-                        let naive: f32 = bias[r * out_n + o]
-                            + (0..input)
-                                .map(|i| x[r * input + i] * w[i * out_n + o])
-                                .sum::<f32>();
-                        let got = out[r * out_n + o];
-                        assert!(
-                            (got - naive).abs() < 1e-3,
-                            "rows {rows} out {out_n} at ({r},{o}): {got} vs {naive}"
-                        );
-                    }
-                }
+                check_small_matmul(
+                    rows,
+                    23,
+                    out_n,
+                    |i| ((i * 13 % 29) as f32 - 14.0) / 7.0,
+                    |i| ((i as f32) * 0.071).sin(),
+                );
             }
         }
     }

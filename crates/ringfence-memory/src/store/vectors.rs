@@ -12,6 +12,8 @@ use std::sync::{Arc, RwLock};
 use crate::{Kind, MEMORY_TYPES, Query};
 use ringfence_embed::{Embedder, dot};
 
+use rayon::prelude::*;
+
 use super::when::Window;
 use super::{EMBED_BATCH, MemoryDb};
 use ringfence_store::StoreError;
@@ -19,7 +21,7 @@ use ringfence_store::StoreError;
 /// Vector indexes kept in memory at once (one per user and kind).
 const MAX_INDEXES: usize = 256;
 
-/// Indexes at least this large are scanned by several threads.
+/// Indexes at least this large are scanned in parts (two to four), on several threads.
 const PARALLEL_SCAN_ROWS: usize = 20_000;
 
 pub(super) type SharedIndex = Arc<RwLock<VecIndex>>;
@@ -182,65 +184,64 @@ impl VecIndex {
         }
         let mut q = Vec::with_capacity(self.dims);
         let q_scale = ringfence_embed::quantize_i8(query, &mut q);
-        let raw = self.raw_scores(&q);
-        filters
-            .iter()
-            .map(|filter| {
-                let mut scored: Vec<(f32, usize)> = Vec::with_capacity(self.rows.len());
-                for (i, r) in raw.iter().enumerate() {
-                    if filter.is_some_and(|f| !self.meta[i].matches(f)) {
-                        continue;
+        let n = self.rows.len();
+        // Each part of the rows is scored and narrowed to its own best `k` per filter on
+        // one thread; large indexes are split across the CPU's cores (the scan is bound by
+        // memory bandwidth, which two cores share better).
+        let part = |start: usize, end: usize| -> Vec<Vec<(f32, usize)>> {
+            let mut raw = Vec::with_capacity(end - start);
+            ringfence_embed::dot_rows_i8(
+                &q,
+                &self.codes[start * self.dims..end * self.dims],
+                &mut raw,
+            );
+            filters
+                .iter()
+                .map(|filter| {
+                    let mut scored: Vec<(f32, usize)> = Vec::with_capacity(raw.len());
+                    for (j, r) in raw.iter().enumerate() {
+                        let i = start + j;
+                        if filter.is_some_and(|f| !self.meta[i].matches(f)) {
+                            continue;
+                        }
+                        scored.push((*r as f32 * q_scale * self.scales[i], i));
                     }
-                    scored.push((*r as f32 * q_scale * self.scales[i], i));
-                }
-                if scored.len() > k {
-                    scored.select_nth_unstable_by(k - 1, |a, b| b.0.total_cmp(&a.0));
-                    scored.truncate(k);
-                }
-                scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+                    best_first(&mut scored, k);
+                    scored
+                })
+                .collect()
+        };
+        let threads = if n >= PARALLEL_SCAN_ROWS {
+            rayon::current_num_threads().clamp(2, 4)
+        } else {
+            1
+        };
+        // On the pool the question's embedding has just used (see ringfence-embed's
+        // small_matmul_acc): its threads are awake, and no thread is started per search.
+        let per = n.div_ceil(threads);
+        let parts: Vec<Vec<Vec<(f32, usize)>>> = (0..threads)
+            .into_par_iter()
+            .map(|t| part((t * per).min(n), ((t + 1) * per).min(n)))
+            .collect();
+        (0..filters.len())
+            .map(|f| {
+                let mut scored: Vec<(f32, usize)> =
+                    parts.iter().flat_map(|p| p[f].iter().copied()).collect();
+                best_first(&mut scored, k);
                 scored.into_iter().map(|(s, i)| (self.rows[i], s)).collect()
             })
             .collect()
     }
+}
 
-    /// Integer dot products of `q` with every row; large indexes are split across the
-    /// CPU's cores (the scan is bound by memory bandwidth, which two cores share better).
-    fn raw_scores(&self, q: &[i8]) -> Vec<i32> {
-        let d = self.dims;
-        let n = self.rows.len();
-        let threads = if n >= PARALLEL_SCAN_ROWS {
-            std::thread::available_parallelism()
-                .map(|t| t.get())
-                .unwrap_or(1)
-                .min(4)
-        } else {
-            1
-        };
-        if threads <= 1 {
-            let mut out = Vec::new();
-            ringfence_embed::dot_rows_i8(q, &self.codes, &mut out);
-            return out;
-        }
-        let per = n.div_ceil(threads);
-        let parts: Vec<Vec<i32>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = self
-                .codes
-                .chunks(per * d)
-                .map(|chunk| {
-                    scope.spawn(move || {
-                        let mut out = Vec::new();
-                        ringfence_embed::dot_rows_i8(q, chunk, &mut out);
-                        out
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_default())
-                .collect()
-        });
-        parts.concat()
+/// Narrows `scored` to its `k` highest scores, highest first (ties by position).
+fn best_first(scored: &mut Vec<(f32, usize)>, k: usize) {
+    let order = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    if scored.len() > k {
+        scored.select_nth_unstable_by(k - 1, order);
+        scored.truncate(k);
     }
+    scored.sort_by(order);
 }
 
 impl MemoryDb {
@@ -457,5 +458,67 @@ impl MemoryDb {
             .into_iter()
             .map(|(id, v)| (id, dot(query, &v)))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The best rows of an index large enough to be scanned in parts (one per core, each
+    /// keeping its own best) are those of one ranking of every row, with and without a
+    /// time filter.
+    #[test]
+    fn a_scan_in_parts_ranks_as_one_ranking_of_every_row() {
+        let (n, d, k) = (PARALLEL_SCAN_ROWS + 5_003, 16, 40);
+        let mut ix = VecIndex::default();
+        let mut seed = 0x2545_f491_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % 2001) as f32 / 1000.0 - 1.0
+        };
+        for row in 0..n {
+            let v: Vec<f32> = (0..d).map(|_| next()).collect();
+            ix.insert(
+                1_000 + row as i64,
+                &v,
+                RowMeta::new(None, None, &[], row as i64),
+            );
+        }
+        let query: Vec<f32> = (0..d).map(|_| next()).collect();
+        let q = Query {
+            text: String::new(),
+            limit: 5,
+            memory_type: None,
+            category: None,
+            tags: Vec::new(),
+        };
+        let any = Filter::of(&q);
+        let window = (7_000, 19_000);
+        let within = any.within(&[window]);
+        let found = ix.top_each(&query, k, &[Some(&any), Some(&within)]);
+
+        let mut codes = Vec::new();
+        let q_scale = ringfence_embed::quantize_i8(&query, &mut codes);
+        let mut raw = Vec::new();
+        ringfence_embed::dot_rows_i8(&codes, &ix.codes, &mut raw);
+        let expect = |keep: &dyn Fn(usize) -> bool| -> Vec<(i64, f32)> {
+            let mut all: Vec<(f32, usize)> = (0..n)
+                .filter(|&i| keep(i))
+                .map(|i| (raw[i] as f32 * q_scale * ix.scales[i], i))
+                .collect();
+            all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            all.truncate(k);
+            all.into_iter().map(|(s, i)| (ix.rows[i], s)).collect()
+        };
+        assert_eq!(found[0], expect(&|_| true));
+        assert_eq!(found[1], expect(&|i| (7_000..19_000).contains(&i)));
+        assert!(
+            found[1]
+                .iter()
+                .all(|(row, _)| (8_000..20_000).contains(row))
+        );
     }
 }
