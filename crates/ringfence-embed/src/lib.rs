@@ -94,14 +94,24 @@ pub fn dot_rows(query: &[f32], vectors: &[f32], scores: &mut Vec<f32>) {
 /// `out[r] += Σ_i x[r][i] · w[i]` for `rows` rows: `x` is `rows × input`, `w` is
 /// `input × out` (row-major, `out = w.len() / input`), `out` is `rows × out` and holds the
 /// bias on entry. Each weight row is read once for all rows.
+///
+/// A product of at least [`PARALLEL_MATMUL`] multiply-adds is split by columns between the
+/// threads of rayon's global pool (the one candle runs): the call waits for that pool.
 #[cfg(feature = "local")]
-pub fn small_matmul_acc(x: &[f32], w: &[f32], out: &mut [f32], rows: usize, input: usize) {
+pub(crate) fn small_matmul_acc(x: &[f32], w: &[f32], out: &mut [f32], rows: usize, input: usize) {
     let input = input.max(1);
     let out_n = w.len() / input;
-    let halves = rows * input * out_n >= PARALLEL_MATMUL
+    if rows * input * out_n >= PARALLEL_MATMUL
         && out_n >= 2 * SPLIT_ALIGN
-        && rayon::current_num_threads() > 1;
-    if !halves {
+        && rayon::current_num_threads() > 1
+    {
+        // Each half reads half the weights, which is most of the work: a question's few
+        // rows do little arithmetic per weight. (A thread started per product costs what
+        // the split saves; the pool's are already running.)
+        let split =
+            ((out_n + SPLIT_ALIGN) / 2 / SPLIT_ALIGN * SPLIT_ALIGN).clamp(SPLIT_ALIGN, out_n);
+        small_matmul_split(x, w, out, rows, input, split);
+    } else {
         pulp::Arch::new().dispatch(SmallMatmul {
             x,
             w,
@@ -110,13 +120,23 @@ pub fn small_matmul_acc(x: &[f32], w: &[f32], out: &mut [f32], rows: usize, inpu
             input,
             cols: (0, out_n),
         });
-        return;
     }
-    // Two threads of the pool candle already runs, each with half the columns: each reads
-    // half the weights, which is most of the work (a question's few rows do little
-    // arithmetic per weight). Each half is computed into a buffer of its own and copied
-    // into place after. (A thread spawned per product costs what the split saves.)
-    let split = (out_n / 2).next_multiple_of(SPLIT_ALIGN).min(out_n);
+}
+
+/// [`small_matmul_acc`] in two parts, columns `..split` and `split..`, on rayon's pool
+/// (`join`), each into a buffer of its own (copied into place after). The arithmetic of
+/// every column is that of the whole product, to the bit, when `split` is a multiple of
+/// [`SPLIT_ALIGN`].
+#[cfg(feature = "local")]
+fn small_matmul_split(
+    x: &[f32],
+    w: &[f32],
+    out: &mut [f32],
+    rows: usize,
+    input: usize,
+    split: usize,
+) {
+    let out_n = w.len() / input;
     let bias = &*out;
     // The columns `cols` of the result, starting from their bias.
     let part = |cols: (usize, usize)| {
@@ -394,8 +414,7 @@ mod tests {
     }
 
     #[test]
-    #[cfg(feature = "local")]
-    fn dot_rows_and_small_matmul_match_plain_loops() {
+    fn dot_rows_matches_plain_loops() {
         let q: Vec<f32> = (0..19).map(|i| (i as f32).sin()).collect();
         let m: Vec<f32> = (0..19 * 5).map(|i| (i as f32 * 0.37).cos()).collect();
         let mut scores = Vec::new();
@@ -409,6 +428,11 @@ mod tests {
                 .sum();
             assert!((s - naive).abs() < 1e-4, "{s} vs {naive}");
         }
+    }
+
+    #[test]
+    #[cfg(feature = "local")]
+    fn small_matmul_matches_plain_loops() {
         // x: 3 × 4, w: 4 × 13, out starts at the bias.
         let x: Vec<f32> = (0..12).map(|i| i as f32 - 5.0).collect();
         let w: Vec<f32> = (0..52).map(|i| (i as f32 * 0.11).sin()).collect();
@@ -454,19 +478,40 @@ mod tests {
 
     #[test]
     #[cfg(feature = "local")]
-    fn small_matmul_split_between_threads_matches_plain_loops() {
-        // Large enough to be split in two column halves (1,152 columns: the split falls on
-        // a block boundary; 1,000: the right half ends in a tail).
-        for out_n in [1152usize, 1000] {
+    fn small_matmul_split_in_two_gives_the_whole_products_bits() {
+        // Whole products large enough to be split, checked against plain sums; then the
+        // two halves computed apart (whatever the pool's size), against the product in one
+        // part, bit for bit. 1,152 columns split on a block boundary; 1,001 leave a tail
+        // on the right at every SIMD width.
+        for out_n in [1152usize, 1001] {
             let (rows, input) = (5, 384);
             assert!(rows * input * out_n >= PARALLEL_MATMUL);
-            check_small_matmul(
+            let x_of = |i: usize| ((i * 7 % 31) as f32 - 15.0) / 9.0;
+            let w_of = |i: usize| ((i as f32) * 0.013).cos() * 0.1;
+            check_small_matmul(rows, input, out_n, x_of, w_of);
+            let x: Vec<f32> = (0..rows * input).map(x_of).collect();
+            let w: Vec<f32> = (0..input * out_n).map(w_of).collect();
+            let bias: Vec<f32> = (0..rows * out_n).map(|i| (i % 7) as f32 - 3.0).collect();
+            let mut whole = bias.clone();
+            pulp::Arch::new().dispatch(SmallMatmul {
+                x: &x,
+                w: &w,
+                out: &mut whole,
                 rows,
                 input,
-                out_n,
-                |i| ((i * 7 % 31) as f32 - 15.0) / 9.0,
-                |i| ((i as f32) * 0.013).cos() * 0.1,
-            );
+                cols: (0, out_n),
+            });
+            for split in [SPLIT_ALIGN, 512, out_n / SPLIT_ALIGN * SPLIT_ALIGN] {
+                let mut halves = bias.clone();
+                small_matmul_split(&x, &w, &mut halves, rows, input, split);
+                assert!(
+                    whole
+                        .iter()
+                        .zip(&halves)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{out_n} columns split at {split} differ from the whole product"
+                );
+            }
         }
     }
 

@@ -21,7 +21,8 @@ use ringfence_store::StoreError;
 /// Vector indexes kept in memory at once (one per user and kind).
 const MAX_INDEXES: usize = 256;
 
-/// Indexes at least this large are scanned in parts (two to four), on several threads.
+/// Indexes at least this large are scanned in parts (two to four), on as many threads as
+/// rayon's pool and this thread allow.
 const PARALLEL_SCAN_ROWS: usize = 20_000;
 
 pub(super) type SharedIndex = Arc<RwLock<VecIndex>>;
@@ -216,8 +217,8 @@ impl VecIndex {
         } else {
             1
         };
-        // On the pool the question's embedding has just used (see ringfence-embed's
-        // small_matmul_acc): its threads are awake, and no thread is started per search.
+        // On rayon's pool (the one candle runs, usually just woken by the question's
+        // embedding): no thread is started per search.
         let per = n.div_ceil(threads);
         let parts: Vec<Vec<Vec<(f32, usize)>>> = (0..threads)
             .into_par_iter()
@@ -465,9 +466,10 @@ impl MemoryDb {
 mod tests {
     use super::*;
 
-    /// The best rows of an index large enough to be scanned in parts (one per core, each
-    /// keeping its own best) are those of one ranking of every row, with and without a
-    /// time filter.
+    /// The best rows of an index large enough to be scanned in parts (each keeping its own
+    /// best) are those of one ranking of every row: without a filter, with a time filter,
+    /// and with one that leaves a part fewer than `k` rows or none; equal scores in
+    /// different parts come in the order of the rows' positions.
     #[test]
     fn a_scan_in_parts_ranks_as_one_ranking_of_every_row() {
         let (n, d, k) = (PARALLEL_SCAN_ROWS + 5_003, 16, 40);
@@ -479,15 +481,23 @@ mod tests {
             seed ^= seed << 17;
             (seed % 2001) as f32 / 1000.0 - 1.0
         };
+        let query: Vec<f32> = (0..d).map(|_| next()).collect();
+        // The query's direction, longer than any other vector here by far, at
+        // positions in every part, whatever their number (2–4): the best score, the same
+        // for all of them.
+        let twins = [5usize, 6_300, 12_600, 19_000, 24_990];
         for row in 0..n {
-            let v: Vec<f32> = (0..d).map(|_| next()).collect();
+            let v: Vec<f32> = if twins.contains(&row) {
+                query.iter().map(|x| x * 5.0 * 4.0).collect()
+            } else {
+                (0..d).map(|_| next()).collect()
+            };
             ix.insert(
                 1_000 + row as i64,
                 &v,
                 RowMeta::new(None, None, &[], row as i64),
             );
         }
-        let query: Vec<f32> = (0..d).map(|_| next()).collect();
         let q = Query {
             text: String::new(),
             limit: 5,
@@ -496,9 +506,11 @@ mod tests {
             tags: Vec::new(),
         };
         let any = Filter::of(&q);
-        let window = (7_000, 19_000);
-        let within = any.within(&[window]);
-        let found = ix.top_each(&query, k, &[Some(&any), Some(&within)]);
+        let wide = any.within(&[(7_000, 19_000)]);
+        // 20 rows about the boundary of the first part when there are four parts (6,251),
+        // all in the first when there are two or three.
+        let narrow = any.within(&[(6_240, 6_260)]);
+        let found = ix.top_each(&query, k, &[Some(&any), Some(&wide), Some(&narrow)]);
 
         let mut codes = Vec::new();
         let q_scale = ringfence_embed::quantize_i8(&query, &mut codes);
@@ -514,11 +526,16 @@ mod tests {
             all.into_iter().map(|(s, i)| (ix.rows[i], s)).collect()
         };
         assert_eq!(found[0], expect(&|_| true));
+        let first: Vec<i64> = found[0][..twins.len()].iter().map(|(r, _)| *r).collect();
+        let in_order: Vec<i64> = twins.iter().map(|&t| 1_000 + t as i64).collect();
+        assert_eq!(first, in_order, "equal scores by position");
         assert_eq!(found[1], expect(&|i| (7_000..19_000).contains(&i)));
         assert!(
             found[1]
                 .iter()
                 .all(|(row, _)| (8_000..20_000).contains(row))
         );
+        assert_eq!(found[2], expect(&|i| (6_240..6_260).contains(&i)));
+        assert_eq!(found[2].len(), 20);
     }
 }
