@@ -186,9 +186,7 @@ impl VecIndex {
         let mut q = Vec::with_capacity(self.dims);
         let q_scale = ringfence_embed::quantize_i8(query, &mut q);
         let n = self.rows.len();
-        // Each part of the rows is scored and narrowed to its own best `k` per filter on
-        // one thread; large indexes are split across the CPU's cores (the scan is bound by
-        // memory bandwidth, which two cores share better).
+        // One part of the rows, scored and narrowed to its own best `k` per filter.
         let part = |start: usize, end: usize| -> Vec<Vec<(f32, usize)>> {
             let mut raw = Vec::with_capacity(end - start);
             ringfence_embed::dot_rows_i8(
@@ -217,8 +215,9 @@ impl VecIndex {
         } else {
             1
         };
-        // On rayon's pool (the one candle runs, usually just woken by the question's
-        // embedding): no thread is started per search.
+        // Large indexes in parts on rayon's pool (the one candle runs, usually just woken
+        // by the question's embedding; no thread is started per search): the scan is bound
+        // by memory bandwidth, which two cores share better than one.
         let per = n.div_ceil(threads);
         let parts: Vec<Vec<Vec<(f32, usize)>>> = (0..threads)
             .into_par_iter()
@@ -488,7 +487,7 @@ mod tests {
         let twins = [5usize, 6_300, 12_600, 19_000, 24_990];
         for row in 0..n {
             let v: Vec<f32> = if twins.contains(&row) {
-                query.iter().map(|x| x * 5.0 * 4.0).collect()
+                query.iter().map(|x| x * 20.0).collect()
             } else {
                 (0..d).map(|_| next()).collect()
             };
