@@ -43,41 +43,7 @@ impl FamilyPlug for DelegatePlug {
     }
 
     fn withheld(&self, settings: &DelegateSettings, offer: &Offer<'_>) -> Option<String> {
-        let mut missing = Vec::new();
-        if !settings.enabled {
-            missing.push(format!(
-                "[delegate] enabled = true (or {}=true)",
-                config::RINGFENCE_DELEGATE_ENABLED
-            ));
-        }
-        if (offer.withheld)(SHELL_TOOL).is_some() {
-            missing.push(
-                "the shell: [shell] enabled = true (or RINGFENCE_SHELL_ENABLED=true)".to_owned(),
-            );
-        }
-        // The sub-agent gets the selected tools only: without the shell it could not run
-        // the commands a task needs, and the seed asks for both.
-        if let Some(selected) = offer.selected
-            && selected.contains(&"delegate_task")
-            && !selected.contains(&SHELL_TOOL)
-        {
-            missing.push(format!(
-                "{} among the selected tools (the preset \"full\", or tools.add)",
-                SHELL_TOOL
-            ));
-        }
-        if offer.llm.is_none() {
-            missing.push(
-                "a model: an [llm] table with provider = \"openai\", \"anthropic\" or \"sampling\" (and model for the first two)"
-                    .to_owned(),
-            );
-        }
-        (!missing.is_empty()).then(|| {
-            format!(
-                "task delegation is off: delegate_task needs {}",
-                missing.join("; and ")
-            )
-        })
+        withheld_on(std::env::consts::OS, settings, offer)
     }
 
     /// The sub-agent's tools are the server's own, reached through the runner of each call
@@ -114,6 +80,50 @@ impl FamilyPlug for DelegatePlug {
             limits: settings.limits,
         }))
     }
+}
+
+/// Why `delegate_task` is not offered on `os`: off wherever the shell cannot run (its
+/// sub-agent's commands run through it), else what its settings and the offer lack.
+fn withheld_on(os: &str, settings: &DelegateSettings, offer: &Offer<'_>) -> Option<String> {
+    if let Some(why) = ringfence_sandbox::unsupported(os) {
+        return Some(format!(
+            "task delegation is off: its sub-agent runs commands through run_shell_command, and {why}"
+        ));
+    }
+    let mut missing = Vec::new();
+    if !settings.enabled {
+        missing.push(format!(
+            "[delegate] enabled = true (or {}=true)",
+            config::RINGFENCE_DELEGATE_ENABLED
+        ));
+    }
+    if (offer.withheld)(SHELL_TOOL).is_some() {
+        missing
+            .push("the shell: [shell] enabled = true (or RINGFENCE_SHELL_ENABLED=true)".to_owned());
+    }
+    // The sub-agent gets the selected tools only: without the shell it could not run
+    // the commands a task needs, and the seed asks for both.
+    if let Some(selected) = offer.selected
+        && selected.contains(&"delegate_task")
+        && !selected.contains(&SHELL_TOOL)
+    {
+        missing.push(format!(
+            "{} among the selected tools (the preset \"full\", or tools.add)",
+            SHELL_TOOL
+        ));
+    }
+    if offer.llm.is_none() {
+        missing.push(
+            "a model: an [llm] table with provider = \"openai\", \"anthropic\" or \"sampling\" (and model for the first two)"
+                .to_owned(),
+        );
+    }
+    (!missing.is_empty()).then(|| {
+        format!(
+            "task delegation is off: delegate_task needs {}",
+            missing.join("; and ")
+        )
+    })
 }
 
 /// No `[llm]` table: the family is withheld, so this answers only if called anyway.
@@ -160,5 +170,29 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("RINGFENCE_DELEGATE_ENABLED"), "{e}");
+    }
+
+    #[test]
+    fn off_linux_delegation_is_withheld_whatever_is_configured() {
+        let on = load_file("[delegate]\nenabled = true\n", &[]).unwrap();
+        let llm = LlmSettings {
+            source: LlmSource::Sampling { model: None },
+            timeout: None,
+        };
+        let shell_on = |_: &str| None;
+        let offer = Offer {
+            llm: Some(&llm),
+            selected: None,
+            withheld: &shell_on,
+        };
+        for os in ["macos", "windows"] {
+            let why = withheld_on(os, &on, &offer).expect("withheld off Linux");
+            assert!(why.starts_with("task delegation is off: its sub-agent runs commands through run_shell_command, and commands cannot run on"), "{why}");
+            assert!(
+                why.contains("sandbox = \"off\" would run commands"),
+                "{why}"
+            );
+        }
+        assert_eq!(withheld_on("linux", &on, &offer), None);
     }
 }

@@ -294,6 +294,7 @@ fn open(address: &str) -> Result<UnixStream, DesktopError> {
         for kv in params.split(',') {
             let opened = match kv.split_once('=') {
                 Some(("path", p)) => UnixStream::connect(unescape(p)),
+                #[cfg(target_os = "linux")]
                 Some(("abstract", name)) => {
                     use std::os::linux::net::SocketAddrExt;
                     std::os::unix::net::SocketAddr::from_abstract_name(unescape(name).as_bytes())

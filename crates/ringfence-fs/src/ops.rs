@@ -12,7 +12,8 @@ use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions, OpenOptionsExt, Permi
 
 use crate::error::{FsErrorKind, FsResult};
 use crate::target::{
-    EntryKind, SET_ID, Target, TargetState, WriteOptions, copy_mode, fsync_dir, open_dot, temp_name,
+    EntryKind, SET_ID, Target, TargetState, WriteOptions, copy_mode, fsync_dir, open_dot,
+    perm_bits, temp_name, to_mode,
 };
 
 /// What a removal or copy touched.
@@ -497,18 +498,26 @@ fn place(dir: &Dir, tmp: &str, name: &OsStr, overwrite: bool) -> io::Result<()> 
 fn set_copied_dir_mode(dir: &Dir, src: &Metadata, extra: u32) -> io::Result<()> {
     let fd = open_dot(dir)?;
     let now = rustix::fs::fstat(&fd)?;
-    let inherited = now.st_mode & rustix::fs::Mode::SGID.bits();
+    let inherited = perm_bits(now.st_mode & rustix::fs::Mode::SGID.bits());
     let mode = copy_mode(
         (src.permissions().mode() & 0o7777) | extra,
         (src.uid(), src.gid()),
         (now.st_uid, now.st_gid),
     ) | inherited;
-    rustix::fs::fchmod(&fd, rustix::fs::Mode::from_raw_mode(mode))?;
+    rustix::fs::fchmod(&fd, to_mode(mode))?;
     Ok(())
 }
 
+/// Flushes the file system `dir` is on (Linux's `syncfs`; elsewhere `sync`, which flushes
+/// every file system).
 fn sync_fs(dir: &Dir) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
     rustix::fs::syncfs(open_dot(dir)?)?;
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        rustix::fs::sync();
+    }
     Ok(())
 }
 
@@ -637,8 +646,8 @@ fn copy_tree(src: Arc<Dir>, dst: Arc<Dir>, stop: &dyn Fn() -> bool) -> io::Resul
                     let now = rustix::fs::fstat(&writer)?;
                     let kept = copy_mode(mode, (meta.uid(), meta.gid()), (now.st_uid, now.st_gid));
                     if kept & SET_ID != 0 {
-                        let mode = (now.st_mode & 0o7777) | (kept & SET_ID);
-                        rustix::fs::fchmod(&writer, rustix::fs::Mode::from_raw_mode(mode))?;
+                        let mode = perm_bits(now.st_mode) | (kept & SET_ID);
+                        rustix::fs::fchmod(&writer, to_mode(mode))?;
                     }
                 }
                 count.files += 1;

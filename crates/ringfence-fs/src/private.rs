@@ -223,8 +223,15 @@ fn open_entry<P: rustix::path::Arg + Copy>(
         Some(dir) => rustix::fs::openat(dir, path, flags | OFlags::CLOEXEC, Mode::empty()),
         None => rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::empty()),
     };
-    let probe = open(OFlags::PATH | OFlags::NOFOLLOW)?;
-    let seen = rustix::fs::fstat(&probe)?;
+    #[cfg(target_os = "linux")]
+    let seen = rustix::fs::fstat(open(OFlags::PATH | OFlags::NOFOLLOW)?)?;
+    // No `O_PATH` here: the entry itself, unfollowed (the device and inode check below
+    // still catches a swap).
+    #[cfg(not(target_os = "linux"))]
+    let seen = match at {
+        Some(dir) => rustix::fs::statat(dir, path, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?,
+        None => rustix::fs::lstat(path)?,
+    };
     let kind = FileType::from_raw_mode(seen.st_mode);
     if kind != FileType::RegularFile && kind != FileType::Directory {
         return Ok(None);

@@ -484,8 +484,22 @@ pub(crate) fn open_dot(dir: &Dir) -> io::Result<rustix::fd::OwnedFd> {
 }
 
 fn fchmod(file: &File, mode: u32) -> io::Result<()> {
-    rustix::fs::fchmod(file, rustix::fs::Mode::from_raw_mode(mode))?;
+    rustix::fs::fchmod(file, to_mode(mode))?;
     Ok(())
+}
+
+/// The permission bits (set-id, sticky, read/write/execute) of a `mode_t`, as a `u32` on
+/// every platform (`mode_t` is 16 bits on macOS, 32 on Linux).
+pub(crate) fn perm_bits(raw: impl Into<u32>) -> u32 {
+    raw.into() & 0o7777
+}
+
+/// `bits`' permission bits as rustix's [`rustix::fs::Mode`] on every platform.
+pub(crate) fn to_mode(bits: u32) -> rustix::fs::Mode {
+    fn narrow<T: TryFrom<u32> + Default>(v: u32) -> T {
+        T::try_from(v).unwrap_or_default()
+    }
+    rustix::fs::Mode::from_bits_truncate(narrow(bits & 0o7777))
 }
 
 /// Renames `from` (in `from_dir`) to `to` (in `to_dir`) unless `to` exists, failing with

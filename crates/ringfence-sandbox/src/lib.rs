@@ -15,34 +15,82 @@
 //! What was applied is reported ([`Applied`]), so a result can say which level held; a policy
 //! that requires Landlock fails when the kernel cannot enforce it.
 
+//!
+//! All of it is Linux's. On other platforms the crate builds with the same types, and
+//! [`run`], [`restrict_self`] and [`helper_main`] refuse with [`SandboxError::Unsupported`]
+//! ([`unsupported`] says why): no sandbox this release has tested runs there.
+
+#[cfg(target_os = "linux")]
 mod cgroup;
+mod command;
+#[cfg(not(target_os = "linux"))]
+mod elsewhere;
+#[cfg(target_os = "linux")]
 mod kill;
+#[cfg(target_os = "linux")]
 mod mounts;
+#[cfg(target_os = "linux")]
 pub mod ns;
+#[cfg(target_os = "linux")]
 mod run;
+#[cfg(target_os = "linux")]
 mod seccomp;
 mod spawn;
+#[cfg(target_os = "linux")]
 mod stage2;
+#[cfg(target_os = "linux")]
 mod supervise;
 
 use std::path::{Path, PathBuf};
 
+#[cfg(target_os = "linux")]
 use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, LandlockStatus, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
+#[cfg(target_os = "linux")]
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 use serde::{Deserialize, Serialize};
 
+pub use command::{
+    Ended, Exit, HELPER_ARG, Helper, Made, Network, Outcome, SMALL_HELPER, Spec, Stream,
+    UserNamespace,
+};
+#[cfg(not(target_os = "linux"))]
+pub use elsewhere::{helper_main, restrict_self, run};
+#[cfg(target_os = "linux")]
 pub use mounts::{Entered, MountError, NamespaceKind, read_only_outside};
-pub use ns::UserNamespace;
-pub use run::{Ended, Exit, Helper, Outcome, Stream, run};
-pub use seccomp::Network;
+#[cfg(target_os = "linux")]
+pub use run::run;
 pub use spawn::{PATH, clean_env};
-pub use supervise::{HELPER_ARG, Spec, helper_main};
+#[cfg(target_os = "linux")]
+pub use supervise::helper_main;
 
 /// The newest Landlock ABI this crate asks for.
+#[cfg(target_os = "linux")]
 const NEWEST: ABI = ABI::V7;
+
+/// Why the shell cannot run on `os` (a value of [`std::env::consts::OS`]), or `None` where
+/// this release's sandbox runs (Linux). Says what is missing and what `sandbox = "off"`
+/// would mean, so an operator who turned the shell on knows why it stays off.
+pub fn unsupported(os: &str) -> Option<String> {
+    if os == "linux" {
+        return None;
+    }
+    let name = match os {
+        "macos" => "macOS",
+        "windows" => "Windows",
+        other => other,
+    };
+    let next = match os {
+        "macos" => " (a Seatbelt profile is the likely path)",
+        "windows" => " (a restricted token in a job object is the likely path)",
+        _ => "",
+    };
+    Some(format!(
+        "commands cannot run on {name}: ringfence's command sandbox (Landlock, a system-call filter and namespaces) is Linux's, and this release has tested no sandbox on {name}{next}. [shell] sandbox = \"off\" would run commands with all of ringfence's own access — every file your account can read or change, the network, your other processes — so it is not offered here either; run ringfence on Linux (or in a Linux virtual machine or container) for run_shell_command and delegate_task"
+    ))
+}
 
 /// What a sandboxed process may reach.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -441,7 +489,7 @@ pub struct Applied {
     pub process_limit: Option<ProcessLimit>,
     /// The namespaces the command runs in (`None`: none of its own).
     #[serde(default)]
-    pub namespaces: Option<ns::Made>,
+    pub namespaces: Option<Made>,
     /// What bounds the command's memory.
     #[serde(default)]
     pub memory_limit: Option<MemoryLimit>,
@@ -508,8 +556,12 @@ pub enum SandboxError {
     /// what an operator can do).
     #[error("{0}")]
     NoLandlock(String),
+    #[cfg(target_os = "linux")]
     #[error("cannot apply the Landlock policy: {0}")]
     Landlock(#[from] landlock::RulesetError),
+    /// This platform has no sandbox this release has tested (see [`unsupported`]).
+    #[error("{0}")]
+    Unsupported(String),
     /// The helper could not set up the command (nothing ran).
     #[error("{0}")]
     Setup(String),
@@ -553,6 +605,7 @@ impl SandboxError {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Restricts the calling process (and everything it starts) to `policy`, without
 /// namespaces of its own beyond a mount namespace (the path of `sandbox = "partial"` where
 /// none can be made, and of the tests that apply the policy in a process directly). Call it
@@ -562,6 +615,7 @@ pub fn restrict_self(policy: &Policy) -> Result<Applied, SandboxError> {
     restrict_self_with(policy, false)
 }
 
+#[cfg(target_os = "linux")]
 /// [`restrict_self`], told whether a memory cgroup bounds the command.
 pub(crate) fn restrict_self_with(
     policy: &Policy,
@@ -591,6 +645,7 @@ pub(crate) fn restrict_self_with(
     )
 }
 
+#[cfg(target_os = "linux")]
 /// What holds before [`confine`]: set up by the caller.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Base {
@@ -605,6 +660,7 @@ pub(crate) struct Base {
     pub memory_cgroup: bool,
 }
 
+#[cfg(target_os = "linux")]
 /// Resource limits, `no_new_privs`, Landlock, every capability dropped and the system-call
 /// filter, in that order, on the calling process.
 pub(crate) fn confine(policy: &Policy, base: Base) -> Result<Applied, SandboxError> {
@@ -674,6 +730,7 @@ pub(crate) fn confine(policy: &Policy, base: Base) -> Result<Applied, SandboxErr
     })
 }
 
+#[cfg(target_os = "linux")]
 /// The per-user process limit to set: the command's own `limit`, plus the user's processes
 /// already running (`others`) that the kernel counts against it — except in a user
 /// namespace of the command's own, where the kernel (from Linux 5.14) counts only the
@@ -682,6 +739,7 @@ fn process_limit(limit: Option<u64>, others: u64, own_user_namespace: bool) -> O
     limit.map(|n| if own_user_namespace { n } else { n + others })
 }
 
+#[cfg(target_os = "linux")]
 /// Gives up every capability (a server run as root hands its commands none): the bounding
 /// set first, so that no program executed later gets them back, then the process's own.
 /// Failures are ignored: an unprivileged process has nothing to give up.
@@ -700,6 +758,7 @@ fn drop_capabilities() {
     let _ = rustix::thread::set_capabilities(None, none);
 }
 
+#[cfg(target_os = "linux")]
 fn set_limits(limits: &Limits) -> Result<(), SandboxError> {
     let set = |what: &'static str, resource: Resource, value: Option<u64>| {
         let Some(v) = value else { return Ok(()) };
@@ -733,6 +792,29 @@ fn set_limits(limits: &Limits) -> Result<(), SandboxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_linux_has_the_sandbox_and_elsewhere_the_refusal_says_why_and_what_off_means() {
+        assert_eq!(unsupported("linux"), None);
+        for (os, name, next) in [
+            ("macos", "macOS", "Seatbelt"),
+            ("windows", "Windows", "job object"),
+            ("freebsd", "freebsd", "Landlock"),
+        ] {
+            let e = unsupported(os).unwrap();
+            for needed in [
+                &format!("cannot run on {name}"),
+                &format!("tested no sandbox on {name}"),
+                next,
+                "sandbox = \"off\" would run commands with all of ringfence's own access",
+                "not offered here",
+                "run_shell_command",
+                "delegate_task",
+            ] {
+                assert!(e.contains(needed), "{os}: {needed:?} missing from {e}");
+            }
+        }
+    }
 
     #[test]
     fn any_enforcing_landlock_is_enough_the_namespaces_do_the_rest() {
@@ -872,6 +954,7 @@ mod tests {
         assert_eq!(found[3], Some(&granted[1]));
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn the_process_limit_counts_the_users_other_processes_outside_a_user_namespace() {
         assert_eq!(process_limit(Some(256), 40, false), Some(296));

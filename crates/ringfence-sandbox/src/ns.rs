@@ -18,29 +18,7 @@
 
 use std::io;
 
-/// Which namespaces were made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub struct Made {
-    /// A user namespace around the others (an unprivileged server).
-    pub user: bool,
-    pub mount: bool,
-    pub pid: bool,
-    pub ipc: bool,
-    pub uts: bool,
-    pub net: bool,
-    pub cgroup: bool,
-}
-
-/// How the user namespace is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum UserNamespace {
-    /// Only where the namespaces cannot be made without one.
-    #[default]
-    Auto,
-    /// Always (what an ordinary user's server does; tests take this path as root too).
-    Always,
-}
+pub use crate::command::{Made, UserNamespace};
 
 /// Why the namespaces could not be made.
 #[derive(Debug)]

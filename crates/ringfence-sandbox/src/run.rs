@@ -12,105 +12,19 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process_group};
-use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
+use crate::command::{Ended, Exit, Helper, Outcome, Stream};
 use crate::supervise::{
     CGROUP, FAILED, FINISHED, GROUP, KillCause, MAGIC, NS_FAILED, Report, STARTED, STDERR, STDOUT,
     VERSION,
 };
-use crate::{Applied, HELPER_ARG, Requirement, SandboxError, Spec};
-
-/// The file name of the small helper executable.
-pub const SMALL_HELPER: &str = "ringfence-sandbox";
-
-/// Whether `path` is an executable file (installation layout, not a workspace path).
-#[allow(clippy::disallowed_methods)]
-fn is_executable(path: &std::path::Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
+use crate::{Applied, Requirement, SandboxError, Spec};
 
 /// How long a helper asked to stop may take to report.
 const GRACE: Duration = Duration::from_secs(5);
-
-/// How the helper is started: a program (ringfence's own binary) and its arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Helper {
-    pub program: PathBuf,
-    pub args: Vec<String>,
-    /// The helper's environment (nothing else of the server's reaches it; the command's own
-    /// is in the [`Spec`]).
-    pub env: Vec<(String, String)>,
-}
-
-impl Helper {
-    /// The helper of the running binary: the small `ringfence-sandbox` executable when it is
-    /// installed beside it (it starts several times faster), else the running binary itself
-    /// (it must dispatch [`HELPER_ARG`] to [`crate::helper_main`]).
-    pub fn current_exe() -> std::io::Result<Helper> {
-        let exe = std::env::current_exe()?;
-        let small = exe.with_file_name(SMALL_HELPER);
-        if is_executable(&small) {
-            return Ok(Helper {
-                program: small,
-                args: Vec::new(),
-                env: Vec::new(),
-            });
-        }
-        Ok(Helper::binary(exe))
-    }
-
-    /// `program` (a ringfence binary) as the helper.
-    pub fn binary(program: PathBuf) -> Helper {
-        Helper {
-            program,
-            args: vec![HELPER_ARG.to_owned()],
-            env: Vec::new(),
-        }
-    }
-}
-
-/// Which stream a piece of output came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
-    Stdout,
-    Stderr,
-}
-
-/// How the command's shell ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Exit {
-    Code(i32),
-    Signal(i32),
-}
-
-/// Why the command was stopped before it ended by itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Ended {
-    Timeout,
-    Cancelled,
-    /// It had more processes at once than allowed.
-    ProcessLimit,
-    /// It ran out of the memory allowed (its memory cgroup killed it).
-    Memory,
-}
-
-/// What a finished run reports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
-    /// What the sandbox applied.
-    pub applied: Applied,
-    pub exit: Exit,
-    pub ended: Option<Ended>,
-    /// Processes still running when the shell ended (background jobs, daemons), killed.
-    pub leftovers: usize,
-    pub duration: Duration,
-}
 
 /// The command's cgroups, removed once the helper has exited: at the end of the run, or
 /// (on an early return) by a task after a short wait for the helper to go.

@@ -27,29 +27,8 @@ use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
 };
-use serde::{Deserialize, Serialize};
 
-use crate::SandboxError;
-
-/// Whether commands may use the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Network {
-    /// No sockets at all (the default).
-    #[default]
-    None,
-    /// Sockets as the machine allows them.
-    Full,
-}
-
-impl Network {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Network::None => "none",
-            Network::Full => "full",
-        }
-    }
-}
+use crate::{Network, SandboxError};
 
 /// What is refused besides the fixed rules, by what the command's namespaces and cgroups
 /// leave open.

@@ -34,10 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cgroup::Cgroups;
 use crate::stage2::{GO_MEMORY_CGROUP, GO_PIDS_CGROUP, STAGE2_WORD, ShellEnd, Stage2};
-use crate::{Policy, ProcessLimit};
-
-/// The argument that starts the binary as the helper.
-pub const HELPER_ARG: &str = "__sandbox-helper";
+use crate::{ProcessLimit, Spec};
 
 /// Written first on the helper's stdout, followed by [`VERSION`] and a line break; the
 /// server skips anything before it (a test harness's banner when a test binary stands in
@@ -68,23 +65,6 @@ const STAGE_TASKS: u64 = 2;
 
 /// How often the process count of a command is checked.
 const WATCH_INTERVAL: Duration = Duration::from_millis(20);
-
-/// What the helper runs, and how.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Spec {
-    /// The shell that runs `command` (`/bin/sh`).
-    pub shell: PathBuf,
-    pub command: String,
-    pub cwd: PathBuf,
-    /// The whole environment of the command.
-    pub env: Vec<(String, String)>,
-    pub policy: Policy,
-    /// The most processes the command may have at once (its whole tree, counted by the
-    /// helper, so that the limit holds for root, whom the kernel's process limit exempts);
-    /// more, and everything is killed.
-    pub max_processes: Option<u64>,
-}
 
 /// Why the helper killed the command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -27,12 +27,7 @@ impl FamilyPlug for ShellPlug {
     }
 
     fn withheld(&self, settings: &ShellSettings, _: &Offer<'_>) -> Option<String> {
-        (!settings.enabled).then(|| {
-            format!(
-                "shell commands are off: set [shell] enabled = true in the configuration file or {}=true to offer run_shell_command",
-                config::RINGFENCE_SHELL_ENABLED
-            )
-        })
+        withheld_on(std::env::consts::OS, settings)
     }
 
     fn shown(&self, s: &ShellSettings) -> Shown {
@@ -123,5 +118,55 @@ impl FamilyPlug for ShellPlug {
         // delegate plug) takes its slots from the same users' counts.
         let running = env.shared.get_or_init(family::Running::default);
         Ok(family::family_with(cfg, running))
+    }
+}
+
+/// Why `run_shell_command` is not offered on `os` under `settings`: off on every platform
+/// without a sandbox this release has tested (turned on or not, whatever `sandbox` says),
+/// else off until an operator turns it on.
+fn withheld_on(os: &str, settings: &ShellSettings) -> Option<String> {
+    if let Some(why) = ringfence_sandbox::unsupported(os) {
+        return Some(format!("shell commands are off: {why}"));
+    }
+    (!settings.enabled).then(|| {
+        format!(
+            "shell commands are off: set [shell] enabled = true in the configuration file or {}=true to offer run_shell_command",
+            config::RINGFENCE_SHELL_ENABLED
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(toml: &str) -> ShellSettings {
+        let dir = tempfile::tempdir().unwrap();
+        ringfence_core::plug::resolve_text(&ShellPlug, toml, &[], dir.path()).unwrap()
+    }
+
+    #[test]
+    fn off_linux_the_shell_is_withheld_even_turned_on_and_with_the_sandbox_off() {
+        let on = settings("[shell]\nenabled = true\n");
+        let unconfined = settings("[shell]\nenabled = true\nsandbox = \"off\"\n");
+        let off = settings("[shell]\nenabled = false\n");
+        for os in ["macos", "windows"] {
+            for s in [&on, &unconfined, &off] {
+                let why = withheld_on(os, s).expect("withheld off Linux");
+                assert!(
+                    why.starts_with("shell commands are off: commands cannot run on"),
+                    "{why}"
+                );
+                assert!(
+                    why.contains("sandbox = \"off\" would run commands"),
+                    "{why}"
+                );
+            }
+        }
+        // On Linux: offered once turned on, with the sandbox on or off.
+        assert_eq!(withheld_on("linux", &on), None);
+        assert_eq!(withheld_on("linux", &unconfined), None);
+        let why = withheld_on("linux", &off).unwrap();
+        assert!(why.contains("[shell] enabled = true"), "{why}");
     }
 }

@@ -46,6 +46,10 @@ pub const IRIS_FILESYSTEM_ENABLED: &str = "IRIS_FILESYSTEM_ENABLED";
 pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
 pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
 pub const HOME: &str = "HOME";
+/// Windows: the home directory, the roaming and the local application data folders.
+pub const USERPROFILE: &str = "USERPROFILE";
+pub const APPDATA: &str = "APPDATA";
+pub const LOCALAPPDATA: &str = "LOCALAPPDATA";
 
 /// The core's variables (with the families', the names checked for typos at start).
 pub const ALL: &[&str] = &[

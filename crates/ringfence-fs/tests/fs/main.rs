@@ -1,4 +1,8 @@
-#![allow(clippy::disallowed_methods)] // fixtures and oracles use std::fs on purpose
+#![allow(clippy::disallowed_methods)]
+// fixtures and oracles use std::fs on purpose
+// The fixtures make FIFOs and read /proc: these run on Linux (the only platform tested by
+// running; the others are type-checked).
+#![cfg(target_os = "linux")]
 
 //! Integration tests of ringfence-fs, in one test binary (one link step instead of one per
 //! file):

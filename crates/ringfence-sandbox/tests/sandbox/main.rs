@@ -3,6 +3,7 @@
 //! and reports what it could and could not do, one `name=result` line each; the parent
 //! asserts on those lines. A restriction applied in the test process itself would bind every
 //! later test.
+#![cfg(target_os = "linux")] // the sandbox is Linux's
 #![allow(clippy::disallowed_methods)] // fixtures and probes use std::fs on purpose
 #![allow(clippy::print_stdout)] // the child reports to its parent on stdout
 #![allow(clippy::print_stderr)] // a test says why it skipped

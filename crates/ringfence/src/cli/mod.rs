@@ -35,12 +35,16 @@ use crate::config::{Config, Overrides, ProcessEnv};
     about = "A contained tool runtime for AI assistants, served over MCP"
 )]
 struct Cli {
-    /// Configuration file (TOML). Default: $XDG_CONFIG_HOME/ringfence/config.toml (else
-    /// ~/.config/ringfence/config.toml) if it exists. [env: RINGFENCE_CONFIG]
+    /// Configuration file (TOML). Default, if it exists: $XDG_CONFIG_HOME/ringfence/config.toml
+    /// (else ~/.config/ringfence/config.toml; on macOS ~/Library/Application
+    /// Support/ringfence/config.toml, on Windows %APPDATA%\ringfence\config.toml).
+    /// [env: RINGFENCE_CONFIG]
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Data directory (default workspace, saved tool output). Default:
-    /// $XDG_DATA_HOME/ringfence, else ~/.local/share/ringfence. [env: RINGFENCE_DATA_DIR]
+    /// $XDG_DATA_HOME/ringfence, else ~/.local/share/ringfence (on macOS ~/Library/Application
+    /// Support/ringfence/data, on Windows %LOCALAPPDATA%\ringfence\data).
+    /// [env: RINGFENCE_DATA_DIR]
     #[arg(long, global = true, value_name = "DIR")]
     data_dir: Option<PathBuf>,
     /// Denylist pattern (gitignore syntax); repeatable; adds to the configured denylist.

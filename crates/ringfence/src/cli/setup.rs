@@ -11,7 +11,7 @@ use indexmap::IndexMap;
 use serde_json::{Value, json};
 
 use super::{fail, print_out, say};
-use crate::config::ProcessEnv;
+use crate::config::{Os, ProcessEnv};
 
 #[derive(Debug, clap::Args)]
 pub(super) struct SetupArgs {
@@ -133,26 +133,6 @@ const CLIENTS: &[Client] = &[
         after: "Restart LM Studio's chat (or the app).",
     },
 ];
-
-/// The systems whose places are known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Os {
-    Linux,
-    Mac,
-    Windows,
-}
-
-impl Os {
-    fn this() -> Os {
-        if cfg!(target_os = "macos") {
-            Os::Mac
-        } else if cfg!(windows) {
-            Os::Windows
-        } else {
-            Os::Linux
-        }
-    }
-}
 
 /// Where `client` keeps its servers on `os`, for the person (or for the project in `cwd`).
 fn location(

@@ -294,32 +294,91 @@ fn log_json(over: &Overrides, env: &dyn Env, file: Option<&str>) -> Result<bool,
     }
 }
 
+/// The platform whose conventions place the data directory and the configuration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Os {
+    /// Linux and every other Unix but macOS: the XDG base directories.
+    Linux,
+    Mac,
+    Windows,
+}
+
+impl Os {
+    pub(crate) fn this() -> Os {
+        if cfg!(target_os = "macos") {
+            Os::Mac
+        } else if cfg!(windows) {
+            Os::Windows
+        } else {
+            Os::Linux
+        }
+    }
+}
+
+/// The home directory: `HOME` (on Windows `USERPROFILE` first).
 fn home(env: &dyn Env) -> Option<PathBuf> {
-    env.get(env_vars::HOME)
-        .filter(|h| !h.is_empty())
+    home_on(Os::this(), env)
+}
+
+fn home_on(os: Os, env: &dyn Env) -> Option<PathBuf> {
+    let var = |k: &str| env.get(k).filter(|h| !h.is_empty()).map(PathBuf::from);
+    match os {
+        Os::Windows => var(env_vars::USERPROFILE).or_else(|| var(env_vars::HOME)),
+        _ => var(env_vars::HOME),
+    }
+}
+
+/// An absolute directory named by `var`, if set.
+fn absolute_var(env: &dyn Env, var: &str) -> Option<PathBuf> {
+    env.get(var)
+        .filter(|x| Path::new(x).is_absolute())
         .map(PathBuf::from)
 }
 
-/// `$XDG_DATA_HOME/ringfence`, else `~/.local/share/ringfence`.
+/// The data directory by this platform's convention (see [`default_data_dir_on`]).
 pub fn default_data_dir(env: &dyn Env) -> Result<PathBuf, ConfigError> {
-    if let Some(x) = env
-        .get(env_vars::XDG_DATA_HOME)
-        .filter(|x| Path::new(x).is_absolute())
-    {
-        return Ok(PathBuf::from(x).join("ringfence"));
-    }
-    home(env)
-        .map(|h| h.join(".local/share/ringfence"))
-        .ok_or(ConfigError::NoDataDir)
+    default_data_dir_on(Os::this(), env)
+}
+
+/// The data directory by `os`'s convention: on Linux `$XDG_DATA_HOME/ringfence`, else
+/// `~/.local/share/ringfence`; on macOS `$XDG_DATA_HOME/ringfence` when set, else
+/// `~/Library/Application Support/ringfence/data`; on Windows
+/// `%LOCALAPPDATA%\ringfence\data`.
+pub(crate) fn default_data_dir_on(os: Os, env: &dyn Env) -> Result<PathBuf, ConfigError> {
+    let dir = match os {
+        Os::Windows => {
+            absolute_var(env, env_vars::LOCALAPPDATA).map(|d| d.join("ringfence").join("data"))
+        }
+        Os::Linux | Os::Mac => match absolute_var(env, env_vars::XDG_DATA_HOME) {
+            Some(x) => Some(x.join("ringfence")),
+            None if os == Os::Mac => {
+                home_on(os, env).map(|h| h.join("Library/Application Support/ringfence/data"))
+            }
+            None => home_on(os, env).map(|h| h.join(".local/share/ringfence")),
+        },
+    };
+    dir.ok_or(ConfigError::NoDataDir)
 }
 
 pub(crate) fn default_config_file(env: &dyn Env) -> Option<PathBuf> {
-    let base = env
-        .get(env_vars::XDG_CONFIG_HOME)
-        .filter(|x| Path::new(x).is_absolute())
-        .map(PathBuf::from)
-        .or_else(|| home(env).map(|h| h.join(".config")))?;
-    Some(base.join("ringfence/config.toml"))
+    default_config_file_on(Os::this(), env)
+}
+
+/// The configuration file by `os`'s convention: on Linux
+/// `$XDG_CONFIG_HOME/ringfence/config.toml`, else `~/.config/ringfence/config.toml`; on macOS
+/// `$XDG_CONFIG_HOME/ringfence/config.toml` when set, else
+/// `~/Library/Application Support/ringfence/config.toml`; on Windows
+/// `%APPDATA%\ringfence\config.toml`.
+pub(crate) fn default_config_file_on(os: Os, env: &dyn Env) -> Option<PathBuf> {
+    let base = match os {
+        Os::Windows => absolute_var(env, env_vars::APPDATA)?,
+        Os::Linux | Os::Mac => match absolute_var(env, env_vars::XDG_CONFIG_HOME) {
+            Some(x) => x,
+            None if os == Os::Mac => home_on(os, env)?.join("Library/Application Support"),
+            None => home_on(os, env)?.join(".config"),
+        },
+    };
+    Some(base.join("ringfence").join("config.toml"))
 }
 
 /// `value` with a leading `~` or `$HOME` (`${HOME}`) replaced by the home directory, as a
@@ -440,15 +499,78 @@ pub(crate) mod tests {
     fn default_data_dir_follows_xdg_then_home() {
         let e = env(&[("XDG_DATA_HOME", "/x/data"), ("HOME", "/home/u")]);
         assert_eq!(
-            default_data_dir(&e).unwrap(),
+            default_data_dir_on(Os::Linux, &e).unwrap(),
             PathBuf::from("/x/data/ringfence")
         );
         let e = env(&[("HOME", "/home/u")]);
         assert_eq!(
-            default_data_dir(&e).unwrap(),
+            default_data_dir_on(Os::Linux, &e).unwrap(),
             PathBuf::from("/home/u/.local/share/ringfence")
         );
-        assert!(default_data_dir(&env(&[])).is_err());
+        assert!(default_data_dir_on(Os::Linux, &env(&[])).is_err());
+        // A relative XDG variable is ignored, as the specification says.
+        let e = env(&[("XDG_CONFIG_HOME", "cfg"), ("HOME", "/home/u")]);
+        assert_eq!(
+            default_config_file_on(Os::Linux, &e).unwrap(),
+            PathBuf::from("/home/u/.config/ringfence/config.toml")
+        );
+    }
+
+    #[test]
+    fn macos_and_windows_places_follow_their_conventions() {
+        let e = env(&[("HOME", "/Users/u")]);
+        assert_eq!(
+            default_data_dir_on(Os::Mac, &e).unwrap(),
+            PathBuf::from("/Users/u/Library/Application Support/ringfence/data")
+        );
+        assert_eq!(
+            default_config_file_on(Os::Mac, &e).unwrap(),
+            PathBuf::from("/Users/u/Library/Application Support/ringfence/config.toml")
+        );
+        // On macOS the XDG variables, when set, win: the person asked for them.
+        let e = env(&[
+            ("HOME", "/Users/u"),
+            ("XDG_DATA_HOME", "/x/data"),
+            ("XDG_CONFIG_HOME", "/x/cfg"),
+        ]);
+        assert_eq!(
+            default_data_dir_on(Os::Mac, &e).unwrap(),
+            PathBuf::from("/x/data/ringfence")
+        );
+        assert_eq!(
+            default_config_file_on(Os::Mac, &e).unwrap(),
+            PathBuf::from("/x/cfg/ringfence/config.toml")
+        );
+        // Windows: the local folder for data, the roaming one for the configuration; the
+        // XDG variables and HOME play no part. (Paths as Linux spells them: this test checks
+        // the choice of folder, the separators are the platform's own.)
+        let e = env(&[
+            ("LOCALAPPDATA", "/C/Users/u/AppData/Local"),
+            ("APPDATA", "/C/Users/u/AppData/Roaming"),
+            ("XDG_DATA_HOME", "/x/data"),
+            ("HOME", "/home/u"),
+        ]);
+        assert_eq!(
+            default_data_dir_on(Os::Windows, &e).unwrap(),
+            PathBuf::from("/C/Users/u/AppData/Local/ringfence/data")
+        );
+        assert_eq!(
+            default_config_file_on(Os::Windows, &e).unwrap(),
+            PathBuf::from("/C/Users/u/AppData/Roaming/ringfence/config.toml")
+        );
+        let e = env(&[("HOME", "/home/u")]);
+        let err = default_data_dir_on(Os::Windows, &e)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("LOCALAPPDATA on Windows"), "{err}");
+        assert_eq!(default_config_file_on(Os::Windows, &e), None);
+        assert_eq!(
+            home_on(
+                Os::Windows,
+                &env(&[("USERPROFILE", "/C/Users/u"), ("HOME", "/h")])
+            ),
+            Some(PathBuf::from("/C/Users/u"))
+        );
     }
 
     #[test]

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# ringfence for macOS and Windows, from this Linux machine.
+#
+#   bash scripts/cross.sh check [TARGET...]   type-check (cargo check) for other platforms
+#   bash scripts/cross.sh build [TARGET...]   release binaries, sizes printed at the end
+#
+# Targets (default for `check`: x86_64-apple-darwin and x86_64-pc-windows-gnu; for `build`:
+# those, aarch64-apple-darwin, and the static Linux build of scripts/build-static.sh):
+#   x86_64-apple-darwin  aarch64-apple-darwin  x86_64-pc-windows-gnu  x86_64-unknown-linux-musl
+#
+# `check` is what the test command runs, so that a Linux-only call cannot slip back into
+# code that every platform compiles: the whole workspace with its tests for macOS, the
+# libraries and binaries for Windows (the test suites use Unix fixtures; they run on Linux).
+#
+# What it installs when missing (nothing system-wide):
+#   - the Rust targets (rustup target add);
+#   - cargo-zigbuild and zig (the PyPI packages cargo-zigbuild and ziglang, pinned below) in
+#     a virtual environment at .cache/xbuild: zig is the C compiler and linker for the other
+#     targets (the bundled SQLite, ring and blake3 are C and assembly).
+# No Apple SDK is used: zig links against its own stubs of the macOS system library, which
+# is enough for a binary that needs no Apple framework (ringfence needs none).
+#
+# Nothing here runs what it builds: this machine runs Linux only. The README's platform
+# table says what that means.
+#
+# Environment: CARGO_TARGET_DIR (default: target/cross, apart from the Linux build's, so
+# that switching targets does not rebuild the native tree), OUT_DIR for the binaries
+# (default: <target dir>/dist/<target>/).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+CARGO_ZIGBUILD_VERSION=0.24.1
+ZIGLANG_VERSION=0.17.1
+VENV=$ROOT/.cache/xbuild
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target/cross}
+
+usage() {
+    sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    exit 2
+}
+
+[[ $# -ge 1 ]] || usage
+MODE=$1
+shift
+
+tools() {
+    if ! "$VENV/bin/cargo-zigbuild" --version 2>/dev/null | grep -q "$CARGO_ZIGBUILD_VERSION" ||
+        ! "$VENV/bin/python" -c "import ziglang" 2>/dev/null; then
+        echo "==> installing cargo-zigbuild $CARGO_ZIGBUILD_VERSION and zig ($ZIGLANG_VERSION) in $VENV" >&2
+        python3 -m venv "$VENV"
+        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+            "cargo-zigbuild==$CARGO_ZIGBUILD_VERSION" "ziglang==$ZIGLANG_VERSION"
+    fi
+    # cargo-zigbuild finds zig through `python -m ziglang` of the first python on PATH.
+    export PATH="$VENV/bin:$PATH"
+}
+
+add_target() {
+    if ! rustup target list --installed | grep -qx "$1"; then
+        echo "==> rustup target add $1" >&2
+        rustup target add "$1"
+    fi
+}
+
+case "$MODE" in
+check)
+    targets=("$@")
+    [[ ${#targets[@]} -gt 0 ]] || targets=(x86_64-apple-darwin x86_64-pc-windows-gnu)
+    tools
+    for t in "${targets[@]}"; do
+        add_target "$t"
+        case "$t" in
+        *-apple-darwin) scope=(--workspace --all-targets) ;;
+        *) scope=(--workspace --lib --bins) ;;
+        esac
+        echo "==> cargo check --target $t ${scope[*]}" >&2
+        cargo-zigbuild check --target "$t" "${scope[@]}"
+    done
+    ;;
+build)
+    targets=("$@")
+    [[ ${#targets[@]} -gt 0 ]] ||
+        targets=(x86_64-apple-darwin aarch64-apple-darwin x86_64-pc-windows-gnu x86_64-unknown-linux-musl)
+    tools
+    sizes=()
+    for t in "${targets[@]}"; do
+        if [[ $t == x86_64-unknown-linux-musl ]]; then
+            # The static Linux build has its own script (musl-gcc, split debug info, smoke
+            # tests that run it).
+            echo "==> scripts/build-static.sh x86_64" >&2
+            OUT_DIR="$CARGO_TARGET_DIR/dist" bash scripts/build-static.sh x86_64
+            bin="$CARGO_TARGET_DIR/dist/$t/ringfence"
+        else
+            add_target "$t"
+            echo "==> cargo zigbuild --release --target $t -p ringfence" >&2
+            cargo-zigbuild build --release --target "$t" -p ringfence
+            exe=ringfence
+            [[ $t == *windows* ]] && exe=ringfence.exe
+            out=${OUT_DIR:-$CARGO_TARGET_DIR/dist}/$t
+            mkdir -p "$out"
+            cp "$CARGO_TARGET_DIR/$t/release/$exe" "$out/"
+            bin="$out/$exe"
+        fi
+        kind=""
+        command -v file >/dev/null && kind=$(file -b "$bin" | cut -c1-70)
+        sizes+=("$(awk -v t="$t" -v b="$(stat -c %s "$bin")" -v k="$kind" 'BEGIN { printf "%-28s %6.1f MiB  %s", t, b / 1048576, k }')")
+    done
+    printf '\n==> binaries\n'
+    printf '    %s\n' "${sizes[@]}"
+    ;;
+*)
+    usage
+    ;;
+esac
