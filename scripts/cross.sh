@@ -75,8 +75,9 @@ check)
         *-apple-darwin) scope=(--workspace --all-targets) ;;
         *) scope=(--workspace --lib --bins) ;;
         esac
-        echo "==> cargo check --target $t ${scope[*]}" >&2
-        cargo-zigbuild check --target "$t" "${scope[@]}"
+        echo "==> cargo check --target $t ${scope[*]} (warnings denied)" >&2
+        # (RUSTFLAGS with --target reaches the target's code only, not build scripts.)
+        RUSTFLAGS="${RUSTFLAGS:-} -D warnings" cargo-zigbuild check --target "$t" "${scope[@]}"
     done
     ;;
 build)

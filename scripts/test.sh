@@ -13,6 +13,8 @@
 #      (RINGFENCE_TEST_STORE=postgres)
 #   6. no System V shared memory segment left behind by the tests (they are removed, and
 #      the run fails)
+#   (2b. between the Rust and Python tests: `scripts/cross.sh check`, the workspace
+#      type-checked for x86_64-apple-darwin and x86_64-pc-windows-gnu)
 #
 # Chromium: Debian's package, installed if missing (before the Python tests); the settings
 # page's browser tests drive it with Playwright (RINGFENCE_TEST_CHROMIUM names it, and
@@ -188,6 +190,14 @@ else
     section "cargo test --workspace (cargo-nextest not installed)"
     run_step "rust tests (cargo test)" cargo test --workspace --no-fail-fast || true
 fi
+
+# --- 2b. Other platforms --------------------------------------------------------------
+# The workspace type-checked for macOS (with its tests) and Windows (libraries and
+# binaries), warnings denied, so that a Linux-only call cannot slip back into code every
+# platform compiles. scripts/cross.sh installs what it needs (rustup targets, zig and
+# cargo-zigbuild from PyPI in .cache/xbuild) and checks in target/cross.
+section "cargo check for macOS and Windows (scripts/cross.sh check)"
+run_step "macOS and Windows check" bash "$ROOT/scripts/cross.sh" check || true
 
 # --- 3. Python environment ------------------------------------------------------------
 VENV="$ROOT/.venv"

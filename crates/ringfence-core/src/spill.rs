@@ -7,7 +7,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use cap_std::fs::OpenOptionsExt;
 use ringfence_fs::Root;
 
 use crate::error::{ToolError, ToolErrorKind, ToolResult};
@@ -142,9 +141,10 @@ impl SpillStore {
         // A saved output holds what a tool read: private to the server's account, like
         // everything under the data directory (the umask does not widen or decide it).
         let mut opts = cap_std::fs::OpenOptions::new();
-        opts.write(true)
-            .create_new(true)
-            .mode(ringfence_fs::PRIVATE_FILE_MODE);
+        opts.write(true).create_new(true);
+        // (Windows: no mode bits; the file takes the data directory's access list.)
+        #[cfg(unix)]
+        cap_std::fs::OpenOptionsExt::mode(&mut opts, ringfence_fs::PRIVATE_FILE_MODE);
         let file = dir.open_with(&name, &opts).map_err(|e| {
             ToolError::new(
                 ToolErrorKind::Io,

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use ringfence_fs::{EntryKind, PermissionsExt, TargetState};
+use ringfence_fs::{EntryKind, TargetState};
 
 use crate::existing_entry;
 use crate::journal::{Before, Journaling, MAX_JOURNALED_BYTES};
@@ -65,7 +65,7 @@ impl BlockingTool for DeleteFile {
                 Ok((_, meta)) if meta.len() as usize > MAX_JOURNALED_BYTES => Some((None, None)),
                 Ok((_, meta)) => crate::read_whole(&target, MAX_JOURNALED_BYTES as u64)
                     .ok()
-                    .map(|(b, _)| (Some(b), Some(meta.permissions().mode() & 0o7777))),
+                    .map(|(b, _)| (Some(b), Some(ringfence_fs::mode_of(&meta)))),
                 Err(_) => None,
             }
         } else {

@@ -1,15 +1,16 @@
 //! `entry_info` (seed 002): metadata of one entry, a symbolic link described as itself.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
+#[cfg(unix)]
+use std::time::{Duration, UNIX_EPOCH};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use ringfence_fs::{EntryKind, MetadataExt, PermissionsExt, TargetState};
+use ringfence_fs::{EntryKind, TargetState};
 
 use crate::existing_entry;
-use crate::text::thousands;
 use ringfence_core::error::ToolResult;
 use ringfence_core::time::format_iso;
 use ringfence_core::tool::{Annotations, BlockingTool, ToolContext, ToolOutput};
@@ -42,11 +43,11 @@ impl BlockingTool for EntryInfo {
         let meta = target.metadata()?;
         let ft = meta.file_type();
         let kind = file_type_name(&ft);
-        let mode = meta.permissions().mode();
+        let mode = ringfence_fs::mode_of(&meta);
         let when = |t: std::io::Result<cap_std::time::SystemTime>| {
             t.ok().map(|t| format_iso(t.into_std()))
         };
-        let changed = ctime(meta.ctime(), meta.ctime_nsec()).map(format_iso);
+        let changed = changed(&meta).map(format_iso);
         let mut lines = vec![
             format!("Path: {}", abs.display()),
             format!("Type: {kind}"),
@@ -100,8 +101,10 @@ impl BlockingTool for EntryInfo {
             lines.push(format!("Symlink target: {shown} ({status})"));
             link = Some(json!({ "target": shown, "status": status }));
         }
+        #[cfg(unix)]
         if ft.is_dir() {
-            lines.push(format!("Links: {}", thousands(meta.nlink())));
+            use ringfence_fs::MetadataExt;
+            lines.push(format!("Links: {}", crate::text::thousands(meta.nlink())));
         }
         Ok(ToolOutput::text(lines.join("\n")).with_structured(json!({
             "path": abs.display().to_string(),
@@ -118,6 +121,21 @@ impl BlockingTool for EntryInfo {
     }
 }
 
+/// When the entry's metadata last changed (Unix's ctime; Windows keeps no such time).
+fn changed(meta: &ringfence_fs::Metadata) -> Option<SystemTime> {
+    #[cfg(unix)]
+    {
+        use ringfence_fs::MetadataExt;
+        ctime(meta.ctime(), meta.ctime_nsec())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
+#[cfg(unix)]
 fn ctime(secs: i64, nsec: i64) -> Option<SystemTime> {
     let nanos = u32::try_from(nsec).ok()?;
     if secs >= 0 {
@@ -131,14 +149,26 @@ fn ctime(secs: i64, nsec: i64) -> Option<SystemTime> {
 }
 
 fn file_type_name(ft: &ringfence_fs::FileType) -> &'static str {
-    use cap_std::fs::FileTypeExt;
     if ft.is_symlink() {
         "symlink"
     } else if ft.is_dir() {
         "directory"
     } else if ft.is_file() {
         "file"
-    } else if ft.is_fifo() {
+    } else {
+        special_type_name(ft)
+    }
+}
+
+#[cfg(not(unix))]
+fn special_type_name(_: &ringfence_fs::FileType) -> &'static str {
+    "other"
+}
+
+#[cfg(unix)]
+fn special_type_name(ft: &ringfence_fs::FileType) -> &'static str {
+    use cap_std::fs::FileTypeExt;
+    if ft.is_fifo() {
         "fifo"
     } else if ft.is_socket() {
         "socket"

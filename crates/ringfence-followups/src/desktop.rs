@@ -7,7 +7,12 @@
 //! authentication by the process's user id, `Hello`, then one method call and its reply.
 //! Messages are little-endian, version 1; replies in either byte order are read.
 
+// Off Unix there is no freedesktop bus: the channel says so, and the message code is unused.
+#![cfg_attr(not(unix), allow(dead_code))]
+
+#[cfg(unix)]
 use std::io::{Read, Write};
+#[cfg(unix)]
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -30,6 +35,11 @@ pub enum DesktopError {
     Protocol(String),
     #[error("the session bus did not answer within {0:.0?}")]
     TimedOut(Duration),
+    /// Not a platform with a freedesktop session bus (Windows).
+    #[error(
+        "desktop notifications need a freedesktop session bus (Linux and other Unix desktops); this platform has none: use another channel"
+    )]
+    Unsupported,
 }
 
 /// The notification service's name, its object and its interface.
@@ -37,6 +47,7 @@ const SERVICE: &str = "org.freedesktop.Notifications";
 const OBJECT: &str = "/org/freedesktop/Notifications";
 
 /// A connection to the session bus, after `Hello`, and when the whole exchange must end.
+#[cfg(unix)]
 struct Bus {
     stream: UnixStream,
     serial: u32,
@@ -46,6 +57,17 @@ struct Bus {
 
 /// Shows a notification: `title` and `body`, from ringfence. Returns the id the service gave.
 pub fn notify(title: &str, body: &str, timeout: Duration) -> Result<u32, DesktopError> {
+    #[cfg(not(unix))]
+    {
+        let _ = (title, body, timeout);
+        Err(DesktopError::Unsupported)
+    }
+    #[cfg(unix)]
+    notify_unix(title, body, timeout)
+}
+
+#[cfg(unix)]
+fn notify_unix(title: &str, body: &str, timeout: Duration) -> Result<u32, DesktopError> {
     let mut bus = Bus::connect(timeout)?;
     let mut args = Writer::default();
     args.string("ringfence"); // app_name
@@ -70,6 +92,17 @@ pub fn notify(title: &str, body: &str, timeout: Duration) -> Result<u32, Desktop
 /// The notification service's name and vendor (`GetServerInformation`): whether one runs,
 /// without showing anything.
 pub fn server_information(timeout: Duration) -> Result<String, DesktopError> {
+    #[cfg(not(unix))]
+    {
+        let _ = timeout;
+        Err(DesktopError::Unsupported)
+    }
+    #[cfg(unix)]
+    server_information_unix(timeout)
+}
+
+#[cfg(unix)]
+fn server_information_unix(timeout: Duration) -> Result<String, DesktopError> {
     let mut bus = Bus::connect(timeout)?;
     let reply = bus.call(
         SERVICE,
@@ -85,6 +118,7 @@ pub fn server_information(timeout: Duration) -> Result<String, DesktopError> {
     Ok(format!("{name} ({vendor})"))
 }
 
+#[cfg(unix)]
 impl Bus {
     fn connect(timeout: Duration) -> Result<Bus, DesktopError> {
         let address = std::env::var("DBUS_SESSION_BUS_ADDRESS")
@@ -285,6 +319,7 @@ impl Bus {
 }
 
 /// Opens the first usable `unix:` address of `address` (`;`-separated).
+#[cfg(unix)]
 fn open(address: &str) -> Result<UnixStream, DesktopError> {
     let mut last = None;
     for one in address.split(';') {

@@ -336,9 +336,17 @@ impl FollowupBackend for LazyFollowups {
 /// is looked up on `PATH`).
 #[allow(clippy::disallowed_methods)] // the operator's own program, not a root
 fn executable(path: &std::path::Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
     let runs = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        }
+        // No execute bit: any file (Windows runs what its extension says).
+        #[cfg(not(unix))]
+        {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file())
+        }
     };
     if path.components().count() > 1 {
         return runs(path);

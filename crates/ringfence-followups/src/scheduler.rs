@@ -128,10 +128,7 @@ impl Scheduler {
             connect_timeout: Duration::from_secs(10),
             timeout: Duration::from_secs(300),
         })?;
-        let host = rustix::system::uname()
-            .nodename()
-            .to_string_lossy()
-            .into_owned();
+        let host = host_name();
         let owner = format!(
             "{host}:{}:{}",
             std::process::id(),
@@ -772,9 +769,25 @@ const COMMAND_ENV: &[&str] = &[
 /// own: it has delivered when it exits 0. Only its own exit is waited for (a background
 /// child keeping stderr open does not hold the delivery), at most 4 KiB of its stderr is
 /// kept, and at the timeout its whole group is killed.
+/// This machine's name, for the owner of a claimed follow-up.
+fn host_name() -> String {
+    #[cfg(unix)]
+    {
+        rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned()
+    }
+    #[cfg(not(unix))]
+    {
+        std::env::var("COMPUTERNAME").unwrap_or_else(|_| "localhost".to_owned())
+    }
+}
+
 async fn command(argv: &[String], timeout: Duration, body: &[u8]) -> Result<(), String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut child = tokio::process::Command::new(&argv[0])
+    let mut child = tokio::process::Command::new(&argv[0]);
+    child
         .args(&argv[1..])
         .env_clear()
         .envs(
@@ -785,14 +798,20 @@ async fn command(argv: &[String], timeout: Duration, body: &[u8]) -> Result<(), 
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    // In a process group of its own, so that what it starts is killed with it (Unix;
+    // elsewhere only the program itself is killed).
+    #[cfg(unix)]
+    child.process_group(0);
+    let mut child = child
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", argv[0]))?;
+    #[cfg(unix)]
     let group = child
         .id()
         .and_then(|id| rustix::process::Pid::from_raw(id as i32));
     let kill_group = || {
+        #[cfg(unix)]
         if let Some(g) = group {
             let _ = rustix::process::kill_process_group(g, rustix::process::Signal::KILL);
         }

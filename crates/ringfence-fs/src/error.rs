@@ -79,15 +79,9 @@ impl FsError {
             io::ErrorKind::InvalidFilename => FsErrorKind::InvalidPath,
             io::ErrorKind::ReadOnlyFilesystem => FsErrorKind::ReadOnly,
             io::ErrorKind::DirectoryNotEmpty => FsErrorKind::NotEmpty,
-            _ => match err.raw_os_error() {
-                Some(code) if code == rustix::io::Errno::LOOP.raw_os_error() => {
-                    FsErrorKind::SymlinkLoop
-                }
-                Some(code) if code == rustix::io::Errno::NAMETOOLONG.raw_os_error() => {
-                    FsErrorKind::InvalidPath
-                }
-                _ => FsErrorKind::Io,
-            },
+            _ if crate::os_error::OsError::Loop.is(&err) => FsErrorKind::SymlinkLoop,
+            _ if crate::os_error::OsError::NameTooLong.is(&err) => FsErrorKind::InvalidPath,
+            _ => FsErrorKind::Io,
         };
         let message = match kind {
             FsErrorKind::NotFound => format!("{input}: no such file or directory"),

@@ -16,13 +16,16 @@
 mod denylist;
 mod error;
 mod ops;
+mod os_error;
 mod private;
 mod root;
 mod target;
 mod walk;
 mod workspace;
 
-pub use cap_std::fs::{Dir, File, FileType, Metadata, MetadataExt, PermissionsExt};
+pub use cap_std::fs::{Dir, File, FileType, Metadata};
+#[cfg(unix)]
+pub use cap_std::fs::{MetadataExt, PermissionsExt};
 pub use denylist::Denylist;
 pub use error::{ClientRootsError, DenylistError, FsError, FsErrorKind, FsResult, RootSpecError};
 pub use ops::{MoveMethod, TransferOptions, TreeCount};
@@ -34,6 +37,6 @@ pub use root::{
     Access, Root, RootOrigin, RootSpec, USER_PLACEHOLDER, normalize_lexically, paths_overlap,
     user_dir_name,
 };
-pub use target::{EntryKind, Target, TargetState, WriteOptions};
+pub use target::{EntryKind, Target, TargetState, WriteOptions, mode_of, owner_of};
 pub use walk::{WalkEntry, WalkOptions, WalkState, walk, walk_sorted};
 pub use workspace::{ClientRoots, CurrentDir, MAX_PATH_BYTES, MAX_SYMLINKS, Workspace};

@@ -8,13 +8,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions, OpenOptionsExt, PermissionsExt};
+use cap_std::fs::{Dir, Metadata, OpenOptions};
+#[cfg(unix)]
+use cap_std::fs::{MetadataExt, OpenOptionsExt};
 
 use crate::error::{FsErrorKind, FsResult};
+use crate::os_error::OsError;
 use crate::target::{
-    EntryKind, SET_ID, Target, TargetState, WriteOptions, copy_mode, fsync_dir, open_dot,
-    perm_bits, temp_name, to_mode,
+    EntryKind, Target, TargetState, WriteOptions, fsync_dir, mode_of, nonblocking, owner_of,
+    rename_replace, symlink_at, temp_name,
 };
+#[cfg(unix)]
+use crate::target::{SET_ID, copy_mode, open_dot, perm_bits, to_mode};
 
 /// What a removal or copy touched.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -42,10 +47,6 @@ pub enum MoveMethod {
     Renamed,
     /// Across file systems: copied, then the source removed.
     CopiedAndRemoved,
-}
-
-fn is_errno(err: &io::Error, errno: rustix::io::Errno) -> bool {
-    err.raw_os_error() == Some(errno.raw_os_error())
 }
 
 impl Target {
@@ -199,8 +200,8 @@ impl Target {
                 } else {
                     parent.remove_dir(name).map_err(|e| {
                         if e.kind() == io::ErrorKind::DirectoryNotEmpty
-                            || is_errno(&e, rustix::io::Errno::NOTEMPTY)
-                            || is_errno(&e, rustix::io::Errno::EXIST)
+                            || OsError::NotEmpty.is(&e)
+                            || OsError::Exists.is(&e)
                         {
                             self.err(
                                 FsErrorKind::NotEmpty,
@@ -247,10 +248,10 @@ impl Target {
             dest.create_missing_dirs(dest_parent)?
         };
         let renamed = if opts.overwrite {
-            rustix::fs::renameat(
-                &**src_parent,
+            rename_replace(
+                src_parent,
                 src_name.as_os_str(),
-                &*dest_dir,
+                &dest_dir,
                 dest_name.as_os_str(),
             )
         } else {
@@ -269,7 +270,7 @@ impl Target {
                 }
                 Ok(MoveMethod::Renamed)
             }
-            Err(rustix::io::Errno::XDEV) => {
+            Err(e) if OsError::CrossDevice.is(&e) => {
                 let copied = self.copy_to(dest, opts, &|| false)?;
                 if copied.skipped > 0 {
                     // Removing the source would delete what the copy left out (special or
@@ -287,7 +288,7 @@ impl Target {
                 self.remove(true)?;
                 Ok(MoveMethod::CopiedAndRemoved)
             }
-            Err(rustix::io::Errno::EXIST) | Err(rustix::io::Errno::NOTEMPTY) => Err(dest.err(
+            Err(e) if OsError::Exists.is(&e) || OsError::NotEmpty.is(&e) => Err(dest.err(
                 if dest.exists() {
                     FsErrorKind::NotEmpty
                 } else {
@@ -298,18 +299,18 @@ impl Target {
                     dest.input()
                 ),
             )),
-            Err(rustix::io::Errno::ISDIR) | Err(rustix::io::Errno::NOTDIR) => Err(dest.err(
+            Err(e) if OsError::IsDir.is(&e) || OsError::NotDir.is(&e) => Err(dest.err(
                 FsErrorKind::IsADirectory,
                 format!(
                     "{}: a file and a directory cannot replace each other; choose another destination",
                     dest.input()
                 ),
             )),
-            Err(rustix::io::Errno::INVAL) => Err(self.err(
+            Err(e) if OsError::Invalid.is(&e) => Err(self.err(
                 FsErrorKind::Refused,
                 format!("{}: a directory cannot be moved into itself", self.input()),
             )),
-            Err(e) => Err(self.io(e.into())),
+            Err(e) => Err(self.io(e)),
         }
     }
 
@@ -392,8 +393,8 @@ impl Target {
                 let mut reader = file.into_std();
                 let wopts = WriteOptions {
                     create_parents: true,
-                    new_file_mode: Some(meta.permissions().mode() & 0o7777),
-                    mode_owner: Some((meta.uid(), meta.gid())),
+                    new_file_mode: Some(mode_of(&meta)),
+                    mode_owner: Some(owner_of(&meta)),
                 };
                 let mut copied = 0u64;
                 dest.write_atomic_with(&wopts, &mut |out| {
@@ -407,8 +408,7 @@ impl Target {
                 let text = self.read_link()?;
                 let dir = self.dest_dir(dest, dest_parent)?;
                 let tmp = temp_name(dest_name);
-                rustix::fs::symlinkat(text.as_os_str(), &*dir, tmp.as_str())
-                    .map_err(|e| dest.io(e.into()))?;
+                symlink_at(&text, &dir, OsStr::new(&tmp)).map_err(|e| dest.io(e))?;
                 place(&dir, &tmp, dest_name, opts.overwrite).map_err(|e| {
                     let _ = dir.remove_file(&tmp);
                     dest.io(e)
@@ -485,7 +485,7 @@ impl Target {
 /// the directory.
 fn place(dir: &Dir, tmp: &str, name: &OsStr, overwrite: bool) -> io::Result<()> {
     if overwrite {
-        rustix::fs::renameat(dir, tmp, dir, name)?;
+        rename_replace(dir, OsStr::new(tmp), dir, name)?;
     } else {
         crate::target::rename_noreplace(dir, OsStr::new(tmp), dir, name)?;
     }
@@ -496,15 +496,21 @@ fn place(dir: &Dir, tmp: &str, name: &OsStr, overwrite: bool) -> io::Result<()> 
 /// the copy rule for set-id bits ([`copy_mode`]). A set-group-ID bit the new directory
 /// inherited from its parent (the kernel's group-sharing rule) is kept, as `cp` keeps it.
 fn set_copied_dir_mode(dir: &Dir, src: &Metadata, extra: u32) -> io::Result<()> {
-    let fd = open_dot(dir)?;
-    let now = rustix::fs::fstat(&fd)?;
-    let inherited = perm_bits(now.st_mode & rustix::fs::Mode::SGID.bits());
-    let mode = copy_mode(
-        (src.permissions().mode() & 0o7777) | extra,
-        (src.uid(), src.gid()),
-        (now.st_uid, now.st_gid),
-    ) | inherited;
-    rustix::fs::fchmod(&fd, to_mode(mode))?;
+    #[cfg(unix)]
+    {
+        let fd = open_dot(dir)?;
+        let now = rustix::fs::fstat(&fd)?;
+        let inherited = perm_bits(now.st_mode & rustix::fs::Mode::SGID.bits());
+        let mode = copy_mode(
+            mode_of(src) | extra,
+            owner_of(src),
+            (now.st_uid, now.st_gid),
+        ) | inherited;
+        rustix::fs::fchmod(&fd, to_mode(mode))?;
+    }
+    // No mode bits: the directory takes its parent's access list.
+    #[cfg(not(unix))]
+    let _ = (dir, src, extra);
     Ok(())
 }
 
@@ -513,11 +519,15 @@ fn set_copied_dir_mode(dir: &Dir, src: &Metadata, extra: u32) -> io::Result<()> 
 fn sync_fs(dir: &Dir) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     rustix::fs::syncfs(open_dot(dir)?)?;
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(all(unix, not(target_os = "linux")))]
     {
         let _ = dir;
         rustix::fs::sync();
     }
+    // Windows: no flush of a whole volume without administrator rights; the files were
+    // written through and NTFS journals the entries.
+    #[cfg(not(unix))]
+    let _ = dir;
     Ok(())
 }
 
@@ -547,10 +557,7 @@ pub(crate) fn remove_tree(parent: &Dir, name: &OsStr) -> io::Result<TreeCount> {
                         descend = Some((child, Arc::new(d)));
                         break;
                     }
-                    Err(e)
-                        if is_errno(&e, rustix::io::Errno::LOOP)
-                            || is_errno(&e, rustix::io::Errno::NOTDIR) =>
-                    {
+                    Err(e) if OsError::Loop.is(&e) || OsError::NotDir.is(&e) => {
                         current.remove_file(&child)?;
                         count.files += 1;
                     }
@@ -613,13 +620,12 @@ fn copy_tree(src: Arc<Dir>, dst: Arc<Dir>, stop: &dyn Fn() -> bool) -> io::Resul
                 count.dirs += 1;
             } else if ft.is_symlink() {
                 let text = src.read_link_contents(&name)?;
-                rustix::fs::symlinkat(text.as_os_str(), &*dst, name.as_os_str())?;
+                symlink_at(&text, &dst, &name)?;
                 count.files += 1;
             } else if ft.is_file() {
                 let mut opts = OpenOptions::new();
-                opts.read(true)
-                    .follow(FollowSymlinks::No)
-                    .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+                opts.read(true).follow(FollowSymlinks::No);
+                nonblocking(&mut opts);
                 let Ok(input) = src.open_with(&name, &opts) else {
                     count.skipped += 1;
                     continue;
@@ -631,17 +637,21 @@ fn copy_tree(src: Arc<Dir>, dst: Arc<Dir>, stop: &dyn Fn() -> bool) -> io::Resul
                 }
                 // Created without set-id bits (and under the umask, as `cp` creates); they
                 // are added back only if the copy has the source's owner and group.
-                let mode = meta.permissions().mode() & 0o7777;
+                let mode = mode_of(&meta);
                 let mut out_opts = OpenOptions::new();
                 out_opts
                     .write(true)
                     .create_new(true)
-                    .follow(FollowSymlinks::No)
-                    .mode(mode & !SET_ID);
+                    .follow(FollowSymlinks::No);
+                #[cfg(unix)]
+                out_opts.mode(mode & !SET_ID);
+                #[cfg(not(unix))]
+                let _ = mode; // no mode bits: the copy takes its directory's access list
                 let out = dst.open_with(&name, &out_opts)?;
                 let mut reader = input.into_std();
                 let mut writer = out.into_std();
                 count.bytes += io::copy(&mut reader, &mut writer)?;
+                #[cfg(unix)]
                 if mode & SET_ID != 0 {
                     let now = rustix::fs::fstat(&writer)?;
                     let kept = copy_mode(mode, (meta.uid(), meta.gid()), (now.st_uid, now.st_gid));

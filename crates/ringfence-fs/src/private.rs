@@ -9,8 +9,11 @@
 use std::io;
 use std::path::Path;
 
+#[cfg(unix)]
 use rustix::fd::{AsFd, OwnedFd};
+#[cfg(unix)]
 use rustix::fs::{Mode, OFlags};
+#[cfg(unix)]
 use rustix::io::Errno;
 
 /// The mode of a directory under the data directory.
@@ -23,11 +26,11 @@ pub const PRIVATE_FILE_MODE: u32 = 0o600;
 /// ([`make_private`] tightens them).
 #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
 pub fn create_private_dir_all(path: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(PRIVATE_DIR_MODE)
-        .create(path)
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR_MODE);
+    builder.create(path)
 }
 
 /// Writes `bytes` to `path` as a 0600 file, whole or not at all (see [`replace_file`]).
@@ -40,17 +43,19 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
 #[allow(clippy::disallowed_methods)] // the caller's own file (data directory, export, a client's configuration), not a root
 pub fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let tmp = path.with_extension("partial");
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+    #[cfg(not(unix))]
+    let _ = mode; // no mode bits: the file takes its directory's inherited access list
+    let written = options
         .open(&tmp)
         .and_then(|mut f| {
             // The mode asked for, whatever the umask or a leftover file had.
-            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+            #[cfg(unix)]
+            f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
             f.write_all(bytes)?;
             f.sync_all()
         })
@@ -67,7 +72,6 @@ pub fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 #[allow(clippy::disallowed_methods)] // the caller's own file (a configuration), not a root
 pub fn create_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
@@ -80,10 +84,11 @@ pub fn create_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = path.with_file_name(tmp_name);
     // A leftover temporary file is replaced: only the link below may find the name taken.
     let _ = std::fs::remove_file(&tmp);
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(PRIVATE_FILE_MODE)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
+    let written = options
         .open(&tmp)
         .and_then(|mut f| {
             f.write_all(bytes)?;
@@ -117,7 +122,22 @@ pub enum Reach {
 /// changed through its descriptor, so a name swapped for a link in between changes nothing
 /// else. A missing `path` is fine. Returns how many entries changed; an entry that cannot be
 /// changed (another owner) is skipped and the first such error returned after the rest.
+///
+/// On Windows there are no mode bits to remove: nothing is changed (`Ok(0)`), and the data
+/// directory's files have the access list they inherit from where it is made (under
+/// `%LOCALAPPDATA%`: the account, SYSTEM and Administrators).
 pub fn make_private(path: &Path, reach: Reach) -> io::Result<u64> {
+    #[cfg(not(unix))]
+    {
+        let _ = (path, reach);
+        Ok(0)
+    }
+    #[cfg(unix)]
+    make_private_unix(path, reach)
+}
+
+#[cfg(unix)]
+fn make_private_unix(path: &Path, reach: Reach) -> io::Result<u64> {
     let entry = match open_entry(None, path) {
         Ok(Some(entry)) => entry,
         Ok(None) => return Ok(0),
@@ -135,14 +155,17 @@ pub fn make_private(path: &Path, reach: Reach) -> io::Result<u64> {
     }
 }
 
+#[cfg(unix)]
 /// Directories nested deeper than this are not entered (ringfence's own go three deep).
 const MAX_DEPTH: usize = 32;
 
+#[cfg(unix)]
 struct Walk {
     changed: u64,
     error: Option<io::Error>,
 }
 
+#[cfg(unix)]
 impl Walk {
     fn visit(&mut self, (fd, st): (OwnedFd, rustix::fs::Stat), reach: Reach, depth: usize) {
         let is_dir =
@@ -196,6 +219,7 @@ impl Walk {
     }
 }
 
+#[cfg(unix)]
 /// The names in a directory (without `.` and `..`).
 fn list(fd: &OwnedFd) -> Result<Vec<std::ffi::CString>, Errno> {
     let mut names = Vec::new();
@@ -210,6 +234,7 @@ fn list(fd: &OwnedFd) -> Result<Vec<std::ffi::CString>, Errno> {
     Ok(names)
 }
 
+#[cfg(unix)]
 /// Opens an entry for changing its mode: `None` for anything but a regular file or a
 /// directory (a symbolic link is never followed, a device or FIFO never opened for reading).
 /// The type is judged on an `O_PATH` descriptor first; the entry opened for reading must be

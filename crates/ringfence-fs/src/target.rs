@@ -6,9 +6,12 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, File, FileType, Metadata, OpenOptions, OpenOptionsExt, PermissionsExt};
+use cap_std::fs::{Dir, File, FileType, Metadata, OpenOptions};
+#[cfg(unix)]
+use cap_std::fs::{OpenOptionsExt, PermissionsExt};
 
 use crate::error::{FsError, FsErrorKind, FsResult};
+use crate::os_error::OsError;
 use crate::root::{Access, Root};
 
 /// What kind of entry a resolved path names.
@@ -95,6 +98,7 @@ pub(crate) const SET_ID: u32 = 0o6000;
 /// same, except that set-user-ID and set-group-ID are dropped unless the owner and group are
 /// the same (a copy running as root is root's; another user's setuid program must not
 /// become a setuid-root one).
+#[cfg(unix)]
 pub(crate) fn copy_mode(mode: u32, source: (u32, u32), copy: (u32, u32)) -> u32 {
     if source == copy { mode } else { mode & !SET_ID }
 }
@@ -219,9 +223,8 @@ impl Target {
         }
         let (parent, name) = self.parent_and_name().ok_or_else(|| self.not_found())?;
         let mut opts = OpenOptions::new();
-        opts.read(true)
-            .follow(FollowSymlinks::No)
-            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+        opts.read(true).follow(FollowSymlinks::No);
+        nonblocking(&mut opts);
         let file = parent.open_with(name, &opts).map_err(|e| self.io(e))?;
         let meta = file.metadata().map_err(|e| self.io(e))?;
         if !meta.is_file() {
@@ -358,7 +361,7 @@ impl Target {
         // copy to an owner and group equal to its source's keeps them (`with_set_id`).
         let mode = existing
             .as_ref()
-            .map(|m| m.permissions().mode() & 0o7777)
+            .map(mode_of)
             .or(opts.new_file_mode)
             .unwrap_or(0o644);
         let with_set_id = match (&existing, opts.mode_owner) {
@@ -369,28 +372,33 @@ impl Target {
 
         let tmp_name = temp_name(&self.name);
         let mut open = OpenOptions::new();
-        open.write(true)
-            .create_new(true)
-            .follow(FollowSymlinks::No)
-            .mode(0o600);
+        open.write(true).create_new(true).follow(FollowSymlinks::No);
+        #[cfg(unix)]
+        open.mode(0o600);
         let mut file = dir.open_with(&tmp_name, &open).map_err(|e| self.io(e))?;
         let result = (|| -> io::Result<()> {
             fill(&mut file)?;
-            fchmod(&file, mode)?;
-            if let Some(meta) = &existing {
-                use cap_std::fs::MetadataExt;
-                // Best effort: only root can give a file away; otherwise it is ours already.
-                let _ = rustix::fs::fchown(
-                    &file,
-                    Some(rustix::fs::Uid::from_raw(meta.uid())),
-                    Some(rustix::fs::Gid::from_raw(meta.gid())),
-                );
+            #[cfg(unix)]
+            {
+                fchmod(&file, mode)?;
+                if let Some(meta) = &existing {
+                    use cap_std::fs::MetadataExt;
+                    // Best effort: only root can give a file away; otherwise it is ours already.
+                    let _ = rustix::fs::fchown(
+                        &file,
+                        Some(rustix::fs::Uid::from_raw(meta.uid())),
+                        Some(rustix::fs::Gid::from_raw(meta.gid())),
+                    );
+                }
+                if let Some((full, owner)) = with_set_id {
+                    use cap_std::fs::MetadataExt;
+                    let now = file.metadata()?;
+                    fchmod(&file, copy_mode(full, owner, (now.uid(), now.gid())))?;
+                }
             }
-            if let Some((full, owner)) = with_set_id {
-                use cap_std::fs::MetadataExt;
-                let now = file.metadata()?;
-                fchmod(&file, copy_mode(full, owner, (now.uid(), now.gid())))?;
-            }
+            // No mode bits or owners: the new file takes its directory's access list.
+            #[cfg(not(unix))]
+            let _ = (mode, with_set_id);
             file.sync_all()?;
             drop(file);
             if self.state != TargetState::Missing {
@@ -403,8 +411,7 @@ impl Target {
                     std::ffi::OsStr::new(tmp_name.as_str()),
                     &dir,
                     self.name.as_os_str(),
-                )
-                .map_err(io::Error::from)?;
+                )?;
             }
             fsync_dir(&dir)?;
             Ok(())
@@ -426,9 +433,7 @@ impl Target {
             }
             // Never follow: if someone planted a symlink here in the meantime, this fails.
             let next = dir.open_dir_nofollow(name).map_err(|e| {
-                if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
-                    || e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error())
-                {
+                if OsError::Loop.is(&e) || OsError::NotDir.is(&e) {
                     self.err(
                         FsErrorKind::OutsideRoot,
                         format!(
@@ -467,12 +472,18 @@ pub(crate) fn temp_name(name: &OsString) -> String {
 /// had already replaced the file, and never flushed the directory. So open `.` beneath the
 /// handle for reading (no ambient path involved) and fsync that.
 pub(crate) fn fsync_dir(dir: &Dir) -> io::Result<()> {
+    #[cfg(unix)]
     rustix::fs::fsync(open_dot(dir)?)?;
+    // Windows cannot flush a directory through a handle std opens; NTFS journals its
+    // entries (a rename is durable once the journal is).
+    #[cfg(not(unix))]
+    let _ = dir;
     Ok(())
 }
 
 /// The directory itself, opened for reading beneath its own handle (cap-std's handles are
 /// `O_PATH`, on which fsync, fchmod and syncfs fail).
+#[cfg(unix)]
 pub(crate) fn open_dot(dir: &Dir) -> io::Result<rustix::fd::OwnedFd> {
     use rustix::fs::{Mode, OFlags};
     Ok(rustix::fs::openat(
@@ -483,6 +494,7 @@ pub(crate) fn open_dot(dir: &Dir) -> io::Result<rustix::fd::OwnedFd> {
     )?)
 }
 
+#[cfg(unix)]
 fn fchmod(file: &File, mode: u32) -> io::Result<()> {
     rustix::fs::fchmod(file, to_mode(mode))?;
     Ok(())
@@ -490,16 +502,98 @@ fn fchmod(file: &File, mode: u32) -> io::Result<()> {
 
 /// The permission bits (set-id, sticky, read/write/execute) of a `mode_t`, as a `u32` on
 /// every platform (`mode_t` is 16 bits on macOS, 32 on Linux).
+#[cfg(unix)]
 pub(crate) fn perm_bits(raw: impl Into<u32>) -> u32 {
     raw.into() & 0o7777
 }
 
 /// `bits`' permission bits as rustix's [`rustix::fs::Mode`] on every platform.
+#[cfg(unix)]
 pub(crate) fn to_mode(bits: u32) -> rustix::fs::Mode {
     fn narrow<T: TryFrom<u32> + Default>(v: u32) -> T {
         T::try_from(v).unwrap_or_default()
     }
     rustix::fs::Mode::from_bits_truncate(narrow(bits & 0o7777))
+}
+
+/// The permission bits of an entry. Windows has none: a read-only file is 0o444, a
+/// directory 0o755, any other file 0o644 (what a copy or a listing shows).
+pub fn mode_of(meta: &Metadata) -> u32 {
+    #[cfg(unix)]
+    {
+        meta.permissions().mode() & 0o7777
+    }
+    #[cfg(not(unix))]
+    {
+        if meta.is_dir() {
+            0o755
+        } else if meta.permissions().readonly() {
+            0o444
+        } else {
+            0o644
+        }
+    }
+}
+
+/// The owner and group of an entry (`(0, 0)` on Windows, which has neither as numbers).
+pub fn owner_of(meta: &Metadata) -> (u32, u32) {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::MetadataExt;
+        (meta.uid(), meta.gid())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        (0, 0)
+    }
+}
+
+/// Opening for reading never blocks on a FIFO (Unix; the tools never read one).
+pub(crate) fn nonblocking(opts: &mut OpenOptions) {
+    #[cfg(unix)]
+    opts.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    #[cfg(not(unix))]
+    let _ = opts;
+}
+
+/// Renames `from` (in `from_dir`) to `to` (in `to_dir`), replacing what is there.
+pub(crate) fn rename_replace(
+    from_dir: &Dir,
+    from: &std::ffi::OsStr,
+    to_dir: &Dir,
+    to: &std::ffi::OsStr,
+) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        Ok(rustix::fs::renameat(from_dir, from, to_dir, to)?)
+    }
+    #[cfg(not(unix))]
+    {
+        from_dir.rename(from, to_dir, to)
+    }
+}
+
+/// Makes the symbolic link `name` in `dir` holding `text`. Windows: refused (making links
+/// there needs a privilege or developer mode, and this release has not tested it).
+pub(crate) fn symlink_at(
+    text: &std::path::Path,
+    dir: &Dir,
+    name: &std::ffi::OsStr,
+) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        rustix::fs::symlinkat(text.as_os_str(), dir, name)?;
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (text, dir, name);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "symbolic links are not copied on Windows in this release",
+        ))
+    }
 }
 
 /// Renames `from` (in `from_dir`) to `to` (in `to_dir`) unless `to` exists, failing with
@@ -511,6 +605,35 @@ pub(crate) fn to_mode(bits: u32) -> rustix::fs::Mode {
 /// it is renamed after a check that the name is free, which leaves a window in which a name
 /// made by another process could be replaced (SECURITY.md, "Shared file systems").
 pub(crate) fn rename_noreplace(
+    from_dir: &Dir,
+    from: &std::ffi::OsStr,
+    to_dir: &Dir,
+    to: &std::ffi::OsStr,
+) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        Ok(rename_noreplace_unix(from_dir, from, to_dir, to)?)
+    }
+    #[cfg(not(unix))]
+    {
+        // No rename that refuses to replace: a file is linked under the new name (which
+        // fails if the name exists) and unlinked under the old; a directory is renamed after
+        // a check that the name is free, as on a network file system below.
+        if from_dir.symlink_metadata(from)?.is_dir() {
+            match to_dir.symlink_metadata(to) {
+                Ok(_) => return Err(io::ErrorKind::AlreadyExists.into()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            return from_dir.rename(from, to_dir, to);
+        }
+        from_dir.hard_link(from, to_dir, to)?;
+        from_dir.remove_file(from)
+    }
+}
+
+#[cfg(unix)]
+fn rename_noreplace_unix(
     from_dir: &Dir,
     from: &std::ffi::OsStr,
     to_dir: &Dir,
@@ -549,6 +672,7 @@ thread_local! {
     pub(crate) static NO_RENAME_NOREPLACE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+#[cfg(unix)]
 fn noreplace_unsupported_for_tests() -> bool {
     #[cfg(test)]
     {
@@ -580,7 +704,7 @@ mod noreplace_tests {
         assert!(!tmp.path().join("a").exists());
         // To a taken name: refused, both untouched.
         let e = rename_noreplace(&dir, os("b"), &dir, os("taken")).unwrap_err();
-        assert_eq!(e, rustix::io::Errno::EXIST);
+        assert!(OsError::Exists.is(&e), "{e}");
         assert_eq!(
             std::fs::read_to_string(tmp.path().join("taken")).unwrap(),
             "T"
@@ -590,7 +714,7 @@ mod noreplace_tests {
         rename_noreplace(&dir, os("d"), &dir, os("e")).unwrap();
         assert!(tmp.path().join("e").is_dir() && !tmp.path().join("d").exists());
         let e = rename_noreplace(&dir, os("e"), &dir, os("dtaken")).unwrap_err();
-        assert_eq!(e, rustix::io::Errno::EXIST);
+        assert!(OsError::Exists.is(&e), "{e}");
         assert!(tmp.path().join("e").is_dir());
         NO_RENAME_NOREPLACE.with(|f| f.set(false));
     }

@@ -88,8 +88,7 @@ impl WalkEntry {
 fn open_nofollow(dir: &Dir, name: &OsString) -> std::io::Result<File> {
     let mut opts = OpenOptions::new();
     opts.read(true).follow(FollowSymlinks::No);
-    use cap_std::fs::OpenOptionsExt;
-    opts.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    crate::target::nonblocking(&mut opts);
     let file = dir.open_with(name, &opts)?;
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other("not a regular file"));

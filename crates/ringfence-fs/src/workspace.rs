@@ -10,6 +10,7 @@ use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 
 use crate::error::{ClientRootsError, FsError, FsErrorKind, FsResult};
+use crate::os_error::OsError;
 use crate::root::{Lookup, Root};
 use crate::target::{EntryKind, Target, TargetState};
 
@@ -801,13 +802,7 @@ fn resolve_beneath(
                 // Replaced between lstat and readlink (EINVAL: no longer a symlink; ENOENT:
                 // gone). Look again, like a failed directory open below; the symlink budget
                 // bounds the retries. Anything else is a real error.
-                Err(err)
-                    if matches!(
-                        err.raw_os_error(),
-                        Some(code) if code == rustix::io::Errno::INVAL.raw_os_error()
-                            || code == rustix::io::Errno::NOENT.raw_os_error()
-                    ) =>
-                {
+                Err(err) if OsError::Invalid.is(&err) || OsError::NotFound.is(&err) => {
                     pending.push_front(comp);
                     continue;
                 }

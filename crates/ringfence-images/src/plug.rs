@@ -123,23 +123,13 @@ fn read_usage(path: &Path) -> std::io::Result<Option<Usage>> {
     }
 }
 
-#[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
+/// The day's counts, written whole or not at all, private to the server's account.
 fn write_usage(path: &Path, usage: &Usage) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
         ringfence_fs::create_private_dir_all(dir)?;
     }
-    let tmp = path.with_extension("json.tmp");
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .mode(ringfence_fs::PRIVATE_FILE_MODE)
-        .open(&tmp)?;
-    file.write_all(&serde_json::to_vec(usage).map_err(std::io::Error::other)?)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)
+    let bytes = serde_json::to_vec(usage).map_err(std::io::Error::other)?;
+    ringfence_fs::write_private_file(path, &bytes)
 }
 
 #[cfg(test)]
@@ -155,10 +145,13 @@ mod tests {
         let again = FileLedger { path: path.clone() };
         assert_eq!(again.load("2026-03-01"), counts);
         assert!(again.load("2026-03-02").is_empty());
-        use std::os::unix::fs::PermissionsExt;
-        #[allow(clippy::disallowed_methods)] // checking the file the test made
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            #[allow(clippy::disallowed_methods)] // checking the file the test made
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
         // A damaged file counts from zero instead of failing the call.
         #[allow(clippy::disallowed_methods)]
         std::fs::write(&path, b"{not json").unwrap();

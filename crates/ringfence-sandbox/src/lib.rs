@@ -247,15 +247,49 @@ pub fn system_read_paths() -> Vec<PathBuf> {
     reason = "system paths named for the sandbox's rules"
 )]
 pub fn public_entries(dir: &Path) -> Vec<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
     list_dir(dir)
         .into_iter()
         .filter(|p| match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => m.permissions().mode() & 0o005 == 0o005,
-            Ok(m) => m.permissions().mode() & 0o004 != 0,
+            Ok(m) if m.is_dir() => others_may(&m, 0o005),
+            Ok(m) => others_may(&m, 0o004),
             Err(_) => false,
         })
         .collect()
+}
+
+/// Whether every user has the permission bits `bits` (of `0o007`) on the entry. Without
+/// Unix permissions (Windows), no one is known to: nothing is given.
+fn others_may(m: &std::fs::Metadata, bits: u32) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        m.permissions().mode() & bits == bits
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (m, bits);
+        false
+    }
+}
+
+/// A file's identity: device and inode on Unix; elsewhere its canonical path.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "system and configuration paths, looked at for a comparison"
+)]
+fn file_id(p: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        std::fs::canonicalize(p).ok()?.hash(&mut h);
+        Some((0, h.finish()))
+    }
 }
 
 /// For each of `private` (paths that must stay out of a command's reach), the first of
@@ -269,8 +303,7 @@ pub fn public_entries(dir: &Path) -> Vec<PathBuf> {
 )]
 pub fn granted_over<'a>(private: &[&Path], granted: &'a [PathBuf]) -> Vec<Option<&'a PathBuf>> {
     use std::collections::HashMap;
-    use std::os::unix::fs::MetadataExt;
-    let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let id = file_id;
     // Each private path's own and its ancestors' identities (a path not made yet is given
     // by whichever ancestor grants it), mapped to the private paths they would give.
     let mut holds: HashMap<(u64, u64), Vec<usize>> = HashMap::new();
@@ -304,7 +337,6 @@ pub fn granted_over<'a>(private: &[&Path], granted: &'a [PathBuf]) -> Vec<Option
     reason = "system paths named for the sandbox's rules"
 )]
 pub fn etc_read_paths(etc: &Path) -> Vec<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
     let entries = list_dir(etc);
     let mut paths = Vec::new();
     for public in ETC_PUBLIC {
@@ -333,7 +365,7 @@ pub fn etc_read_paths(etc: &Path) -> Vec<PathBuf> {
             .map(|sub| etc.join("pki").join(sub)),
     );
     paths.retain(|p| match std::fs::metadata(p) {
-        Ok(m) if m.is_file() => m.permissions().mode() & 0o004 != 0,
+        Ok(m) if m.is_file() => others_may(&m, 0o004),
         Ok(_) => true,
         // Missing here: the rule is skipped when the policy is applied.
         Err(_) => false,

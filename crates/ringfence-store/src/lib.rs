@@ -187,13 +187,12 @@ impl Store {
 /// 0644 under the usual umask); an existing file is left as it is.
 #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
 fn create_private(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
-        .map(drop)
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    // (Windows: no mode bits; the file takes the data directory's access list.)
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path).map(drop)
 }
 
 #[cfg(test)]

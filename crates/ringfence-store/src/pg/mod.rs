@@ -567,6 +567,7 @@ fn shown(config: &tokio_postgres::Config) -> String {
     use tokio_postgres::config::Host;
     let host = match config.get_hosts().first() {
         Some(Host::Tcp(h)) => h.clone(),
+        #[cfg(unix)]
         Some(Host::Unix(p)) => p.display().to_string(),
         None => "localhost".into(),
     };

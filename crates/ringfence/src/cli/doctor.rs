@@ -256,10 +256,37 @@ fn shell_if_on(report: &mut Report, over: &Overrides, cwd: &Path, rt: &tokio::ru
     app.shutdown();
 }
 
+/// The permission bits of an entry (`None` where there are none: Windows).
+fn unix_mode(m: &std::fs::Metadata) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        Some(m.permissions().mode() & 0o777)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        None
+    }
+}
+
+/// Whether this account may write in the directory `path` (Windows: unless it is marked
+/// read-only; its access list is not read).
+#[allow(clippy::disallowed_methods)] // a configured root, named for a check
+fn writable(path: &std::path::Path) -> bool {
+    #[cfg(unix)]
+    {
+        rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok()
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::metadata(path).is_ok_and(|m| !m.permissions().readonly())
+    }
+}
+
 /// The data directory, and the modes of what it holds.
 #[allow(clippy::disallowed_methods)] // ringfence's own data directory, not a root
 fn data_directory(report: &mut Report, config: &Config) {
-    use std::os::unix::fs::PermissionsExt;
     let dir = &config.data_dir;
     let section = "data directory";
     match std::fs::metadata(dir) {
@@ -279,7 +306,16 @@ fn data_directory(report: &mut Report, config: &Config) {
             ),
         ),
         Ok(m) => {
-            let mode = m.permissions().mode() & 0o777;
+            let Some(mode) = unix_mode(&m) else {
+                report.add(
+                    section,
+                    Check::ok(
+                        dir.display().to_string(),
+                        "no Unix modes on this platform: the folder's access list decides who may look inside",
+                    ),
+                );
+                return;
+            };
             report.add(
                 section,
                 if mode & 0o077 == 0 {
@@ -299,7 +335,7 @@ fn data_directory(report: &mut Report, config: &Config) {
                 let Ok(m) = std::fs::metadata(&state.file) else {
                     continue;
                 };
-                let mode = m.permissions().mode() & 0o777;
+                let mode = unix_mode(&m).unwrap_or(0);
                 if mode & 0o077 != 0 {
                     report.add(
                         section,
@@ -353,16 +389,11 @@ fn roots(report: &mut Report, config: &Config) {
                 "create it, or change the roots (every call fails until then)",
             ),
             Ok(m) if !m.is_dir() => Check::problem(name, "is not a directory", "name a directory"),
-            Ok(_)
-                if root.access == Access::ReadWrite
-                    && rustix::fs::access(&root.path, rustix::fs::Access::WRITE_OK).is_err() =>
-            {
-                Check::problem(
-                    name,
-                    "read-write, but this account cannot write in it",
-                    "give this account write access, or make the root read-only (`PATH:ro`)",
-                )
-            }
+            Ok(_) if root.access == Access::ReadWrite && !writable(&root.path) => Check::problem(
+                name,
+                "read-write, but this account cannot write in it",
+                "give this account write access, or make the root read-only (`PATH:ro`)",
+            ),
             Ok(_) => Check::ok(name, access),
         };
         report.add(section, check);

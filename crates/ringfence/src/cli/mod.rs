@@ -16,6 +16,7 @@ mod scheduler;
 mod serve;
 mod serve_http;
 mod setup;
+mod stop;
 mod store;
 mod token_hash;
 mod tools;
@@ -417,14 +418,17 @@ fn warn_unknown_variables(named: &[String]) {
 
 /// Lets big searches open many directories at once.
 fn raise_fd_limit() {
-    use rustix::process::{Resource, getrlimit, setrlimit};
-    let lim = getrlimit(Resource::Nofile);
-    if let (Some(cur), Some(max)) = (lim.current, lim.maximum)
-        && cur < max
+    #[cfg(unix)]
     {
-        let mut new = lim;
-        new.current = Some(max.min(65_536).max(cur));
-        let _ = setrlimit(Resource::Nofile, new);
+        use rustix::process::{Resource, getrlimit, setrlimit};
+        let lim = getrlimit(Resource::Nofile);
+        if let (Some(cur), Some(max)) = (lim.current, lim.maximum)
+            && cur < max
+        {
+            let mut new = lim;
+            new.current = Some(max.min(65_536).max(cur));
+            let _ = setrlimit(Resource::Nofile, new);
+        }
     }
 }
 

@@ -57,13 +57,8 @@ pub(super) fn run(config: &Config) -> ExitCode {
         scheduler.run_blocking(&|wait| stop.wait(wait))
     });
     let waited = runtime().block_on(async {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
+        let name = super::stop::StopSignals::listen()?.recv().await;
+        tracing::info!("{name} received");
         Ok::<(), std::io::Error>(())
     });
     tracing::info!("follow-up scheduler stopping");

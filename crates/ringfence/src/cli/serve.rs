@@ -22,17 +22,11 @@ pub(super) fn run(app: App) -> ExitCode {
     // flushed before the process exits.
     let rt = runtime();
     let result = rt.block_on(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
+        let mut signals = super::stop::StopSignals::listen()?;
         tokio::select! {
             r = server.serve_stdio() => r,
-            _ = term.recv() => {
-                tracing::info!("SIGTERM received; shutting down");
-                Ok(())
-            }
-            _ = int.recv() => {
-                tracing::info!("SIGINT received; shutting down");
+            name = signals.recv() => {
+                tracing::info!("{name} received; shutting down");
                 Ok(())
             }
         }

@@ -62,7 +62,15 @@ fn serve_at(
 
 /// The process's descriptor limit (soft, after [`raise_fd_limit`] raised it), if bounded.
 fn descriptor_limit() -> Option<u64> {
-    rustix::process::getrlimit(rustix::process::Resource::Nofile).current
+    #[cfg(unix)]
+    {
+        rustix::process::getrlimit(rustix::process::Resource::Nofile).current
+    }
+    // Windows bounds handles per process far above what a server opens.
+    #[cfg(not(unix))]
+    {
+        None
+    }
 }
 
 /// Serves until SIGTERM or SIGINT, then lets running calls finish (the plan's grace).
@@ -72,7 +80,6 @@ async fn serve(
     plan: &HttpPlan,
     ui: Option<bool>,
 ) -> Result<(), String> {
-    use tokio::signal::unix::{SignalKind, signal};
     let auth = plan
         .auth()
         .await
@@ -152,14 +159,11 @@ async fn serve(
             open_browser(&link);
         }
     }
-    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut signals = super::stop::StopSignals::listen().map_err(|e| e.to_string())?;
     let stop = shutdown.clone();
     tokio::spawn(async move {
-        tokio::select! {
-            _ = term.recv() => tracing::info!("SIGTERM received; finishing running calls, refusing new ones"),
-            _ = int.recv() => tracing::info!("SIGINT received; finishing running calls, refusing new ones"),
-        }
+        let name = signals.recv().await;
+        tracing::info!("{name} received; finishing running calls, refusing new ones");
         stop.cancel();
     });
     ringfence_mcp::serve_http(listener, factory, shutdown, options)

@@ -509,7 +509,6 @@ fn read_existing(path: &Path) -> Result<Option<String>, String> {
 /// followed: its target is rewritten, the link stays. Returns the backup's path.
 #[allow(clippy::disallowed_methods)] // a client's own configuration file, not a root
 fn write(path: &Path, before: Option<&str>, text: &str) -> std::io::Result<Option<PathBuf>> {
-    use std::os::unix::fs::PermissionsExt;
     let linked;
     let path = if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         linked = std::fs::canonicalize(path)?;
@@ -519,9 +518,13 @@ fn write(path: &Path, before: Option<&str>, text: &str) -> std::io::Result<Optio
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
     let mode = std::fs::metadata(path)
-        .map(|m| m.permissions().mode() & 0o7777)
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
         .unwrap_or(0o600);
+    // (Windows: no mode bits; the file keeps its folder's access list.)
+    #[cfg(not(unix))]
+    let mode = 0o600;
     let backup = match before {
         Some(old) => {
             let mut name = path.file_name().unwrap_or_default().to_owned();
