@@ -765,10 +765,6 @@ const COMMAND_ENV: &[&str] = &[
     "DBUS_SESSION_BUS_ADDRESS",
 ];
 
-/// Runs a command channel's program with the document on stdin, in a process group of its
-/// own: it has delivered when it exits 0. Only its own exit is waited for (a background
-/// child keeping stderr open does not hold the delivery), at most 4 KiB of its stderr is
-/// kept, and at the timeout its whole group is killed.
 /// This machine's name, for the owner of a claimed follow-up.
 fn host_name() -> String {
     #[cfg(unix)]
@@ -784,6 +780,10 @@ fn host_name() -> String {
     }
 }
 
+/// Runs a command channel's program with the document on stdin, in a process group of its
+/// own: it has delivered when it exits 0. Only its own exit is waited for (a background
+/// child keeping stderr open does not hold the delivery), at most 4 KiB of its stderr is
+/// kept, and at the timeout its whole group is killed (Windows: the program itself).
 async fn command(argv: &[String], timeout: Duration, body: &[u8]) -> Result<(), String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut child = tokio::process::Command::new(&argv[0]);

@@ -38,33 +38,28 @@ impl OsError {
         .raw_os_error()]
     }
 
-    /// Windows system error codes (winerror.h); 0 stands for none.
+    /// Windows system error codes (winerror.h) that mean this, as cap-std and std report
+    /// them.
     #[cfg(not(unix))]
-    fn codes(self) -> [i32; 1] {
-        [match self {
-            OsError::Loop => 1921,       // ERROR_CANT_RESOLVE_FILENAME
-            OsError::NotDir => 267,      // ERROR_DIRECTORY
-            OsError::IsDir => 0, // (none: a directory in a file's place is refused as access denied)
-            OsError::NotEmpty => 145, // ERROR_DIR_NOT_EMPTY
-            OsError::Exists => 183, // ERROR_ALREADY_EXISTS (ERROR_FILE_EXISTS: below)
-            OsError::CrossDevice => 17, // ERROR_NOT_SAME_DEVICE
-            OsError::Invalid => 87, // ERROR_INVALID_PARAMETER
-            OsError::NotFound => 2, // ERROR_FILE_NOT_FOUND (ERROR_PATH_NOT_FOUND: below)
-            OsError::NameTooLong => 206, // ERROR_FILENAME_EXCED_RANGE
-        }]
+    fn codes(self) -> &'static [i32] {
+        match self {
+            // ERROR_TOO_MANY_LINKS (cap-std's refusal to follow), ERROR_CANT_RESOLVE_FILENAME
+            OsError::Loop => &[1142, 1921],
+            OsError::NotDir => &[267],     // ERROR_DIRECTORY
+            OsError::IsDir => &[336],      // ERROR_DIRECTORY_NOT_SUPPORTED
+            OsError::NotEmpty => &[145],   // ERROR_DIR_NOT_EMPTY
+            OsError::Exists => &[183, 80], // ERROR_ALREADY_EXISTS, ERROR_FILE_EXISTS
+            OsError::CrossDevice => &[17], // ERROR_NOT_SAME_DEVICE
+            // ERROR_INVALID_PARAMETER; ERROR_NOT_A_REPARSE_POINT (reading a link that is none)
+            OsError::Invalid => &[87, 4390],
+            OsError::NotFound => &[2, 3], // ERROR_FILE_NOT_FOUND, ERROR_PATH_NOT_FOUND
+            OsError::NameTooLong => &[206], // ERROR_FILENAME_EXCED_RANGE
+        }
     }
 
     /// Whether `err` is this error.
     pub(crate) fn is(self, err: &io::Error) -> bool {
-        let Some(code) = err.raw_os_error() else {
-            return false;
-        };
-        #[cfg(not(unix))]
-        {
-            if (self == OsError::Exists && code == 80) || (self == OsError::NotFound && code == 3) {
-                return true;
-            }
-        }
-        code != 0 && self.codes().contains(&code)
+        err.raw_os_error()
+            .is_some_and(|code| self.codes().contains(&code))
     }
 }

@@ -621,7 +621,7 @@ pub(crate) fn rename_noreplace(
         // a check that the name is free, as on a network file system below.
         if from_dir.symlink_metadata(from)?.is_dir() {
             match to_dir.symlink_metadata(to) {
-                Ok(_) => return Err(io::ErrorKind::AlreadyExists.into()),
+                Ok(_) => return Err(io::Error::from_raw_os_error(183)), // ERROR_ALREADY_EXISTS
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
@@ -648,6 +648,9 @@ fn rename_noreplace_unix(
     };
     match first {
         Err(Errno::INVAL) => {}
+        // macOS's renameatx_np answers ENOTSUP where the file system has no RENAME_EXCL.
+        #[cfg(not(target_os = "linux"))]
+        Err(Errno::NOTSUP) => {}
         other => return other,
     }
     let st = rustix::fs::statat(from_dir, from, AtFlags::SYMLINK_NOFOLLOW)?;

@@ -831,7 +831,11 @@ mod tests {
         for (os, name, next) in [
             ("macos", "macOS", "Seatbelt"),
             ("windows", "Windows", "job object"),
-            ("freebsd", "freebsd", "Landlock"),
+            (
+                "freebsd",
+                "freebsd",
+                "this release has tested no sandbox on freebsd",
+            ),
         ] {
             let e = unsupported(os).unwrap();
             for needed in [
@@ -845,6 +849,9 @@ mod tests {
             ] {
                 assert!(e.contains(needed), "{os}: {needed:?} missing from {e}");
             }
+            // Each platform's next step is named on its own platform only.
+            assert_eq!(e.contains("Seatbelt"), os == "macos", "{e}");
+            assert_eq!(e.contains("job object"), os == "windows", "{e}");
         }
     }
 

@@ -270,8 +270,8 @@ fn unix_mode(m: &std::fs::Metadata) -> Option<u32> {
     }
 }
 
-/// Whether this account may write in the directory `path` (Windows: unless it is marked
-/// read-only; its access list is not read).
+/// Whether this account may write in the directory `path` (Windows: not checked, since the
+/// read-only mark means nothing on a directory and the access list is not read; `true`).
 #[allow(clippy::disallowed_methods)] // a configured root, named for a check
 fn writable(path: &std::path::Path) -> bool {
     #[cfg(unix)]
@@ -280,7 +280,8 @@ fn writable(path: &std::path::Path) -> bool {
     }
     #[cfg(not(unix))]
     {
-        std::fs::metadata(path).is_ok_and(|m| !m.permissions().readonly())
+        let _ = path;
+        true
     }
 }
 
@@ -309,9 +310,10 @@ fn data_directory(report: &mut Report, config: &Config) {
             let Some(mode) = unix_mode(&m) else {
                 report.add(
                     section,
-                    Check::ok(
+                    Check::note(
                         dir.display().to_string(),
-                        "no Unix modes on this platform: the folder's access list decides who may look inside",
+                        "no Unix modes on this platform: who may look inside is the folder's access list, which doctor does not read",
+                        "keep it under your profile (the default, in %LOCALAPPDATA%), or check its access list yourself",
                     ),
                 );
                 return;

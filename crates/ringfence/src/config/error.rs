@@ -31,7 +31,7 @@ pub enum ConfigError {
     NotAbsolute { key: String, path: PathBuf },
     /// Nothing names a data directory and none can be derived.
     #[error(
-        "cannot find a data directory: set {} (or HOME; LOCALAPPDATA on Windows)",
+        "cannot find a data directory: set {}, or HOME (on Windows LOCALAPPDATA)",
         env_vars::RINGFENCE_DATA_DIR
     )]
     NoDataDir,

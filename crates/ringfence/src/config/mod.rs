@@ -562,7 +562,7 @@ pub(crate) mod tests {
         let err = default_data_dir_on(Os::Windows, &e)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("LOCALAPPDATA on Windows"), "{err}");
+        assert!(err.contains("on Windows LOCALAPPDATA"), "{err}");
         assert_eq!(default_config_file_on(Os::Windows, &e), None);
         assert_eq!(
             home_on(
