@@ -3,6 +3,7 @@
 #
 #   bash scripts/cross.sh check [TARGET...]   type-check (cargo check) for other platforms
 #   bash scripts/cross.sh build [TARGET...]   release binaries, sizes printed at the end
+#   bash scripts/cross.sh symbols             the Apple framework symbols the build calls
 #
 # Targets (default for `check`: x86_64-apple-darwin and x86_64-pc-windows-gnu; for `build`:
 # those, aarch64-apple-darwin, and the static Linux build of scripts/build-static.sh):
@@ -17,8 +18,15 @@
 #   - cargo-zigbuild and zig (the PyPI packages cargo-zigbuild and ziglang, pinned below) in
 #     a virtual environment at .cache/xbuild: zig is the C compiler and linker for the other
 #     targets (the bundled SQLite, ring and blake3 are C and assembly).
-# No Apple SDK is used: zig links against its own stubs of the macOS system library, which
-# is enough for a binary that needs no Apple framework (ringfence needs none).
+# No Apple SDK is used (none can be downloaded here). zig brings its own stubs of the macOS
+# system library; the three frameworks the dependencies call — CoreFoundation and Security
+# (the platform's certificate verifier, through reqwest) and SystemConfiguration (the
+# computer's name, through tokio-postgres) — are described to the linker by text stubs
+# (`.tbd`) this script writes into .cache/xbuild/macos-stubs from scripts/macos-symbols.txt:
+# each framework's install path and the symbols the build uses. The binary then loads the
+# real frameworks on a Mac. When a dependency starts calling a symbol the list lacks, the
+# link fails naming it; `bash scripts/cross.sh symbols` lists again what the last macOS
+# build's libraries call (llvm-nm of rustup's llvm-tools) into scripts/macos-symbols.txt.
 #
 # Nothing here runs what it builds: this machine runs Linux only. The README's platform
 # table says what that means.
@@ -55,6 +63,32 @@ tools() {
     fi
     # cargo-zigbuild finds zig through `python -m ziglang` of the first python on PATH.
     export PATH="$VENV/bin:$PATH"
+}
+
+SYMBOLS=$ROOT/scripts/macos-symbols.txt
+STUBS=$VENV/macos-stubs
+
+# The stub SDK: <framework>.framework/<framework>.tbd for each framework in SYMBOLS (lines
+# "Framework _symbol"), for x86_64 and arm64.
+write_stubs() {
+    rm -rf "$STUBS"
+    local fw
+    for fw in $(awk '!/^#/ && NF == 2 { print $1 }' "$SYMBOLS" | sort -u); do
+        local dir="$STUBS/System/Library/Frameworks/$fw.framework"
+        mkdir -p "$dir"
+        {
+            echo "--- !tapi-tbd"
+            echo "tbd-version: 4"
+            echo "targets: [ x86_64-macos, arm64-macos ]"
+            echo "install-name: '/System/Library/Frameworks/$fw.framework/Versions/A/$fw'"
+            echo "exports:"
+            echo "  - targets: [ x86_64-macos, arm64-macos ]"
+            echo "    symbols: ["
+            awk -v fw="$fw" '!/^#/ && $1 == fw { printf "%s      %s", (n++ ? ",\n" : ""), $2 } END { print "" }' "$SYMBOLS"
+            echo "    ]"
+            echo "..."
+        } >"$dir/$fw.tbd"
+    done
 }
 
 add_target() {
@@ -96,7 +130,12 @@ build)
         else
             add_target "$t"
             echo "==> cargo zigbuild --release --target $t -p ringfence" >&2
-            cargo-zigbuild build --release --target "$t" -p ringfence
+            if [[ $t == *-apple-darwin ]]; then
+                write_stubs
+                SDKROOT=$STUBS cargo-zigbuild build --release --target "$t" -p ringfence
+            else
+                cargo-zigbuild build --release --target "$t" -p ringfence
+            fi
             exe=ringfence
             [[ $t == *windows* ]] && exe=ringfence.exe
             out=${OUT_DIR:-$CARGO_TARGET_DIR/dist}/$t
@@ -110,6 +149,21 @@ build)
     done
     printf '\n==> binaries\n'
     printf '    %s\n' "${sizes[@]}"
+    ;;
+symbols)
+    # What the libraries of the last macOS release build call in Apple's frameworks, by
+    # prefix: CF → CoreFoundation, Sec → Security, SC → SystemConfiguration.
+    rustup component add llvm-tools >&2
+    nm=$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | awk '/^host:/ { print $2 }')/bin/llvm-nm
+    deps=$CARGO_TARGET_DIR/x86_64-apple-darwin/release/deps
+    [[ -d $deps ]] || { echo "no macOS build in $deps: run \`bash scripts/cross.sh build x86_64-apple-darwin\` first" >&2; exit 1; }
+    {
+        echo "# Apple framework symbols the macOS build calls: written by \`bash scripts/cross.sh symbols\`."
+        for f in "$deps"/*.rlib; do "$nm" -u "$f" 2>/dev/null; done |
+            awk '{ print $NF }' | sort -u |
+            awk '/^_k?CF/ { print "CoreFoundation", $0 } /^_k?Sec/ { print "Security", $0 } /^_k?SC/ { print "SystemConfiguration", $0 }'
+    } >"$SYMBOLS"
+    echo "$(grep -vc '^#' "$SYMBOLS") symbols in $SYMBOLS" >&2
     ;;
 *)
     usage
