@@ -28,7 +28,7 @@ pub(super) fn resolve(
         .get(env_vars::RINGFENCE_ROOTS)
         .filter(|s| !s.trim().is_empty())
     {
-        for r in split_roots_env(&value)? {
+        for r in split_roots_env(&value, cfg!(windows))? {
             roots.push(root_spec(&r, env, cwd, env_vars::RINGFENCE_ROOTS, false)?);
         }
     } else if let Some(value) = env
@@ -138,8 +138,18 @@ pub fn check_client_roots_for_http(
 }
 
 /// Splits `RINGFENCE_ROOTS`: `:`-separated absolute paths, a `ro`/`rw` token after a path
-/// being its access suffix.
-fn split_roots_env(value: &str) -> Result<Vec<String>, ConfigError> {
+/// being its access suffix. On Windows (`windows`), where a path holds a `:` after its
+/// drive letter, the list is `;`-separated, as `PATH` is there, and each entry keeps its own
+/// `:ro`/`:rw` suffix (`C:\notes;D:\src:ro`).
+fn split_roots_env(value: &str, windows: bool) -> Result<Vec<String>, ConfigError> {
+    if windows {
+        return Ok(value
+            .split(';')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect());
+    }
     let mut out: Vec<String> = Vec::new();
     for token in value.split(':') {
         if token.is_empty() {
@@ -210,6 +220,16 @@ mod tests {
 
     use crate::config::tests::env;
     use crate::config::{Config, Overrides};
+
+    #[test]
+    fn the_roots_variable_splits_on_colons_and_on_windows_on_semicolons() {
+        let unix = super::split_roots_env("/a:/b:ro::/c:rw", false).unwrap();
+        assert_eq!(unix, ["/a", "/b:ro", "/c:rw"]);
+        assert!(super::split_roots_env("ro:/a", false).is_err());
+        // A drive letter's colon is part of the path; each entry keeps its suffix.
+        let windows = super::split_roots_env(r"C:\notes; D:\src:ro;;", true).unwrap();
+        assert_eq!(windows, [r"C:\notes", r"D:\src:ro"]);
+    }
 
     #[test]
     fn env_roots_must_be_absolute_and_unique() {
