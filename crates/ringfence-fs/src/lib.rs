@@ -31,7 +31,7 @@ pub use error::{ClientRootsError, DenylistError, FsError, FsErrorKind, FsResult,
 pub use ops::{MoveMethod, TransferOptions, TreeCount};
 pub use private::{
     PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, Reach, create_private_dir_all, create_private_file,
-    make_private, replace_file, write_private_file,
+    create_with_mode, make_private, replace_file, write_private_file,
 };
 pub use root::{
     Access, Root, RootOrigin, RootSpec, USER_PLACEHOLDER, normalize_lexically, paths_overlap,

@@ -33,6 +33,19 @@ pub fn create_private_dir_all(path: &Path) -> io::Result<()> {
     builder.create(path)
 }
 
+/// Options that create a file with `mode` (given to `open`, so the umask can only narrow
+/// it); the caller adds how it writes. Windows has no mode bits: the file takes the access
+/// list it inherits from its directory.
+pub fn create_with_mode(mode: u32) -> std::fs::OpenOptions {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+    #[cfg(not(unix))]
+    let _ = mode;
+    options
+}
+
 /// Writes `bytes` to `path` as a 0600 file, whole or not at all (see [`replace_file`]).
 pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     replace_file(path, bytes, PRIVATE_FILE_MODE)
@@ -44,13 +57,9 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
 pub fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("partial");
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
-    #[cfg(not(unix))]
-    let _ = mode; // no mode bits: the file takes its directory's inherited access list
-    let written = options
+    let written = create_with_mode(mode)
+        .write(true)
+        .truncate(true)
         .open(&tmp)
         .and_then(|mut f| {
             // The mode asked for, whatever the umask or a leftover file had.
@@ -84,11 +93,9 @@ pub fn create_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = path.with_file_name(tmp_name);
     // A leftover temporary file is replaced: only the link below may find the name taken.
     let _ = std::fs::remove_file(&tmp);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
-    let written = options
+    let written = create_with_mode(PRIVATE_FILE_MODE)
+        .write(true)
+        .create_new(true)
         .open(&tmp)
         .and_then(|mut f| {
             f.write_all(bytes)?;

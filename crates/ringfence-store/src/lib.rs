@@ -187,12 +187,10 @@ impl Store {
 /// 0644 under the usual umask); an existing file is left as it is.
 #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
 fn create_private(path: &Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).append(true);
-    // (Windows: no mode bits; the file takes the data directory's access list.)
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path).map(drop)
+    ringfence_fs::create_with_mode(ringfence_fs::PRIVATE_FILE_MODE)
+        .append(true)
+        .open(path)
+        .map(drop)
 }
 
 #[cfg(test)]

@@ -96,12 +96,9 @@ impl AuditSink for AuditFile {
 /// the operator's to read). Rotated files keep the mode through the rename.
 #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
 fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).append(true);
-    // (Windows: no mode bits; the file takes the data directory's access list.)
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, ringfence_fs::PRIVATE_FILE_MODE);
-    options.open(path)
+    ringfence_fs::create_with_mode(ringfence_fs::PRIVATE_FILE_MODE)
+        .append(true)
+        .open(path)
 }
 
 #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
