@@ -13,6 +13,7 @@
 //! location inside a root; and in [`make_private`] and [`create_private_dir_all`], which keep
 //! the operator's data directory private.
 
+pub mod access_list;
 mod denylist;
 mod error;
 mod ops;
@@ -21,6 +22,8 @@ mod private;
 mod root;
 mod target;
 mod walk;
+#[cfg(windows)]
+mod windows_acl;
 mod workspace;
 
 pub use cap_std::fs::{Dir, File, FileType, Metadata};
@@ -31,7 +34,7 @@ pub use error::{ClientRootsError, DenylistError, FsError, FsErrorKind, FsResult,
 pub use ops::{MoveMethod, TransferOptions, TreeCount};
 pub use private::{
     PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, Reach, create_private_dir_all, create_private_file,
-    create_with_mode, make_private, replace_file, write_private_file,
+    make_private, open_with_mode, replace_file, write_private_file,
 };
 pub use root::{
     Access, Root, RootOrigin, RootSpec, USER_PLACEHOLDER, normalize_lexically, paths_overlap,

@@ -23,27 +23,64 @@ pub const PRIVATE_FILE_MODE: u32 = 0o600;
 
 /// Creates the directory `path` and any missing parents with mode 0700 (given to `mkdir`, so
 /// the umask can only narrow it). Directories that exist already are left as they are
-/// ([`make_private`] tightens them).
+/// ([`make_private`] tightens them). On Windows each directory made gets the owner-only
+/// access list (the account and SYSTEM, protected; inherited by what is made in it).
 #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
 pub fn create_private_dir_all(path: &Path) -> io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR_MODE);
-    builder.create(path)
+    #[cfg(windows)]
+    {
+        // The missing directories, outermost first, each made and then given its list.
+        let missing: Vec<&Path> = path
+            .ancestors()
+            .filter(|p| !p.as_os_str().is_empty())
+            .take_while(|p| std::fs::symlink_metadata(p).is_err())
+            .collect();
+        for dir in missing.into_iter().rev() {
+            match std::fs::create_dir(dir) {
+                Ok(()) => crate::windows_acl::restrict_new_dir(dir)?,
+                // Made meanwhile by someone else: left as it is, as an existing one would be.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if !path.is_dir() {
+            // Something that is not a directory has the name: the error `create_dir` gives.
+            std::fs::create_dir(path)?;
+        }
+        Ok(())
+    }
+    #[cfg(not(windows))]
+    {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR_MODE);
+        builder.create(path)
+    }
 }
 
-/// Options that create a file with `mode` (given to `open`, so the umask can only narrow
-/// it); the caller adds how it writes. Windows has no mode bits: the file takes the access
-/// list it inherits from its directory.
-pub fn create_with_mode(mode: u32) -> std::fs::OpenOptions {
+/// Opens `path` as `how` says, creating it with `mode` (given to `open`, so the umask can
+/// only narrow it; an existing file keeps its mode). On Windows a mode that gives group and
+/// others nothing (0600) means the owner-only access list, set on the file opened, whether
+/// it was made now or was there; any other mode leaves the list the file inherits.
+#[allow(clippy::disallowed_methods)] // the caller's own file (data directory, a configuration), not a root
+pub fn open_with_mode(
+    path: &Path,
+    mode: u32,
+    how: impl FnOnce(&mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions,
+) -> io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.create(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
-    #[cfg(not(unix))]
+    let file = how(&mut options).open(path)?;
+    #[cfg(windows)]
+    if mode & 0o077 == 0 {
+        crate::windows_acl::restrict_file(&file, path)?;
+    }
+    #[cfg(not(any(unix, windows)))]
     let _ = mode;
-    options
+    Ok(file)
 }
 
 /// Writes `bytes` to `path` as a 0600 file, whole or not at all (see [`replace_file`]).
@@ -57,10 +94,7 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
 pub fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("partial");
-    let written = create_with_mode(mode)
-        .write(true)
-        .truncate(true)
-        .open(&tmp)
+    let written = open_with_mode(&tmp, mode, |o| o.write(true).truncate(true))
         .and_then(|mut f| {
             // The mode asked for, whatever the umask or a leftover file had.
             #[cfg(unix)]
@@ -93,10 +127,7 @@ pub fn create_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = path.with_file_name(tmp_name);
     // A leftover temporary file is replaced: only the link below may find the name taken.
     let _ = std::fs::remove_file(&tmp);
-    let written = create_with_mode(PRIVATE_FILE_MODE)
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
+    let written = open_with_mode(&tmp, PRIVATE_FILE_MODE, |o| o.write(true).create_new(true))
         .and_then(|mut f| {
             f.write_all(bytes)?;
             f.sync_all()
@@ -130,17 +161,28 @@ pub enum Reach {
 /// else. A missing `path` is fine. Returns how many entries changed; an entry that cannot be
 /// changed (another owner) is skipped and the first such error returned after the rest.
 ///
-/// On Windows there are no mode bits to remove: nothing is changed (`Ok(0)`), and the data
-/// directory's files have the access list they inherit from where it is made (under
-/// `%LOCALAPPDATA%`: the account, SYSTEM and Administrators).
+/// On Windows the entries get the owner-only access list instead (the account and SYSTEM,
+/// protected from the folder's; a directory's entries inherited by what is made in it
+/// later, never pushed onto what it holds), set on each entry through a handle opened on the
+/// entry itself (a link or junction is neither followed nor changed); an entry whose list is
+/// already as tight is not counted.
 pub fn make_private(path: &Path, reach: Reach) -> io::Result<u64> {
-    #[cfg(not(unix))]
+    #[cfg(windows)]
+    return crate::windows_acl::make_private(path, reach);
+    #[cfg(not(any(unix, windows)))]
     {
         let _ = (path, reach);
         Ok(0)
     }
     #[cfg(unix)]
     make_private_unix(path, reach)
+}
+
+/// The access list of the entry at `path` (not followed if a link), read: who besides the
+/// account and SYSTEM may get in. `None` for a link or anything but a file or directory.
+#[cfg(windows)]
+pub fn access_list_of(path: &Path) -> io::Result<Option<crate::access_list::Reading>> {
+    crate::windows_acl::access_of(path)
 }
 
 #[cfg(unix)]

@@ -187,9 +187,7 @@ impl Store {
 /// 0644 under the usual umask); an existing file is left as it is.
 #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
 fn create_private(path: &Path) -> std::io::Result<()> {
-    ringfence_fs::create_with_mode(ringfence_fs::PRIVATE_FILE_MODE)
-        .append(true)
-        .open(path)
+    ringfence_fs::open_with_mode(path, ringfence_fs::PRIVATE_FILE_MODE, |o| o.append(true))
         .map(drop)
 }
 

@@ -308,14 +308,8 @@ fn data_directory(report: &mut Report, config: &Config) {
         ),
         Ok(m) => {
             let Some(mode) = unix_mode(&m) else {
-                report.add(
-                    section,
-                    Check::note(
-                        dir.display().to_string(),
-                        "no Unix modes on this platform: who may look inside is the folder's access list, which doctor does not read",
-                        "keep it under your profile (the default, in %LOCALAPPDATA%), or check its access list yourself",
-                    ),
-                );
+                #[cfg(windows)]
+                report.add(section, access_list_check(dir));
                 return;
             };
             report.add(
@@ -353,6 +347,39 @@ fn data_directory(report: &mut Report, config: &Config) {
                 }
             }
         }
+    }
+}
+
+/// Windows: whether the data directory's access list lets only this account and SYSTEM in.
+#[cfg(windows)]
+fn access_list_check(dir: &std::path::Path) -> Check {
+    let name = dir.display().to_string();
+    match ringfence_fs::access_list_of(dir) {
+        Ok(Some(list)) if list.is_owner_only() => {
+            Check::ok(name, "access list: this account and SYSTEM only")
+        }
+        Ok(Some(list)) => {
+            let who = if list.others.is_empty() {
+                "it is not protected from its folder's list".to_string()
+            } else {
+                format!("others may look inside ({})", list.others.join(", "))
+            };
+            Check::note(
+                name,
+                format!("access list: {who}"),
+                "the next `ringfence serve` gives it one for this account and SYSTEM only",
+            )
+        }
+        Ok(None) => Check::problem(
+            name,
+            "is a link or junction",
+            "name the directory it points to as the data directory (data_dir, --data-dir)",
+        ),
+        Err(e) => Check::note(
+            name,
+            format!("cannot read its access list: {e}"),
+            "check who may look inside with `icacls` on the directory",
+        ),
     }
 }
 

@@ -522,9 +522,10 @@ fn write(path: &Path, before: Option<&str>, text: &str) -> std::io::Result<Optio
     let mode = std::fs::metadata(path)
         .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
         .unwrap_or(0o600);
-    // (Windows: no mode bits; the file keeps its folder's access list.)
+    // (Windows: no mode bits; a mode that leaves group and others something keeps the file's
+    // folder's access list — the client's configuration is the client's, under the profile.)
     #[cfg(not(unix))]
-    let mode = 0o600;
+    let mode = 0o644;
     let backup = match before {
         Some(old) => {
             let mut name = path.file_name().unwrap_or_default().to_owned();

@@ -1,0 +1,385 @@
+//! Windows: ringfence's private entries get a discretionary access list of their own — full
+//! control for the account the server runs as and for SYSTEM, nothing for anyone else,
+//! protected from what the folder above would pass down ([`crate::access_list::owner_only`]).
+//!
+//! The list is set on one entry at a time through a handle (`SetKernelObjectSecurity`), which
+//! never pushes inheritable entries onto what a directory already holds; the higher-level
+//! `SetSecurityInfo` would, and would rewrite the lists of a user's own files in a workspace
+//! (or leave them with an empty list). What is made later in a private directory inherits the
+//! owner-only entries.
+//!
+//! Every call here is a plain Win32 call on a handle this module owns or borrows for the
+//! call; the buffers Windows fills are sized by asking first, and what Windows allocates is
+//! freed with `LocalFree`. Type-checked on every test run (`scripts/cross.sh check`); never
+//! run by this project's tests, which run on Linux (SECURITY.md says so).
+
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
+use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
+use std::path::Path;
+use std::ptr::null_mut;
+use std::sync::OnceLock;
+
+use windows_sys::Win32::Foundation::{
+    ERROR_INVALID_FUNCTION, ERROR_NOT_SUPPORTED, HANDLE, INVALID_HANDLE_VALUE, LocalFree,
+};
+use windows_sys::Win32::Security::Authorization::{
+    ConvertSecurityDescriptorToStringSecurityDescriptorW, ConvertSidToStringSidW,
+    ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
+};
+use windows_sys::Win32::Security::{
+    DACL_SECURITY_INFORMATION, GetKernelObjectSecurity, GetTokenInformation, PSECURITY_DESCRIPTOR,
+    SetKernelObjectSecurity, TOKEN_QUERY, TOKEN_USER, TokenUser,
+};
+use windows_sys::Win32::Storage::FileSystem::{
+    FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
+    FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, READ_CONTROL, ReOpenFile, WRITE_DAC,
+};
+use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
+
+use crate::access_list::{self, Reading};
+
+/// The account the process runs as, as a SID in text (`S-1-5-21-…`), read once from the
+/// process token.
+fn account() -> io::Result<&'static str> {
+    static ACCOUNT: OnceLock<String> = OnceLock::new();
+    if let Some(sid) = ACCOUNT.get() {
+        return Ok(sid);
+    }
+    let sid = read_account()?;
+    Ok(ACCOUNT.get_or_init(|| sid))
+}
+
+fn read_account() -> io::Result<String> {
+    let mut raw: HANDLE = null_mut();
+    // SAFETY: the pseudo-handle of the current process needs no closing; `raw` is written
+    // on success only.
+    if unsafe { OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &mut raw) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a handle OpenProcessToken just returned, owned from here on.
+    let token = unsafe { OwnedHandle::from_raw_handle(raw) };
+    let mut needed = 0u32;
+    // SAFETY: a null buffer of length 0 only asks for the size, written to `needed`.
+    unsafe { GetTokenInformation(token.as_raw_handle(), TokenUser, null_mut(), 0, &mut needed) };
+    if needed == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // u64 words, so the TOKEN_USER at the start is aligned.
+    let mut buf = vec![0u64; (needed as usize).div_ceil(8)];
+    // SAFETY: `buf` holds at least `needed` bytes.
+    if unsafe {
+        GetTokenInformation(
+            token.as_raw_handle(),
+            TokenUser,
+            buf.as_mut_ptr().cast(),
+            needed,
+            &mut needed,
+        )
+    } == 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: on success the buffer starts with a TOKEN_USER whose SID points into the
+    // buffer, which lives until the end of this function.
+    let user = unsafe { &*buf.as_ptr().cast::<TOKEN_USER>() };
+    let mut text: *mut u16 = null_mut();
+    // SAFETY: a valid SID; on success `text` is a NUL-terminated string to LocalFree.
+    if unsafe { ConvertSidToStringSidW(user.User.Sid, &mut text) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(take_wide(text))
+}
+
+/// The NUL-terminated UTF-16 string Windows allocated at `text`, as a `String`; freed.
+fn take_wide(text: *mut u16) -> String {
+    // SAFETY: `text` is a NUL-terminated string allocated by Windows with LocalAlloc, read
+    // up to its NUL and freed once.
+    unsafe {
+        let mut len = 0;
+        while *text.add(len) != 0 {
+            len += 1;
+        }
+        let s = String::from_utf16_lossy(std::slice::from_raw_parts(text, len));
+        LocalFree(text.cast());
+        s
+    }
+}
+
+/// A security descriptor Windows allocated from SDDL text; freed on drop.
+struct Descriptor(PSECURITY_DESCRIPTOR);
+
+impl Descriptor {
+    fn from_sddl(sddl: &str) -> io::Result<Self> {
+        let wide: Vec<u16> = sddl.encode_utf16().chain(std::iter::once(0)).collect();
+        let mut sd: PSECURITY_DESCRIPTOR = null_mut();
+        // SAFETY: `wide` is NUL-terminated; on success `sd` is a descriptor to LocalFree.
+        let ok = unsafe {
+            ConvertStringSecurityDescriptorToSecurityDescriptorW(
+                wide.as_ptr(),
+                SDDL_REVISION_1,
+                &mut sd,
+                null_mut(),
+            )
+        };
+        if ok == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self(sd))
+    }
+}
+
+impl Drop for Descriptor {
+    fn drop(&mut self) {
+        // SAFETY: allocated by ConvertStringSecurityDescriptorToSecurityDescriptorW, freed once.
+        unsafe { LocalFree(self.0) };
+    }
+}
+
+/// The discretionary list of the entry behind `handle` (opened with `READ_CONTROL`), as SDDL.
+fn dacl_text(handle: HANDLE) -> io::Result<String> {
+    let mut needed = 0u32;
+    // SAFETY: a null buffer of length 0 only asks for the size.
+    unsafe {
+        GetKernelObjectSecurity(
+            handle,
+            DACL_SECURITY_INFORMATION,
+            null_mut(),
+            0,
+            &mut needed,
+        )
+    };
+    if needed == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut buf = vec![0u64; (needed as usize).div_ceil(8)];
+    // SAFETY: `buf` holds at least `needed` bytes.
+    if unsafe {
+        GetKernelObjectSecurity(
+            handle,
+            DACL_SECURITY_INFORMATION,
+            buf.as_mut_ptr().cast(),
+            needed,
+            &mut needed,
+        )
+    } == 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    let mut text: *mut u16 = null_mut();
+    // SAFETY: `buf` holds the self-relative descriptor Windows just wrote; on success `text`
+    // is a NUL-terminated string to LocalFree.
+    if unsafe {
+        ConvertSecurityDescriptorToStringSecurityDescriptorW(
+            buf.as_mut_ptr().cast(),
+            SDDL_REVISION_1,
+            DACL_SECURITY_INFORMATION,
+            &mut text,
+            null_mut(),
+        )
+    } == 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(take_wide(text))
+}
+
+/// How the entry behind `handle` (opened with `READ_CONTROL | WRITE_DAC`) reads now.
+fn reading(handle: HANDLE) -> io::Result<Reading> {
+    let text = dacl_text(handle)?;
+    access_list::read(&text, account()?).ok_or_else(|| {
+        io::Error::other(format!(
+            "cannot read the access list Windows reported: {text}"
+        ))
+    })
+}
+
+/// Gives the entry behind `handle` the owner-only list unless it has it (or one as tight);
+/// whether it changed.
+fn tighten(handle: HANDLE, dir: bool) -> io::Result<bool> {
+    if reading(handle)?.is_owner_only() {
+        return Ok(false);
+    }
+    let sd = Descriptor::from_sddl(&access_list::owner_only(account()?, dir))?;
+    // SAFETY: `handle` has WRITE_DAC; `sd.0` is a valid descriptor for the call.
+    if unsafe { SetKernelObjectSecurity(handle, DACL_SECURITY_INFORMATION, sd.0) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(true)
+}
+
+/// Whether `e` says the file system keeps no access lists (FAT, exFAT, some network shares).
+fn no_access_lists(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error().map(|c| c as u32),
+        Some(ERROR_NOT_SUPPORTED | ERROR_INVALID_FUNCTION)
+    )
+}
+
+/// Logs, once a process, that the file system keeps no access lists; other errors are
+/// returned.
+fn unless_unsupported(result: io::Result<bool>, path: &Path) -> io::Result<bool> {
+    match result {
+        Err(e) if no_access_lists(&e) => {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!(
+                    entry = %path.display(),
+                    "this file system keeps no access lists: ringfence's data here is not private to this account; move the data directory to an NTFS volume (the default under %LOCALAPPDATA% is one)"
+                );
+            });
+            Ok(false)
+        }
+        other => other,
+    }
+}
+
+/// Gives the file `file` (just opened by ringfence) the owner-only list, through a second
+/// handle to the same file (`ReOpenFile`), so no name is looked up again.
+pub(crate) fn restrict_file(file: &std::fs::File, path: &Path) -> io::Result<()> {
+    // SAFETY: `file`'s handle is valid for the call; the new handle is checked and owned.
+    let raw = unsafe {
+        ReOpenFile(
+            file.as_raw_handle(),
+            READ_CONTROL | WRITE_DAC,
+            FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+            0,
+        )
+    };
+    if raw == INVALID_HANDLE_VALUE {
+        return unless_unsupported(Err(io::Error::last_os_error()), path).map(drop);
+    }
+    // SAFETY: a handle ReOpenFile just returned, owned from here on.
+    let handle = unsafe { OwnedHandle::from_raw_handle(raw) };
+    unless_unsupported(tighten(handle.as_raw_handle(), false), path).map(drop)
+}
+
+/// Opens the entry at `path` itself (a link or junction is not followed) to read and set its
+/// list: `None` for a reparse point or anything but a file or a directory.
+fn open_entry(path: &Path) -> io::Result<Option<(std::fs::File, bool)>> {
+    let file = std::fs::OpenOptions::new()
+        .access_mode(READ_CONTROL | WRITE_DAC)
+        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+        return Ok(None);
+    }
+    if meta.is_dir() {
+        Ok(Some((file, true)))
+    } else if meta.is_file() {
+        Ok(Some((file, false)))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Gives the directory ringfence just made at `path` the owner-only list (inherited by what
+/// is made in it later).
+pub(crate) fn restrict_new_dir(path: &Path) -> io::Result<()> {
+    match open_entry(path)? {
+        Some((dir, true)) => unless_unsupported(tighten(dir.as_raw_handle(), true), path).map(drop),
+        _ => Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!(
+                "{} was replaced by something that is not a directory while it was being made",
+                path.display()
+            ),
+        )),
+    }
+}
+
+/// The access list of the entry at `path`, read (for `ringfence doctor`).
+pub(crate) fn access_of(path: &Path) -> io::Result<Option<Reading>> {
+    match open_entry(path)? {
+        Some((entry, _)) => reading(entry.as_raw_handle()).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// [`crate::make_private`] on Windows: the owner-only list on `path` and, by `reach`, on what
+/// is beneath it; links and junctions are neither followed nor changed. Returns how many
+/// entries changed; an entry that cannot be changed is skipped and the first error returned
+/// after the rest.
+pub(crate) fn make_private(path: &Path, reach: crate::Reach) -> io::Result<u64> {
+    let mut walk = Walk {
+        changed: 0,
+        error: None,
+    };
+    walk.visit(path, reach, 0);
+    match walk.error {
+        Some(e) => Err(e),
+        None => Ok(walk.changed),
+    }
+}
+
+/// Directories nested deeper than this are not entered (ringfence's own go three deep).
+const MAX_DEPTH: usize = 32;
+
+struct Walk {
+    changed: u64,
+    error: Option<io::Error>,
+}
+
+impl Walk {
+    fn visit(&mut self, path: &Path, reach: crate::Reach, depth: usize) {
+        use crate::Reach;
+        let (entry, is_dir) = match open_entry(path) {
+            Ok(Some(found)) => found,
+            Ok(None) => return,
+            // Removed meanwhile, or never there: nothing to tighten.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+            Err(e) => return self.fail(e),
+        };
+        let files_too = match reach {
+            Reach::Itself | Reach::Tree => true,
+            Reach::Dirs(_) => depth == 0,
+        };
+        if is_dir || files_too {
+            match unless_unsupported(tighten(entry.as_raw_handle(), is_dir), path) {
+                Ok(true) => self.changed += 1,
+                Ok(false) => {}
+                Err(e) => self.fail(e),
+            }
+        }
+        let deeper = match reach {
+            Reach::Itself => false,
+            Reach::Tree => depth < MAX_DEPTH,
+            Reach::Dirs(levels) => depth < levels.min(MAX_DEPTH),
+        };
+        if !is_dir || !deeper {
+            return;
+        }
+        let children = match std::fs::read_dir(path) {
+            Ok(children) => children,
+            Err(e) => return self.fail(e),
+        };
+        for child in children {
+            let child = match child {
+                Ok(child) => child,
+                Err(e) => {
+                    self.fail(e);
+                    continue;
+                }
+            };
+            // The type as listed (links not followed); `open_entry` judges it again.
+            let Ok(kind) = child.file_type() else {
+                continue;
+            };
+            if kind.is_symlink() || (matches!(reach, Reach::Dirs(_)) && !kind.is_dir()) {
+                continue;
+            }
+            self.visit(&child.path(), reach, depth + 1);
+        }
+        drop(entry);
+    }
+
+    fn fail(&mut self, e: io::Error) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+}
