@@ -79,31 +79,8 @@ command -v rustup >/dev/null || die "rustup is not on PATH (needed to add the mu
 
 # --- installing what is missing -------------------------------------------------------
 
-SUDO=""
-[[ $(id -u) -eq 0 ]] || SUDO="sudo"
-can_apt() { command -v apt-get >/dev/null && { [[ -z $SUDO ]] || command -v sudo >/dev/null; }; }
-APT_UPDATED=0
-apt_update() {
-    ((APT_UPDATED)) && return 0
-    $SUDO apt-get update -qq >&2 && APT_UPDATED=1
-}
-# apt_install PKG...: install Debian packages, updating the package lists if the first try fails.
-apt_install() {
-    can_apt || return 1
-    log "installing Debian packages: $*"
-    local out
-    out=$(mktemp)
-    if $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >"$out" 2>&1 ||
-        { apt_update >>"$out" 2>&1 &&
-            $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >>"$out" 2>&1; }; then
-        rm -f "$out"
-        return 0
-    fi
-    tail -n 15 "$out" | sed 's/^/    apt-get: /' >&2
-    rm -f "$out"
-    log "apt-get install $* failed"
-    return 1
-}
+# shellcheck source=scripts/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 add_rust_target() {
     local triple=$1

@@ -14,7 +14,9 @@
 #   6. no System V shared memory segment left behind by the tests (they are removed, and
 #      the run fails)
 #   (2b. between the Rust and Python tests: `scripts/cross.sh check`, the workspace
-#      type-checked for x86_64-apple-darwin and x86_64-pc-windows-gnu)
+#      type-checked and linted for x86_64-apple-darwin and x86_64-pc-windows-gnu;
+#   2c. `scripts/cross.sh wine`: the private-file helpers built for Windows and run under
+#      Wine, which is installed from Debian's packages if missing)
 #
 # Chromium: Debian's package, installed if missing (before the Python tests); the settings
 # page's browser tests drive it with Playwright (RINGFENCE_TEST_CHROMIUM names it, and
@@ -192,12 +194,19 @@ else
 fi
 
 # --- 2b. Other platforms --------------------------------------------------------------
-# The workspace type-checked for macOS (with its tests) and Windows (libraries and
-# binaries), warnings denied, so that a Linux-only call cannot slip back into code every
-# platform compiles. scripts/cross.sh installs what it needs (rustup targets, zig and
-# cargo-zigbuild from PyPI in .cache/xbuild) and checks in target/cross.
-section "cargo check for macOS and Windows (scripts/cross.sh check)"
+# The workspace type-checked and linted (clippy) for macOS (with its tests) and Windows
+# (libraries and binaries), warnings denied, so that a Linux-only call cannot slip back into
+# code every platform compiles. scripts/cross.sh installs what it needs (rustup targets, zig
+# and cargo-zigbuild from PyPI in .cache/xbuild) and checks in target/cross.
+section "cargo clippy for macOS and Windows (scripts/cross.sh check)"
 run_step "macOS and Windows check" bash "$ROOT/scripts/cross.sh" check || true
+
+# --- 2c. Windows code run under Wine ----------------------------------------------------
+# The private-file helpers' Win32 calls (access lists) built for Windows and run under Wine
+# (wine64 from Debian, installed when missing): the one run of Windows code this machine can
+# make. Wine is not Windows; scripts/cross.sh says what it cannot show.
+section "Windows private files under Wine (scripts/cross.sh wine)"
+run_step "Windows private files under Wine" bash "$ROOT/scripts/cross.sh" wine || true
 
 # --- 3. Python environment ------------------------------------------------------------
 VENV="$ROOT/.venv"

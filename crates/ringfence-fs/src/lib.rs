@@ -32,6 +32,8 @@ pub use cap_std::fs::{MetadataExt, PermissionsExt};
 pub use denylist::Denylist;
 pub use error::{ClientRootsError, DenylistError, FsError, FsErrorKind, FsResult, RootSpecError};
 pub use ops::{MoveMethod, TransferOptions, TreeCount};
+#[cfg(windows)]
+pub use private::access_list_of;
 pub use private::{
     PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, Reach, create_private_dir_all, create_private_file,
     make_private, open_with_mode, replace_file, write_private_file,

@@ -258,6 +258,7 @@ pub(crate) fn restrict_file(file: &std::fs::File, path: &Path) -> io::Result<()>
 
 /// Opens the entry at `path` itself (a link or junction is not followed) to read and set its
 /// list: `None` for a reparse point or anything but a file or a directory.
+#[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
 fn open_entry(path: &Path) -> io::Result<Option<(std::fs::File, bool)>> {
     let file = std::fs::OpenOptions::new()
         .access_mode(READ_CONTROL | WRITE_DAC)
@@ -325,6 +326,7 @@ struct Walk {
 }
 
 impl Walk {
+    #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
     fn visit(&mut self, path: &Path, reach: crate::Reach, depth: usize) {
         use crate::Reach;
         let (entry, is_dir) = match open_entry(path) {
