@@ -12,7 +12,8 @@
 #
 # `check` is what the test command runs, so that a Linux-only call cannot slip back into
 # code that every platform compiles: the whole workspace with its tests for macOS, the
-# libraries and binaries for Windows (the test suites use Unix fixtures; they run on Linux).
+# libraries, binaries and examples for Windows (the test suites use Unix fixtures; they run
+# on Linux).
 #
 # What it installs when missing (nothing system-wide):
 #   - the Rust targets (rustup target add);
@@ -115,7 +116,7 @@ check)
         add_target "$t"
         case "$t" in
         *-apple-darwin) scope=(--workspace --all-targets) ;;
-        *) scope=(--workspace --lib --bins) ;;
+        *) scope=(--workspace --lib --bins --examples) ;;
         esac
         echo "==> cargo clippy --target $t ${scope[*]} (warnings denied)" >&2
         # (RUSTFLAGS with --target reaches the target's code only, not build scripts.)

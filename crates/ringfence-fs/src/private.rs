@@ -193,77 +193,91 @@ fn make_private_unix(path: &Path, reach: Reach) -> io::Result<u64> {
         Err(e) if e == Errno::NOENT => return Ok(0),
         Err(e) => return Err(e.into()),
     };
-    let mut walk = Walk {
-        changed: 0,
-        error: None,
-    };
-    walk.visit(entry, reach, 0);
-    match walk.error {
-        Some(e) => Err(e),
-        None => Ok(walk.changed),
-    }
+    let mut tally = Tally::default();
+    visit(&mut tally, entry, reach, 0);
+    tally.finish()
 }
 
-#[cfg(unix)]
 /// Directories nested deeper than this are not entered (ringfence's own go three deep).
 const MAX_DEPTH: usize = 32;
 
-#[cfg(unix)]
-struct Walk {
-    changed: u64,
-    error: Option<io::Error>,
-}
+impl Reach {
+    /// Whether an entry `depth` levels below the start is changed: a directory always, a
+    /// file unless only directories are reached below the start.
+    pub(crate) fn changes(self, is_dir: bool, depth: usize) -> bool {
+        is_dir || !matches!(self, Reach::Dirs(_)) || depth == 0
+    }
 
-#[cfg(unix)]
-impl Walk {
-    fn visit(&mut self, (fd, st): (OwnedFd, rustix::fs::Stat), reach: Reach, depth: usize) {
-        let is_dir =
-            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory;
-        let files_too = match reach {
-            Reach::Itself | Reach::Tree => true,
-            Reach::Dirs(_) => depth == 0,
-        };
-        if is_dir || files_too {
-            let mode = st.st_mode & 0o7777;
-            if mode & !0o700 != 0 {
-                match rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode & 0o700)) {
-                    Ok(()) => self.changed += 1,
-                    Err(e) => self.fail(e),
-                }
-            }
-        }
-        let deeper = match reach {
+    /// Whether a directory `depth` levels below the start is entered.
+    pub(crate) fn enters(self, depth: usize) -> bool {
+        match self {
             Reach::Itself => false,
             Reach::Tree => depth < MAX_DEPTH,
             Reach::Dirs(levels) => depth < levels.min(MAX_DEPTH),
-        };
-        if !is_dir || !deeper {
-            return;
-        }
-        let names = match list(&fd) {
-            Ok(names) => names,
-            Err(e) => return self.fail(e),
-        };
-        for name in names {
-            match open_entry(Some(fd.as_fd()), name.as_c_str()) {
-                Ok(Some(child)) => {
-                    let child_is_dir = rustix::fs::FileType::from_raw_mode(child.1.st_mode)
-                        == rustix::fs::FileType::Directory;
-                    if child_is_dir || !matches!(reach, Reach::Dirs(_)) {
-                        self.visit(child, reach, depth + 1);
-                    }
-                }
-                Ok(None) => {}
-                // Removed meanwhile: nothing to tighten.
-                Err(e) if e == Errno::NOENT => {}
-                Err(e) => self.fail(e),
-            }
         }
     }
 
-    fn fail(&mut self, e: Errno) {
+    /// Whether an entry found in a directory that is entered is visited.
+    pub(crate) fn visits(self, is_dir: bool) -> bool {
+        is_dir || !matches!(self, Reach::Dirs(_))
+    }
+}
+
+/// What a tightening walk did: how many entries changed, and the first error (the walk goes
+/// on past an entry it cannot change).
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub(crate) changed: u64,
+    error: Option<io::Error>,
+}
+
+impl Tally {
+    pub(crate) fn fail(&mut self, e: impl Into<io::Error>) {
         if self.error.is_none() {
             self.error = Some(e.into());
+        }
+    }
+
+    pub(crate) fn finish(self) -> io::Result<u64> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.changed),
+        }
+    }
+}
+
+#[cfg(unix)]
+fn visit(tally: &mut Tally, (fd, st): (OwnedFd, rustix::fs::Stat), reach: Reach, depth: usize) {
+    let is_dir = rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory;
+    if reach.changes(is_dir, depth) {
+        let mode = st.st_mode & 0o7777;
+        if mode & !0o700 != 0 {
+            match rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode & 0o700)) {
+                Ok(()) => tally.changed += 1,
+                Err(e) => tally.fail(e),
+            }
+        }
+    }
+    if !is_dir || !reach.enters(depth) {
+        return;
+    }
+    let names = match list(&fd) {
+        Ok(names) => names,
+        Err(e) => return tally.fail(e),
+    };
+    for name in names {
+        match open_entry(Some(fd.as_fd()), name.as_c_str()) {
+            Ok(Some(child)) => {
+                let child_is_dir = rustix::fs::FileType::from_raw_mode(child.1.st_mode)
+                    == rustix::fs::FileType::Directory;
+                if reach.visits(child_is_dir) {
+                    visit(tally, child, reach, depth + 1);
+                }
+            }
+            Ok(None) => {}
+            // Removed meanwhile: nothing to tighten.
+            Err(e) if e == Errno::NOENT => {}
+            Err(e) => tally.fail(e),
         }
     }
 }

@@ -40,6 +40,7 @@ use windows_sys::Win32::Storage::FileSystem::{
 use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
 
 use crate::access_list::{self, Reading};
+use crate::private::Tally;
 
 /// The account the process runs as, as a SID in text (`S-1-5-21-…`), read once from the
 /// process token.
@@ -61,27 +62,10 @@ fn read_account() -> io::Result<String> {
     }
     // SAFETY: a handle OpenProcessToken just returned, owned from here on.
     let token = unsafe { OwnedHandle::from_raw_handle(raw) };
-    let mut needed = 0u32;
-    // SAFETY: a null buffer of length 0 only asks for the size, written to `needed`.
-    unsafe { GetTokenInformation(token.as_raw_handle(), TokenUser, null_mut(), 0, &mut needed) };
-    if needed == 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // u64 words, so the TOKEN_USER at the start is aligned.
-    let mut buf = vec![0u64; (needed as usize).div_ceil(8)];
-    // SAFETY: `buf` holds at least `needed` bytes.
-    if unsafe {
-        GetTokenInformation(
-            token.as_raw_handle(),
-            TokenUser,
-            buf.as_mut_ptr().cast(),
-            needed,
-            &mut needed,
-        )
-    } == 0
-    {
-        return Err(io::Error::last_os_error());
-    }
+    // SAFETY: `buf` is null with length 0, or holds `len` bytes.
+    let buf = filled(|buf, len, needed| unsafe {
+        GetTokenInformation(token.as_raw_handle(), TokenUser, buf, len, needed)
+    })?;
     // SAFETY: on success the buffer starts with a TOKEN_USER whose SID points into the
     // buffer, which lives until the end of this function.
     let user = unsafe { &*buf.as_ptr().cast::<TOKEN_USER>() };
@@ -91,6 +75,23 @@ fn read_account() -> io::Result<String> {
         return Err(io::Error::last_os_error());
     }
     Ok(take_wide(text))
+}
+
+/// What a Win32 call that fills a buffer writes: asked first with no buffer for the size, then
+/// with a buffer of that size (`u64` words, so the structure at its start is aligned).
+fn filled(
+    mut fill: impl FnMut(*mut std::ffi::c_void, u32, &mut u32) -> windows_sys::core::BOOL,
+) -> io::Result<Vec<u64>> {
+    let mut needed = 0u32;
+    fill(null_mut(), 0, &mut needed);
+    if needed == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut buf = vec![0u64; (needed as usize).div_ceil(8)];
+    if fill(buf.as_mut_ptr().cast(), needed, &mut needed) == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(buf)
 }
 
 /// The NUL-terminated UTF-16 string Windows allocated at `text`, as a `String`; freed.
@@ -140,34 +141,10 @@ impl Drop for Descriptor {
 
 /// The discretionary list of the entry behind `handle` (opened with `READ_CONTROL`), as SDDL.
 fn dacl_text(handle: HANDLE) -> io::Result<String> {
-    let mut needed = 0u32;
-    // SAFETY: a null buffer of length 0 only asks for the size.
-    unsafe {
-        GetKernelObjectSecurity(
-            handle,
-            DACL_SECURITY_INFORMATION,
-            null_mut(),
-            0,
-            &mut needed,
-        )
-    };
-    if needed == 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let mut buf = vec![0u64; (needed as usize).div_ceil(8)];
-    // SAFETY: `buf` holds at least `needed` bytes.
-    if unsafe {
-        GetKernelObjectSecurity(
-            handle,
-            DACL_SECURITY_INFORMATION,
-            buf.as_mut_ptr().cast(),
-            needed,
-            &mut needed,
-        )
-    } == 0
-    {
-        return Err(io::Error::last_os_error());
-    }
+    // SAFETY: `buf` is null with length 0, or holds `len` bytes.
+    let mut buf = filled(|buf, len, needed| unsafe {
+        GetKernelObjectSecurity(handle, DACL_SECURITY_INFORMATION, buf, len, needed)
+    })?;
     let mut text: *mut u16 = null_mut();
     // SAFETY: `buf` holds the self-relative descriptor Windows just wrote; on success `text`
     // is a NUL-terminated string to LocalFree.
@@ -306,82 +283,48 @@ pub(crate) fn access_of(path: &Path) -> io::Result<Option<Reading>> {
 /// entries changed; an entry that cannot be changed is skipped and the first error returned
 /// after the rest.
 pub(crate) fn make_private(path: &Path, reach: crate::Reach) -> io::Result<u64> {
-    let mut walk = Walk {
-        changed: 0,
-        error: None,
+    let mut tally = Tally::default();
+    visit(&mut tally, path, reach, 0);
+    tally.finish()
+}
+
+#[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
+fn visit(tally: &mut Tally, path: &Path, reach: crate::Reach, depth: usize) {
+    let (entry, is_dir) = match open_entry(path) {
+        Ok(Some(found)) => found,
+        Ok(None) => return,
+        // Removed meanwhile, or never there: nothing to tighten.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+        Err(e) => return tally.fail(e),
     };
-    walk.visit(path, reach, 0);
-    match walk.error {
-        Some(e) => Err(e),
-        None => Ok(walk.changed),
+    if reach.changes(is_dir, depth) {
+        match unless_unsupported(tighten(entry.as_raw_handle(), is_dir), path) {
+            Ok(true) => tally.changed += 1,
+            Ok(false) => {}
+            Err(e) => tally.fail(e),
+        }
     }
-}
-
-/// Directories nested deeper than this are not entered (ringfence's own go three deep).
-const MAX_DEPTH: usize = 32;
-
-struct Walk {
-    changed: u64,
-    error: Option<io::Error>,
-}
-
-impl Walk {
-    #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
-    fn visit(&mut self, path: &Path, reach: crate::Reach, depth: usize) {
-        use crate::Reach;
-        let (entry, is_dir) = match open_entry(path) {
-            Ok(Some(found)) => found,
-            Ok(None) => return,
-            // Removed meanwhile, or never there: nothing to tighten.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
-            Err(e) => return self.fail(e),
-        };
-        let files_too = match reach {
-            Reach::Itself | Reach::Tree => true,
-            Reach::Dirs(_) => depth == 0,
-        };
-        if is_dir || files_too {
-            match unless_unsupported(tighten(entry.as_raw_handle(), is_dir), path) {
-                Ok(true) => self.changed += 1,
-                Ok(false) => {}
-                Err(e) => self.fail(e),
-            }
-        }
-        let deeper = match reach {
-            Reach::Itself => false,
-            Reach::Tree => depth < MAX_DEPTH,
-            Reach::Dirs(levels) => depth < levels.min(MAX_DEPTH),
-        };
-        if !is_dir || !deeper {
-            return;
-        }
-        let children = match std::fs::read_dir(path) {
-            Ok(children) => children,
-            Err(e) => return self.fail(e),
-        };
-        for child in children {
-            let child = match child {
-                Ok(child) => child,
-                Err(e) => {
-                    self.fail(e);
-                    continue;
-                }
-            };
-            // The type as listed (links not followed); `open_entry` judges it again.
-            let Ok(kind) = child.file_type() else {
-                continue;
-            };
-            if kind.is_symlink() || (matches!(reach, Reach::Dirs(_)) && !kind.is_dir()) {
+    if !is_dir || !reach.enters(depth) {
+        return;
+    }
+    let children = match std::fs::read_dir(path) {
+        Ok(children) => children,
+        Err(e) => return tally.fail(e),
+    };
+    for child in children {
+        let child = match child {
+            Ok(child) => child,
+            Err(e) => {
+                tally.fail(e);
                 continue;
             }
-            self.visit(&child.path(), reach, depth + 1);
-        }
-        drop(entry);
-    }
-
-    fn fail(&mut self, e: io::Error) {
-        if self.error.is_none() {
-            self.error = Some(e);
+        };
+        // The type as listed (links not followed); `open_entry` judges it again.
+        let Ok(kind) = child.file_type() else {
+            continue;
+        };
+        if !kind.is_symlink() && reach.visits(kind.is_dir()) {
+            visit(tally, &child.path(), reach, depth + 1);
         }
     }
 }
