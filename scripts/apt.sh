@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Installing Debian packages from the project's scripts (sourced, not run): apt_install PKG...
 # installs them with apt-get (as root, or through sudo), updating the package lists only when
 # the first try fails. Returns 1, with apt-get's last lines on stderr, when there is no

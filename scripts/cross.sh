@@ -54,7 +54,7 @@ VENV=$ROOT/.cache/xbuild
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target/cross}
 
 usage() {
-    sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
@@ -197,7 +197,8 @@ wine)
     echo "==> $WINE private_acl.exe (Wine $("$WINE" --version 2>/dev/null || echo '?'))" >&2
     # Wine's own messages (making its prefix, no 32-bit part) are not the program's.
     rc=0
-    WINEPREFIX=$RUN/prefix WINEDEBUG=-all "$WINE" "$RUN/private_acl.exe" "Z:${RUN//\//\\}\\scratch" --wine \
+    # (No Mono or Gecko: the program needs neither, and Wine would offer to fetch them.)
+    WINEPREFIX=$RUN/prefix WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml=" "$WINE" "$RUN/private_acl.exe" "Z:${RUN//\//\\}\\scratch" --wine \
         2>"$RUN/wine.log" || rc=$?
     if ((rc != 0)); then
         echo "private_acl.exe exited $rc; its stderr and Wine's (.cache/wine/wine.log):" >&2

@@ -1,7 +1,7 @@
 /* A stand-in for bcryptprimitives.dll, for running test programs under Wine 8.0 (Debian 12),
  * which lacks it: Rust's standard library imports ProcessPrng from it on Windows (Windows 10
  * and later have it). It fills the buffer from RtlGenRandom (advapi32's SystemFunction036),
- * which Wine has. Never shipped; scripts/wine-check.sh builds it next to the test program. */
+ * which Wine has. Never shipped; `scripts/cross.sh wine` builds it next to the test program. */
 #include <windows.h>
 
 BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length);

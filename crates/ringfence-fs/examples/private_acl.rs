@@ -1,6 +1,6 @@
 //! Exercises the private-file helpers against a real file system and prints what each entry's
 //! protection reads as afterwards; exits 1 when one is not private as promised. Built for
-//! Windows and run under Wine by `scripts/wine-check.sh` (the only Windows run this project
+//! Windows and run under Wine by `scripts/cross.sh wine` (the only Windows run this project
 //! can make here); on Unix it checks modes instead.
 //!
 //! Usage: `private_acl <empty scratch directory> [--wine]`
@@ -37,8 +37,12 @@ fn main() -> ExitCode {
     check("new private directory", &data, true);
     check("its new subdirectory", &deep, true);
     let record = deep.join("record.jsonl");
-    ringfence_fs::open_with_mode(&record, ringfence_fs::PRIVATE_FILE_MODE, |o| o.append(true))
-        .expect("open_with_mode");
+    ringfence_fs::open_with_mode(
+        &record,
+        ringfence_fs::PRIVATE_FILE_MODE,
+        ringfence_fs::Opening::Append,
+    )
+    .expect("open_with_mode");
     check("a 0600 file opened for appending", &record, true);
 
     // Files written whole in an ordinary folder: 0600 is private, 0644 keeps the folder's.
@@ -97,14 +101,15 @@ fn main() -> ExitCode {
 fn protection(path: &Path, wine: bool) -> (bool, String) {
     match ringfence_fs::access_list_of(path) {
         Ok(Some(list)) => (
-            if wine {
-                list.account_full && list.others.is_empty()
-            } else {
-                list.is_owner_only()
-            },
+            list.owned_by_account
+                && if wine {
+                    list.account_full && list.others.is_empty()
+                } else {
+                    list.is_owner_only()
+                },
             format!(
-                "protected {}, account in full {}, others {:?}",
-                list.protected, list.account_full, list.others
+                "owner {} (the account's: {}), protected {}, account in full {}, others {:?}",
+                list.owner, list.owned_by_account, list.protected, list.account_full, list.others
             ),
         ),
         Ok(None) => (false, "a link or special file".to_string()),

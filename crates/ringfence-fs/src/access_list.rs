@@ -1,6 +1,6 @@
 //! Windows access lists as text (SDDL): the list ringfence gives its private entries, and the
-//! reading of a list an entry has, to tell whether anyone but the account and SYSTEM is
-//! allowed in. Plain text handling, so it is compiled and tested on every platform; the
+//! reading of an entry's owner and list, to tell whether anyone but the account and SYSTEM
+//! is allowed in. Plain text handling, so it is compiled and tested on every platform; the
 //! Win32 calls that read and set lists are in `windows_acl.rs`.
 
 /// SYSTEM, as SDDL names it (and as its SID).
@@ -15,12 +15,19 @@ pub fn owner_only(account: &str, dir: bool) -> String {
     format!("D:P(A;{inherit};FA;;;{account})(A;{inherit};FA;;;SY)")
 }
 
-/// What an entry's discretionary list allows, read from its SDDL text.
+/// An entry's owner and what its discretionary list allows, read from its SDDL text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reading {
+    /// The owner as SDDL spells it (a SID, or an alias such as `BA`); empty when the text
+    /// names none.
+    pub owner: String,
+    /// Whether the owner is the account, or Administrators (the owner an elevated process's
+    /// entries get); any other owner could change the list back.
+    pub owned_by_account: bool,
     /// Whether the list is protected from inheriting its folder's entries.
     pub protected: bool,
-    /// Whether the account has an allowing entry with full control.
+    /// Whether the account has an allowing entry with full control that applies to the entry
+    /// itself (not one that is only inherited by what is made in it).
     pub account_full: bool,
     /// The trustees other than the account and SYSTEM that an entry allows something (as
     /// SDDL spells them: `BU`, `WD`, `S-1-5-…`); `everyone (no access list)` for a null list.
@@ -35,44 +42,58 @@ impl Reading {
     }
 }
 
-/// Reads the discretionary list in `sddl` (as Windows writes it for
-/// `DACL_SECURITY_INFORMATION`: `D:` with flags, then one parenthesised entry per ACE) for
-/// `account` (a SID as text). `None` when there is no `D:` part or it does not parse.
+/// Reads the owner and discretionary list in `sddl` (as Windows writes them for
+/// `OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION`: `O:` and the owner, `D:` with
+/// flags, then one parenthesised entry per ACE) for `account` (a SID as text). `None` when
+/// there is no `D:` part or it does not parse.
 ///
 /// Deny entries grant nothing and are passed over; every other entry type (allow, object
 /// allow, callback allow, and any type this reading does not know) counts as allowing its
-/// trustee something, inherit-only entries included (they reach what is made later).
+/// trustee something, inherit-only entries included (they reach what is made later). Aliases
+/// are read as SDDL defines them; the only ones taken for the account are SYSTEM's, local
+/// service's and network service's, whose SIDs are fixed: the built-in administrator (`LA`)
+/// and guest (`LG`) are someone else's, even when the account is a domain's RID 500 or 501.
 pub fn read(sddl: &str, account: &str) -> Option<Reading> {
+    let owner = sddl
+        .strip_prefix("O:")
+        .map(|rest| {
+            // The owner runs to the letter that starts the next part (`G:`, `D:`, `S:`).
+            let next = rest.find(':').map_or(rest.len(), |i| i.saturating_sub(1));
+            &rest[..next]
+        })
+        .unwrap_or("");
     let start = sddl.find("D:")? + 2;
     let body = &sddl[start..];
     // The list ends where another part (`S:`, the audit list) begins outside parentheses.
     let dacl = &body[..part_end(body)?];
     let flags_end = dacl.find('(').unwrap_or(dacl.len());
     let flags = &dacl[..flags_end];
-    if flags.contains("NO_ACCESS_CONTROL") {
-        return Some(Reading {
-            protected: flags.starts_with('P'),
-            account_full: true,
-            others: vec!["everyone (no access list)".to_string()],
-        });
-    }
-    // The flags: `P` (protected), `AI`, `AR`; none of the others holds a `P`.
     let mut reading = Reading {
+        owner: owner.to_string(),
+        owned_by_account: !owner.is_empty()
+            && (same_trustee(owner, account) || owner.eq_ignore_ascii_case("BA")),
+        // The flags: `P` (protected), `AI`, `AR`, `NO_ACCESS_CONTROL`; only `P` holds a `P`.
         protected: flags.contains('P'),
         account_full: false,
         others: Vec::new(),
     };
+    if flags.contains("NO_ACCESS_CONTROL") {
+        reading.account_full = true;
+        reading.others.push("everyone (no access list)".to_string());
+        return Some(reading);
+    }
     for ace in entries(&dacl[flags_end..])? {
         let fields: Vec<&str> = ace.splitn(7, ';').collect();
         if fields.len() < 6 {
             return None;
         }
-        let (kind, rights, trustee) = (fields[0], fields[2], fields[5]);
+        let (kind, ace_flags, rights, trustee) = (fields[0], fields[1], fields[2], fields[5]);
         if matches!(kind, "D" | "OD" | "XD") {
             continue;
         }
         if same_trustee(trustee, account) {
-            reading.account_full |= kind == "A" && full_control(rights);
+            reading.account_full |=
+                kind == "A" && !ace_flags.contains("IO") && full_control(rights);
         } else if !SYSTEM.iter().any(|s| trustee.eq_ignore_ascii_case(s))
             && !reading
                 .others
@@ -89,25 +110,32 @@ pub fn read(sddl: &str, account: &str) -> Option<Reading> {
 /// `None` when parentheses do not balance.
 fn part_end(body: &str) -> Option<usize> {
     let mut depth = 0usize;
+    let mut quoted = false;
     for (i, c) in body.char_indices() {
         match c {
+            '"' if depth > 0 => quoted = !quoted,
+            _ if quoted => {}
             '(' => depth += 1,
             ')' => depth = depth.checked_sub(1)?,
             _ if depth == 0 && body[i..].starts_with("S:") => return Some(i),
             _ => {}
         }
     }
-    (depth == 0).then_some(body.len())
+    (depth == 0 && !quoted).then_some(body.len())
 }
 
 /// The top-level parenthesised entries of `list` (a conditional entry may hold parentheses of
-/// its own); `None` when they do not balance or something else stands between them.
+/// its own, and quoted strings holding anything); `None` when they do not balance or
+/// something else stands between them.
 fn entries(list: &str) -> Option<Vec<&str>> {
     let mut out = Vec::new();
     let mut depth = 0usize;
+    let mut quoted = false;
     let mut open = 0;
     for (i, c) in list.char_indices() {
         match c {
+            '"' if depth > 0 => quoted = !quoted,
+            _ if quoted => {}
             '(' => {
                 if depth == 0 {
                     open = i + 1;
@@ -124,20 +152,19 @@ fn entries(list: &str) -> Option<Vec<&str>> {
             _ => {}
         }
     }
-    (depth == 0).then_some(out)
+    (depth == 0 && !quoted).then_some(out)
 }
 
-/// Whether `trustee` (an SDDL trustee field) names `account`. SDDL writes some accounts by
-/// alias rather than SID: SYSTEM, and the machine's built-in administrator (`LA`, RID 500)
-/// and guest (`LG`, RID 501).
+/// Whether `trustee` (an SDDL trustee field) names `account`: the same SID, or the alias of a
+/// fixed SID (SYSTEM, local service, network service).
 fn same_trustee(trustee: &str, account: &str) -> bool {
     if trustee.eq_ignore_ascii_case(account) {
         return true;
     }
     match trustee {
         "SY" => account == "S-1-5-18",
-        "LA" => account.starts_with("S-1-5-21-") && account.ends_with("-500"),
-        "LG" => account.starts_with("S-1-5-21-") && account.ends_with("-501"),
+        "LS" => account == "S-1-5-19",
+        "NS" => account == "S-1-5-20",
         _ => false,
     }
 }
@@ -243,15 +270,54 @@ mod tests {
                 .unwrap()
                 .account_full
         );
-        let admin = "S-1-5-21-1004336348-1177238915-682003330-500";
+        assert!(read("D:P(A;;FA;;;SY)", "S-1-5-18").unwrap().is_owner_only());
         assert!(
-            read("D:P(A;;FA;;;LA)(A;;FA;;;SY)", admin)
+            read("D:P(A;;FA;;;LS)(A;;FA;;;SY)", "S-1-5-19")
                 .unwrap()
                 .is_owner_only()
         );
-        assert!(read("D:P(A;;FA;;;SY)", "S-1-5-18").unwrap().is_owner_only());
-        // Not the built-in administrator: LA is someone else.
+        assert!(read("D:P(A;;FA;;;NS)", "S-1-5-20").unwrap().is_owner_only());
+        // The built-in administrator's alias is never taken for the account, even one whose
+        // SID ends in 500 (a domain's administrator is not the machine's).
+        let admin = "S-1-5-21-1004336348-1177238915-682003330-500";
+        assert_eq!(read("D:P(A;;FA;;;LA)", admin).unwrap().others, vec!["LA"]);
         assert_eq!(read("D:P(A;;FA;;;LA)", ME).unwrap().others, vec!["LA"]);
+        // Full control only inherited by what is made inside is not the account's here.
+        let inherit_only = format!("D:P(A;OICIIO;FA;;;{ME})(A;;0x1200a9;;;{ME})");
+        assert!(!read(&inherit_only, ME).unwrap().account_full);
+    }
+
+    #[test]
+    fn quoted_parentheses_in_a_condition_cannot_hide_an_entry() {
+        // Unquoted, the "(" and ")" would join the three last entries into one, and Everyone
+        // would not be seen.
+        let text = format!(
+            "D:P(A;;FA;;;{ME})(XA;;FA;;;SY;(@User.x == \"(\"))(A;;FA;;;WD)(XA;;FA;;;SY;(@User.y == \")\"))"
+        );
+        let reading = read(&text, ME).unwrap();
+        assert_eq!(reading.others, vec!["WD"]);
+        assert!(!reading.is_owner_only());
+        // A quote left open is no list.
+        assert_eq!(read("D:P(XA;;FA;;;SY;(@User.x == \"))", ME), None);
+    }
+
+    #[test]
+    fn the_owner_is_read_and_only_the_account_or_administrators_will_do() {
+        let mine = read(&format!("O:{ME}D:P(A;;FA;;;{ME})"), ME).unwrap();
+        assert_eq!(mine.owner, ME);
+        assert!(mine.owned_by_account && mine.is_owner_only());
+        // Elevated, ringfence's entries are owned by Administrators.
+        let elevated = read(&format!("O:BAD:PAI(A;;FA;;;{ME})(A;;FA;;;SY)"), ME).unwrap();
+        assert_eq!(elevated.owner, "BA");
+        assert!(elevated.owned_by_account && elevated.protected);
+        // Another account's entry: the list may look private, the owner can widen it.
+        let theirs = read(&format!("O:S-1-5-21-1-2-3-1002G:DUD:P(A;;FA;;;{ME})"), ME).unwrap();
+        assert_eq!(theirs.owner, "S-1-5-21-1-2-3-1002");
+        assert!(!theirs.owned_by_account);
+        assert!(theirs.is_owner_only());
+        // No owner in the text: not taken as the account's.
+        let unstated = read(&format!("D:P(A;;FA;;;{ME})"), ME).unwrap();
+        assert!(unstated.owner.is_empty() && !unstated.owned_by_account);
     }
 
     #[test]

@@ -35,8 +35,8 @@ pub use ops::{MoveMethod, TransferOptions, TreeCount};
 #[cfg(windows)]
 pub use private::access_list_of;
 pub use private::{
-    PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, Reach, create_private_dir_all, create_private_file,
-    make_private, open_with_mode, replace_file, write_private_file,
+    Opening, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, Reach, create_private_dir_all,
+    create_private_file, make_private, open_with_mode, replace_file, write_private_file,
 };
 pub use root::{
     Access, Root, RootOrigin, RootSpec, USER_PLACEHOLDER, normalize_lexically, paths_overlap,

@@ -29,15 +29,18 @@ pub const PRIVATE_FILE_MODE: u32 = 0o600;
 pub fn create_private_dir_all(path: &Path) -> io::Result<()> {
     #[cfg(windows)]
     {
-        // The missing directories, outermost first, each made and then given its list.
-        let missing: Vec<&Path> = path
-            .ancestors()
-            .filter(|p| !p.as_os_str().is_empty())
-            .take_while(|p| std::fs::symlink_metadata(p).is_err())
-            .collect();
+        // The missing directories, outermost first, each made with its list.
+        let mut missing = Vec::new();
+        for dir in path.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+            match std::fs::symlink_metadata(dir) {
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => missing.push(dir),
+                Err(e) => return Err(e),
+            }
+        }
         for dir in missing.into_iter().rev() {
-            match std::fs::create_dir(dir) {
-                Ok(()) => crate::windows_acl::restrict_new_dir(dir)?,
+            match crate::windows_acl::create_private_dir(dir) {
+                Ok(()) => {}
                 // Made meanwhile by someone else: left as it is, as an existing one would be.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => {}
                 Err(e) => return Err(e),
@@ -59,28 +62,40 @@ pub fn create_private_dir_all(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Opens `path` as `how` says, creating it with `mode` (given to `open`, so the umask can
-/// only narrow it; an existing file keeps its mode). On Windows a mode that gives group and
-/// others nothing (0600) means the owner-only access list, set on the file opened, whether
-/// it was made now or was there; any other mode leaves the list the file inherits.
+/// How [`open_with_mode`] opens a file for writing, creating it if it is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    /// Every write lands at the end; what is there stays.
+    Append,
+    /// What is there is cut away first.
+    Truncate,
+    /// The file must not exist yet (`AlreadyExists` otherwise).
+    New,
+}
+
+/// Opens `path` for writing as `how` says, creating it with `mode` (given to `open`, so the
+/// umask can only narrow it; an existing file keeps its mode). On Windows a mode that gives
+/// group and others nothing (0600) means the owner-only access list: a file made has it from
+/// its creation, one that was there is given it (logged when it cannot be); any other mode
+/// leaves the list the file inherits.
 #[allow(clippy::disallowed_methods)] // the caller's own file (data directory, a configuration), not a root
-pub fn open_with_mode(
-    path: &Path,
-    mode: u32,
-    how: impl FnOnce(&mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions,
-) -> io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
-    let file = how(&mut options).open(path)?;
+pub fn open_with_mode(path: &Path, mode: u32, how: Opening) -> io::Result<std::fs::File> {
     #[cfg(windows)]
     if mode & 0o077 == 0 {
-        crate::windows_acl::restrict_file(&file, path)?;
+        return crate::windows_acl::open_private_file(path, how);
     }
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true);
+    match how {
+        Opening::Append => options.append(true),
+        Opening::Truncate => options.write(true).truncate(true),
+        Opening::New => options.write(true).create_new(true),
+    };
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
     #[cfg(not(any(unix, windows)))]
     let _ = mode;
-    Ok(file)
+    options.open(path)
 }
 
 /// Writes `bytes` to `path` as a 0600 file, whole or not at all (see [`replace_file`]).
@@ -94,7 +109,7 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
 pub fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("partial");
-    let written = open_with_mode(&tmp, mode, |o| o.write(true).truncate(true))
+    let written = open_with_mode(&tmp, mode, Opening::Truncate)
         .and_then(|mut f| {
             // The mode asked for, whatever the umask or a leftover file had.
             #[cfg(unix)]
@@ -127,7 +142,7 @@ pub fn create_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = path.with_file_name(tmp_name);
     // A leftover temporary file is replaced: only the link below may find the name taken.
     let _ = std::fs::remove_file(&tmp);
-    let written = open_with_mode(&tmp, PRIVATE_FILE_MODE, |o| o.write(true).create_new(true))
+    let written = open_with_mode(&tmp, PRIVATE_FILE_MODE, Opening::New)
         .and_then(|mut f| {
             f.write_all(bytes)?;
             f.sync_all()

@@ -2,11 +2,13 @@
 //! control for the account the server runs as and for SYSTEM, nothing for anyone else,
 //! protected from what the folder above would pass down ([`crate::access_list::owner_only`]).
 //!
-//! The list is set on one entry at a time through a handle (`SetKernelObjectSecurity`), which
-//! never pushes inheritable entries onto what a directory already holds; the higher-level
+//! A directory or file ringfence makes has the list from its creation (security attributes
+//! given to `CreateDirectoryW` / `CreateFileW`). An entry that was there is given it on one
+//! entry at a time through a handle (`SetKernelObjectSecurity`), which never pushes
+//! inheritable entries onto what a directory already holds; the higher-level
 //! `SetSecurityInfo` would, and would rewrite the lists of a user's own files in a workspace
-//! (or leave them with an empty list). What is made later in a private directory inherits the
-//! owner-only entries.
+//! (or leave them with an empty list). An entry another account owns is refused, not changed;
+//! a volume without access lists (FAT, exFAT) is logged once; a list set is read back.
 //!
 //! Every call here is a plain Win32 call on a handle this module owns or borrows for the
 //! call; the buffers Windows fills are sized by asking first, and what Windows allocates is
@@ -23,22 +25,27 @@ use std::ptr::null_mut;
 use std::sync::OnceLock;
 
 use windows_sys::Win32::Foundation::{
-    ERROR_INVALID_FUNCTION, ERROR_NOT_SUPPORTED, HANDLE, INVALID_HANDLE_VALUE, LocalFree,
+    ERROR_ALREADY_EXISTS, ERROR_INVALID_FUNCTION, ERROR_NOT_SUPPORTED, GENERIC_WRITE, GetLastError,
+    HANDLE, INVALID_HANDLE_VALUE, LocalFree,
 };
 use windows_sys::Win32::Security::Authorization::{
     ConvertSecurityDescriptorToStringSecurityDescriptorW, ConvertSidToStringSidW,
     ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
 };
 use windows_sys::Win32::Security::{
-    DACL_SECURITY_INFORMATION, GetKernelObjectSecurity, GetTokenInformation, PSECURITY_DESCRIPTOR,
-    SetKernelObjectSecurity, TOKEN_QUERY, TOKEN_USER, TokenUser,
+    DACL_SECURITY_INFORMATION, GetKernelObjectSecurity, GetTokenInformation,
+    OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, SECURITY_ATTRIBUTES, SetKernelObjectSecurity,
+    TOKEN_QUERY, TOKEN_USER, TokenUser,
 };
 use windows_sys::Win32::Storage::FileSystem::{
+    CREATE_ALWAYS, CREATE_NEW, CreateDirectoryW, CreateFileW, FILE_ATTRIBUTE_NORMAL,
     FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
-    FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, READ_CONTROL, ReOpenFile, WRITE_DAC,
+    FILE_GENERIC_WRITE, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_WRITE_DATA,
+    GetVolumeInformationByHandleW, OPEN_ALWAYS, READ_CONTROL, ReOpenFile, WRITE_DAC,
 };
 use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
 
+use crate::Opening;
 use crate::access_list::{self, Reading};
 use crate::private::Tally;
 
@@ -139,11 +146,13 @@ impl Drop for Descriptor {
     }
 }
 
-/// The discretionary list of the entry behind `handle` (opened with `READ_CONTROL`), as SDDL.
-fn dacl_text(handle: HANDLE) -> io::Result<String> {
+/// The owner and discretionary list of the entry behind `handle` (opened with
+/// `READ_CONTROL`), as SDDL (`O:<owner>D:<list>`).
+fn security_text(handle: HANDLE) -> io::Result<String> {
+    const WHAT: u32 = OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION;
     // SAFETY: `buf` is null with length 0, or holds `len` bytes.
     let mut buf = filled(|buf, len, needed| unsafe {
-        GetKernelObjectSecurity(handle, DACL_SECURITY_INFORMATION, buf, len, needed)
+        GetKernelObjectSecurity(handle, WHAT, buf, len, needed)
     })?;
     let mut text: *mut u16 = null_mut();
     // SAFETY: `buf` holds the self-relative descriptor Windows just wrote; on success `text`
@@ -152,7 +161,7 @@ fn dacl_text(handle: HANDLE) -> io::Result<String> {
         ConvertSecurityDescriptorToStringSecurityDescriptorW(
             buf.as_mut_ptr().cast(),
             SDDL_REVISION_1,
-            DACL_SECURITY_INFORMATION,
+            WHAT,
             &mut text,
             null_mut(),
         )
@@ -163,9 +172,9 @@ fn dacl_text(handle: HANDLE) -> io::Result<String> {
     Ok(take_wide(text))
 }
 
-/// How the entry behind `handle` (opened with `READ_CONTROL | WRITE_DAC`) reads now.
+/// How the entry behind `handle` (opened with `READ_CONTROL`) reads now.
 fn reading(handle: HANDLE) -> io::Result<Reading> {
-    let text = dacl_text(handle)?;
+    let text = security_text(handle)?;
     access_list::read(&text, account()?).ok_or_else(|| {
         io::Error::other(format!(
             "cannot read the access list Windows reported: {text}"
@@ -173,10 +182,52 @@ fn reading(handle: HANDLE) -> io::Result<Reading> {
     })
 }
 
-/// Gives the entry behind `handle` the owner-only list unless it has it (or one as tight);
-/// whether it changed.
-fn tighten(handle: HANDLE, dir: bool) -> io::Result<bool> {
-    if reading(handle)?.is_owner_only() {
+/// Whether the volume of the entry behind `handle` keeps access lists (NTFS and ReFS do; FAT
+/// and exFAT do not, and answer every query with a list that lets everyone in).
+fn keeps_access_lists(handle: HANDLE) -> io::Result<bool> {
+    /// `FILE_PERSISTENT_ACLS` among a volume's flags.
+    const PERSISTENT_ACLS: u32 = 0x8;
+    let mut flags = 0u32;
+    // SAFETY: no name buffers (null, length 0); `flags` is written on success.
+    let ok = unsafe {
+        GetVolumeInformationByHandleW(
+            handle,
+            null_mut(),
+            0,
+            null_mut(),
+            null_mut(),
+            &mut flags,
+            null_mut(),
+            0,
+        )
+    };
+    if ok == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(flags & PERSISTENT_ACLS != 0)
+}
+
+/// Gives the entry behind `handle` (opened with `READ_CONTROL | WRITE_DAC`) the owner-only
+/// list unless it has it (or one as tight); whether it changed. An entry another account
+/// owns is refused, not changed: its owner could widen the list again (as `fchmod` fails on
+/// Unix). The list is read back after it is set.
+fn tighten(handle: HANDLE, dir: bool, path: &Path) -> io::Result<bool> {
+    if !keeps_access_lists(handle)? {
+        warn_no_access_lists(path);
+        return Ok(false);
+    }
+    let before = reading(handle)?;
+    if !before.owned_by_account {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is owned by {}, not by the account ringfence runs as: remove it, or take ownership of it (takeown /f)",
+                path.display(),
+                before.owner
+            ),
+        ));
+    }
+    if before.is_owner_only() {
         return Ok(false);
     }
     let sd = Descriptor::from_sddl(&access_list::owner_only(account()?, dir))?;
@@ -184,10 +235,18 @@ fn tighten(handle: HANDLE, dir: bool) -> io::Result<bool> {
     if unsafe { SetKernelObjectSecurity(handle, DACL_SECURITY_INFORMATION, sd.0) } == 0 {
         return Err(io::Error::last_os_error());
     }
+    let after = reading(handle)?;
+    if !after.account_full || !after.others.is_empty() {
+        return Err(io::Error::other(format!(
+            "{}: the access list set was not kept (others in it: {})",
+            path.display(),
+            after.others.join(", ")
+        )));
+    }
     Ok(true)
 }
 
-/// Whether `e` says the file system keeps no access lists (FAT, exFAT, some network shares).
+/// Whether `e` says the file system does not do access lists (some network shares).
 fn no_access_lists(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error().map(|c| c as u32),
@@ -195,27 +254,106 @@ fn no_access_lists(e: &io::Error) -> bool {
     )
 }
 
-/// Logs, once a process, that the file system keeps no access lists; other errors are
-/// returned.
+/// Logs, once a process, that the file system keeps no access lists.
+fn warn_no_access_lists(path: &Path) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        tracing::warn!(
+            entry = %path.display(),
+            "this file system keeps no access lists: ringfence's data here is not private to this account; move the data directory to an NTFS volume (the default under %LOCALAPPDATA% is one)"
+        );
+    });
+}
+
+/// A file system that refuses the calls as unsupported is logged like one without access
+/// lists; other errors are returned.
 fn unless_unsupported(result: io::Result<bool>, path: &Path) -> io::Result<bool> {
     match result {
         Err(e) if no_access_lists(&e) => {
-            static WARNED: std::sync::Once = std::sync::Once::new();
-            WARNED.call_once(|| {
-                tracing::warn!(
-                    entry = %path.display(),
-                    "this file system keeps no access lists: ringfence's data here is not private to this account; move the data directory to an NTFS volume (the default under %LOCALAPPDATA% is one)"
-                );
-            });
+            warn_no_access_lists(path);
             Ok(false)
         }
         other => other,
     }
 }
 
-/// Gives the file `file` (just opened by ringfence) the owner-only list, through a second
-/// handle to the same file (`ReOpenFile`), so no name is looked up again.
-pub(crate) fn restrict_file(file: &std::fs::File, path: &Path) -> io::Result<()> {
+/// The path as a NUL-terminated wide string for a Win32 call.
+fn wide(path: &Path) -> Vec<u16> {
+    use std::os::windows::ffi::OsStrExt;
+    path.as_os_str()
+        .encode_wide()
+        .chain(std::iter::once(0))
+        .collect()
+}
+
+/// Calls `make` with security attributes holding the owner-only list, so that an entry it
+/// creates has that list from its creation on.
+fn with_owner_only<T>(
+    dir: bool,
+    make: impl FnOnce(*const SECURITY_ATTRIBUTES) -> T,
+) -> io::Result<T> {
+    let sd = Descriptor::from_sddl(&access_list::owner_only(account()?, dir))?;
+    let attributes = SECURITY_ATTRIBUTES {
+        nLength: size_of::<SECURITY_ATTRIBUTES>() as u32,
+        lpSecurityDescriptor: sd.0,
+        bInheritHandle: 0,
+    };
+    Ok(make(&attributes))
+}
+
+/// Makes the directory `path` (its parent exists) with the owner-only list from its
+/// creation. `AlreadyExists` when the name is taken.
+pub(crate) fn create_private_dir(path: &Path) -> io::Result<()> {
+    let name = wide(path);
+    // SAFETY: `name` is NUL-terminated; the attributes live for the call.
+    let ok = with_owner_only(true, |attributes| unsafe {
+        CreateDirectoryW(name.as_ptr(), attributes)
+    })?;
+    if ok == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Opens `path` as `how` says. A file it creates has the owner-only list from its creation;
+/// one that was there is given it (an existing file that cannot be changed is logged and
+/// opened all the same, as on Unix, where opening leaves an existing file's mode alone).
+pub(crate) fn open_private_file(path: &Path, how: Opening) -> io::Result<std::fs::File> {
+    let (access, disposition) = match how {
+        // As the standard library opens for appending: every write lands at the end.
+        Opening::Append => (FILE_GENERIC_WRITE & !FILE_WRITE_DATA, OPEN_ALWAYS),
+        Opening::Truncate => (GENERIC_WRITE, CREATE_ALWAYS),
+        Opening::New => (GENERIC_WRITE, CREATE_NEW),
+    };
+    let name = wide(path);
+    // SAFETY: `name` is NUL-terminated; the attributes live for the call; GetLastError is
+    // read right after it, on the same thread.
+    let (raw, existed) = with_owner_only(false, |attributes| unsafe {
+        let raw = CreateFileW(
+            name.as_ptr(),
+            access,
+            FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+            attributes,
+            disposition,
+            FILE_ATTRIBUTE_NORMAL,
+            null_mut(),
+        );
+        (raw, GetLastError() == ERROR_ALREADY_EXISTS)
+    })?;
+    if raw == INVALID_HANDLE_VALUE {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a handle CreateFileW just returned, owned by the File from here on.
+    let file = unsafe { std::fs::File::from_raw_handle(raw) };
+    if existed && let Err(e) = restrict_file(&file, path) {
+        tracing::warn!(entry = %path.display(), error = %e, "cannot make this existing file private");
+    }
+    Ok(file)
+}
+
+/// Gives the file `file` the owner-only list, through a second handle to the same file
+/// (`ReOpenFile`), so no name is looked up again.
+fn restrict_file(file: &std::fs::File, path: &Path) -> io::Result<()> {
     // SAFETY: `file`'s handle is valid for the call; the new handle is checked and owned.
     let raw = unsafe {
         ReOpenFile(
@@ -230,15 +368,21 @@ pub(crate) fn restrict_file(file: &std::fs::File, path: &Path) -> io::Result<()>
     }
     // SAFETY: a handle ReOpenFile just returned, owned from here on.
     let handle = unsafe { OwnedHandle::from_raw_handle(raw) };
-    unless_unsupported(tighten(handle.as_raw_handle(), false), path).map(drop)
+    unless_unsupported(tighten(handle.as_raw_handle(), false, path), path).map(drop)
 }
 
-/// Opens the entry at `path` itself (a link or junction is not followed) to read and set its
-/// list: `None` for a reparse point or anything but a file or a directory.
+/// Opens the entry at `path` itself (a link or junction is not followed) to read its list,
+/// and to set it when `to_change`: `None` for a reparse point or anything but a file or a
+/// directory.
 #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
-fn open_entry(path: &Path) -> io::Result<Option<(std::fs::File, bool)>> {
+fn open_entry(path: &Path, to_change: bool) -> io::Result<Option<(std::fs::File, bool)>> {
+    let access = if to_change {
+        READ_CONTROL | WRITE_DAC
+    } else {
+        READ_CONTROL
+    };
     let file = std::fs::OpenOptions::new()
-        .access_mode(READ_CONTROL | WRITE_DAC)
+        .access_mode(access)
         .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
         .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
         .open(path)?;
@@ -255,24 +399,9 @@ fn open_entry(path: &Path) -> io::Result<Option<(std::fs::File, bool)>> {
     }
 }
 
-/// Gives the directory ringfence just made at `path` the owner-only list (inherited by what
-/// is made in it later).
-pub(crate) fn restrict_new_dir(path: &Path) -> io::Result<()> {
-    match open_entry(path)? {
-        Some((dir, true)) => unless_unsupported(tighten(dir.as_raw_handle(), true), path).map(drop),
-        _ => Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            format!(
-                "{} was replaced by something that is not a directory while it was being made",
-                path.display()
-            ),
-        )),
-    }
-}
-
-/// The access list of the entry at `path`, read (for `ringfence doctor`).
+/// The owner and access list of the entry at `path`, read (for `ringfence doctor`).
 pub(crate) fn access_of(path: &Path) -> io::Result<Option<Reading>> {
-    match open_entry(path)? {
+    match open_entry(path, false)? {
         Some((entry, _)) => reading(entry.as_raw_handle()).map(Some),
         None => Ok(None),
     }
@@ -280,8 +409,8 @@ pub(crate) fn access_of(path: &Path) -> io::Result<Option<Reading>> {
 
 /// [`crate::make_private`] on Windows: the owner-only list on `path` and, by `reach`, on what
 /// is beneath it; links and junctions are neither followed nor changed. Returns how many
-/// entries changed; an entry that cannot be changed is skipped and the first error returned
-/// after the rest.
+/// entries changed; an entry that cannot be changed (another account's) is skipped and the
+/// first error returned after the rest.
 pub(crate) fn make_private(path: &Path, reach: crate::Reach) -> io::Result<u64> {
     let mut tally = Tally::default();
     visit(&mut tally, path, reach, 0);
@@ -290,7 +419,7 @@ pub(crate) fn make_private(path: &Path, reach: crate::Reach) -> io::Result<u64> 
 
 #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
 fn visit(tally: &mut Tally, path: &Path, reach: crate::Reach, depth: usize) {
-    let (entry, is_dir) = match open_entry(path) {
+    let (entry, is_dir) = match open_entry(path, true) {
         Ok(Some(found)) => found,
         Ok(None) => return,
         // Removed meanwhile, or never there: nothing to tighten.
@@ -298,7 +427,7 @@ fn visit(tally: &mut Tally, path: &Path, reach: crate::Reach, depth: usize) {
         Err(e) => return tally.fail(e),
     };
     if reach.changes(is_dir, depth) {
-        match unless_unsupported(tighten(entry.as_raw_handle(), is_dir), path) {
+        match unless_unsupported(tighten(entry.as_raw_handle(), is_dir, path), path) {
             Ok(true) => tally.changed += 1,
             Ok(false) => {}
             Err(e) => tally.fail(e),

@@ -96,7 +96,11 @@ impl AuditSink for AuditFile {
 /// the operator's to read). Rotated files keep the mode through the rename.
 #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
 fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
-    ringfence_fs::open_with_mode(path, ringfence_fs::PRIVATE_FILE_MODE, |o| o.append(true))
+    ringfence_fs::open_with_mode(
+        path,
+        ringfence_fs::PRIVATE_FILE_MODE,
+        ringfence_fs::Opening::Append,
+    )
 }
 
 #[allow(clippy::disallowed_methods)] // the operator's data directory, not a root

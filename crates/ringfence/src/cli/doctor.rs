@@ -355,18 +355,34 @@ fn data_directory(report: &mut Report, config: &Config) {
 fn access_list_check(dir: &std::path::Path) -> Check {
     let name = dir.display().to_string();
     match ringfence_fs::access_list_of(dir) {
+        Ok(Some(list)) if !list.owned_by_account => Check::problem(
+            name,
+            format!(
+                "owned by {}, not by this account: its owner can change who may look inside",
+                list.owner
+            ),
+            "name a data directory this account made (data_dir, --data-dir), or take ownership (takeown /f)",
+        ),
         Ok(Some(list)) if list.is_owner_only() => {
             Check::ok(name, "access list: this account and SYSTEM only")
         }
         Ok(Some(list)) => {
-            let who = if list.others.is_empty() {
-                "it is not protected from its folder's list".to_string()
-            } else {
-                format!("others may look inside ({})", list.others.join(", "))
-            };
+            let mut what = Vec::new();
+            if !list.others.is_empty() {
+                what.push(format!(
+                    "others may look inside ({})",
+                    list.others.join(", ")
+                ));
+            }
+            if !list.account_full {
+                what.push("this account lacks full control".to_string());
+            }
+            if !list.protected {
+                what.push("it takes entries from its folder's list".to_string());
+            }
             Check::note(
                 name,
-                format!("access list: {who}"),
+                format!("access list: {}", what.join("; ")),
                 "the next `ringfence serve` gives it one for this account and SYSTEM only",
             )
         }
