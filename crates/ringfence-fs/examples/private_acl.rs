@@ -58,6 +58,29 @@ fn main() -> ExitCode {
     ringfence_fs::create_private_file(&created, b"x = 1\n").expect("create_private_file");
     check("a configuration created private", &created, true);
 
+    // An ordinary file opened to be rewritten private: given the list, then cut.
+    let leftover = plain.join("leftover.partial");
+    std::fs::write(&leftover, b"old contents").expect("write");
+    check("an ordinary file before", &leftover, false);
+    let file = ringfence_fs::open_with_mode(
+        &leftover,
+        ringfence_fs::PRIVATE_FILE_MODE,
+        ringfence_fs::Opening::Truncate,
+    )
+    .expect("open_with_mode truncate");
+    let len = file.metadata().expect("metadata").len();
+    drop(file);
+    // (On Unix an existing file keeps its mode: opening does not change it.)
+    check(
+        "the same file opened private to be rewritten",
+        &leftover,
+        cfg!(windows),
+    );
+    if len != 0 {
+        println!("FAIL it still holds {len} bytes (want 0)");
+        failed.set(failed.get() + 1);
+    }
+
     // Tightening: an ordinary tree becomes private, once.
     let loose = base.join("loose");
     std::fs::create_dir_all(loose.join("sub")).expect("create_dir_all");

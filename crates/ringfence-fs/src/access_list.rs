@@ -21,8 +21,9 @@ pub struct Reading {
     /// The owner as SDDL spells it (a SID, or an alias such as `BA`); empty when the text
     /// names none.
     pub owner: String,
-    /// Whether the owner is the account, or Administrators (the owner an elevated process's
-    /// entries get); any other owner could change the list back.
+    /// Whether the owner is the account, Administrators (the owner an elevated process's
+    /// entries get) or SYSTEM (which the list lets in anyway); any other owner could change
+    /// the list back.
     pub owned_by_account: bool,
     /// Whether the list is protected from inheriting its folder's entries.
     pub protected: bool,
@@ -44,16 +45,17 @@ impl Reading {
 
 /// Reads the owner and discretionary list in `sddl` (as Windows writes them for
 /// `OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION`: `O:` and the owner, `D:` with
-/// flags, then one parenthesised entry per ACE) for `account` (a SID as text). `None` when
-/// there is no `D:` part or it does not parse.
+/// flags, then one parenthesised entry per ACE) for the account, named by its spellings in
+/// `account`: its SID as text and, where Windows writes one for it, its alias (`LA` for the
+/// machine's built-in administrator). `None` when there is no `D:` part or it does not parse.
 ///
 /// Deny entries grant nothing and are passed over; every other entry type (allow, object
 /// allow, callback allow, and any type this reading does not know) counts as allowing its
-/// trustee something, inherit-only entries included (they reach what is made later). Aliases
-/// are read as SDDL defines them; the only ones taken for the account are SYSTEM's, local
-/// service's and network service's, whose SIDs are fixed: the built-in administrator (`LA`)
-/// and guest (`LG`) are someone else's, even when the account is a domain's RID 500 or 501.
-pub fn read(sddl: &str, account: &str) -> Option<Reading> {
+/// trustee something, inherit-only entries included (they reach what is made later). Besides
+/// the spellings given, the aliases taken for the account are those of fixed SIDs (SYSTEM,
+/// local service, network service): `LA` or `LG` is someone else unless given, even when the
+/// account is a domain's RID 500 or 501.
+pub fn read(sddl: &str, account: &[&str]) -> Option<Reading> {
     let owner = sddl
         .strip_prefix("O:")
         .map(|rest| {
@@ -71,7 +73,8 @@ pub fn read(sddl: &str, account: &str) -> Option<Reading> {
     let mut reading = Reading {
         owner: owner.to_string(),
         owned_by_account: !owner.is_empty()
-            && (same_trustee(owner, account) || owner.eq_ignore_ascii_case("BA")),
+            && (same_trustee(owner, account)
+                || ["BA", "SY"].iter().any(|o| owner.eq_ignore_ascii_case(o))),
         // The flags: `P` (protected), `AI`, `AR`, `NO_ACCESS_CONTROL`; only `P` holds a `P`.
         protected: flags.contains('P'),
         account_full: false,
@@ -155,18 +158,20 @@ fn entries(list: &str) -> Option<Vec<&str>> {
     (depth == 0 && !quoted).then_some(out)
 }
 
-/// Whether `trustee` (an SDDL trustee field) names `account`: the same SID, or the alias of a
-/// fixed SID (SYSTEM, local service, network service).
-fn same_trustee(trustee: &str, account: &str) -> bool {
-    if trustee.eq_ignore_ascii_case(account) {
+/// Whether `trustee` (an SDDL trustee field) names the account spelled `account`: one of its
+/// spellings, or the alias of its SID if that SID is a fixed one (SYSTEM, local service,
+/// network service).
+fn same_trustee(trustee: &str, account: &[&str]) -> bool {
+    if account.iter().any(|a| trustee.eq_ignore_ascii_case(a)) {
         return true;
     }
-    match trustee {
-        "SY" => account == "S-1-5-18",
-        "LS" => account == "S-1-5-19",
-        "NS" => account == "S-1-5-20",
-        _ => false,
-    }
+    let fixed = match trustee {
+        "SY" => "S-1-5-18",
+        "LS" => "S-1-5-19",
+        "NS" => "S-1-5-20",
+        _ => return false,
+    };
+    account.first() == Some(&fixed)
 }
 
 /// Whether an SDDL rights field is full control: `FA` (file all), `GA` (generic all), or the
@@ -192,7 +197,7 @@ mod tests {
     fn the_list_set_on_a_private_entry_reads_back_as_owner_only() {
         for dir in [false, true] {
             let text = owner_only(ME, dir);
-            let reading = read(&text, ME).unwrap();
+            let reading = read(&text, &[ME]).unwrap();
             assert!(reading.is_owner_only(), "{text}: {reading:?}");
         }
         assert_eq!(
@@ -210,7 +215,7 @@ mod tests {
         // As Windows reads back a folder under a user's profile: inherited, not protected,
         // the account, SYSTEM and Administrators.
         let profile = format!("D:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;OICIID;FA;;;{ME})");
-        let reading = read(&profile, ME).unwrap();
+        let reading = read(&profile, &[ME]).unwrap();
         assert!(!reading.protected);
         assert!(reading.account_full);
         assert_eq!(reading.others, vec!["BA"]);
@@ -219,7 +224,7 @@ mod tests {
         // A folder at a drive's top: Users may read and create, Authenticated Users modify.
         let shared = "D:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)\
                       (A;CIIO;DCLCRPCR;;;BU)(A;OICIIO;SDGRGWGX;;;AU)(A;;0x1301bf;;;AU)";
-        let reading = read(shared, ME).unwrap();
+        let reading = read(shared, &[ME]).unwrap();
         assert!(reading.protected);
         assert!(!reading.account_full);
         assert_eq!(reading.others, vec!["BA", "BU", "AU"]);
@@ -230,18 +235,18 @@ mod tests {
         let text = format!(
             "D:P(D;;FA;;;WD)(A;;FA;;;{ME})(XA;;FR;;;S-1-5-32-545;(@User.Dept == \"x(y)\"))(ZZ;;FR;;;AN)"
         );
-        let reading = read(&text, ME).unwrap();
+        let reading = read(&text, &[ME]).unwrap();
         assert!(reading.protected && reading.account_full);
         assert_eq!(reading.others, vec!["S-1-5-32-545", "AN"]);
     }
 
     #[test]
     fn a_null_list_lets_everyone_in_and_an_empty_one_lacks_the_account() {
-        let null = read("D:NO_ACCESS_CONTROL", ME).unwrap();
+        let null = read("D:NO_ACCESS_CONTROL", &[ME]).unwrap();
         assert!(!null.is_owner_only());
         assert_eq!(null.others, vec!["everyone (no access list)"]);
 
-        let empty = read("D:P", ME).unwrap();
+        let empty = read("D:P", &[ME]).unwrap();
         assert!(empty.protected && !empty.account_full && empty.others.is_empty());
         assert!(!empty.is_owner_only());
     }
@@ -250,41 +255,59 @@ mod tests {
     fn the_account_is_known_by_sid_in_any_case_by_mask_and_by_alias() {
         let lower = ME.to_ascii_lowercase();
         assert!(
-            read(&format!("D:P(A;;FA;;;{lower})"), ME)
+            read(&format!("D:P(A;;FA;;;{lower})"), &[ME])
                 .unwrap()
                 .is_owner_only()
         );
         assert!(
-            read(&format!("D:P(A;;0x1f01ff;;;{ME})"), ME)
+            read(&format!("D:P(A;;0x1f01ff;;;{ME})"), &[ME])
                 .unwrap()
                 .is_owner_only()
         );
         assert!(
-            read(&format!("D:P(A;;GA;;;{ME})"), ME)
+            read(&format!("D:P(A;;GA;;;{ME})"), &[ME])
                 .unwrap()
                 .is_owner_only()
         );
         // Read and execute only: allowed, not in full.
         assert!(
-            !read(&format!("D:P(A;;0x1200a9;;;{ME})"), ME)
+            !read(&format!("D:P(A;;0x1200a9;;;{ME})"), &[ME])
                 .unwrap()
                 .account_full
         );
-        assert!(read("D:P(A;;FA;;;SY)", "S-1-5-18").unwrap().is_owner_only());
         assert!(
-            read("D:P(A;;FA;;;LS)(A;;FA;;;SY)", "S-1-5-19")
+            read("D:P(A;;FA;;;SY)", &["S-1-5-18"])
                 .unwrap()
                 .is_owner_only()
         );
-        assert!(read("D:P(A;;FA;;;NS)", "S-1-5-20").unwrap().is_owner_only());
+        assert!(
+            read("D:P(A;;FA;;;LS)(A;;FA;;;SY)", &["S-1-5-19"])
+                .unwrap()
+                .is_owner_only()
+        );
+        assert!(
+            read("D:P(A;;FA;;;NS)", &["S-1-5-20"])
+                .unwrap()
+                .is_owner_only()
+        );
         // The built-in administrator's alias is never taken for the account, even one whose
         // SID ends in 500 (a domain's administrator is not the machine's).
         let admin = "S-1-5-21-1004336348-1177238915-682003330-500";
-        assert_eq!(read("D:P(A;;FA;;;LA)", admin).unwrap().others, vec!["LA"]);
-        assert_eq!(read("D:P(A;;FA;;;LA)", ME).unwrap().others, vec!["LA"]);
+        assert_eq!(
+            read("D:P(A;;FA;;;LA)", &[admin]).unwrap().others,
+            vec!["LA"]
+        );
+        assert_eq!(read("D:P(A;;FA;;;LA)", &[ME]).unwrap().others, vec!["LA"]);
+        // Running as the machine's built-in administrator, Windows writes the account as LA:
+        // given as one of its spellings, it is the account.
+        assert!(
+            read("O:LAD:P(A;;FA;;;LA)(A;;FA;;;SY)", &[admin, "LA"])
+                .unwrap()
+                .is_owner_only()
+        );
         // Full control only inherited by what is made inside is not the account's here.
         let inherit_only = format!("D:P(A;OICIIO;FA;;;{ME})(A;;0x1200a9;;;{ME})");
-        assert!(!read(&inherit_only, ME).unwrap().account_full);
+        assert!(!read(&inherit_only, &[ME]).unwrap().account_full);
     }
 
     #[test]
@@ -294,41 +317,47 @@ mod tests {
         let text = format!(
             "D:P(A;;FA;;;{ME})(XA;;FA;;;SY;(@User.x == \"(\"))(A;;FA;;;WD)(XA;;FA;;;SY;(@User.y == \")\"))"
         );
-        let reading = read(&text, ME).unwrap();
+        let reading = read(&text, &[ME]).unwrap();
         assert_eq!(reading.others, vec!["WD"]);
         assert!(!reading.is_owner_only());
         // A quote left open is no list.
-        assert_eq!(read("D:P(XA;;FA;;;SY;(@User.x == \"))", ME), None);
+        assert_eq!(read("D:P(XA;;FA;;;SY;(@User.x == \"))", &[ME]), None);
     }
 
     #[test]
     fn the_owner_is_read_and_only_the_account_or_administrators_will_do() {
-        let mine = read(&format!("O:{ME}D:P(A;;FA;;;{ME})"), ME).unwrap();
+        let mine = read(&format!("O:{ME}D:P(A;;FA;;;{ME})"), &[ME]).unwrap();
         assert_eq!(mine.owner, ME);
         assert!(mine.owned_by_account && mine.is_owner_only());
         // Elevated, ringfence's entries are owned by Administrators.
-        let elevated = read(&format!("O:BAD:PAI(A;;FA;;;{ME})(A;;FA;;;SY)"), ME).unwrap();
+        let elevated = read(&format!("O:BAD:PAI(A;;FA;;;{ME})(A;;FA;;;SY)"), &[ME]).unwrap();
         assert_eq!(elevated.owner, "BA");
         assert!(elevated.owned_by_account && elevated.protected);
+        // SYSTEM (an installer's directory) is let in by the list anyway.
+        assert!(read("O:SYD:P(A;;FA;;;SY)", &[ME]).unwrap().owned_by_account);
         // Another account's entry: the list may look private, the owner can widen it.
-        let theirs = read(&format!("O:S-1-5-21-1-2-3-1002G:DUD:P(A;;FA;;;{ME})"), ME).unwrap();
+        let theirs = read(
+            &format!("O:S-1-5-21-1-2-3-1002G:DUD:P(A;;FA;;;{ME})"),
+            &[ME],
+        )
+        .unwrap();
         assert_eq!(theirs.owner, "S-1-5-21-1-2-3-1002");
         assert!(!theirs.owned_by_account);
         assert!(theirs.is_owner_only());
         // No owner in the text: not taken as the account's.
-        let unstated = read(&format!("D:P(A;;FA;;;{ME})"), ME).unwrap();
+        let unstated = read(&format!("D:P(A;;FA;;;{ME})"), &[ME]).unwrap();
         assert!(unstated.owner.is_empty() && !unstated.owned_by_account);
     }
 
     #[test]
     fn text_that_is_no_list_is_not_read() {
-        assert_eq!(read("O:BAG:SY", ME), None);
-        assert_eq!(read("D:P(A;;FA;;;SY", ME), None);
-        assert_eq!(read("D:P(A;;FA)", ME), None);
-        assert_eq!(read("D:P)(", ME), None);
-        assert_eq!(read("D:P(A;;FA;;;SY) junk", ME), None);
+        assert_eq!(read("O:BAG:SY", &[ME]), None);
+        assert_eq!(read("D:P(A;;FA;;;SY", &[ME]), None);
+        assert_eq!(read("D:P(A;;FA)", &[ME]), None);
+        assert_eq!(read("D:P)(", &[ME]), None);
+        assert_eq!(read("D:P(A;;FA;;;SY) junk", &[ME]), None);
         // An audit part after the list ends it.
         let with_sacl = format!("D:P(A;;FA;;;{ME})S:(AU;SA;FA;;;WD)");
-        assert!(read(&with_sacl, ME).unwrap().is_owner_only());
+        assert!(read(&with_sacl, &[ME]).unwrap().is_owner_only());
     }
 }

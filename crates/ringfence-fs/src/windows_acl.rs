@@ -38,9 +38,9 @@ use windows_sys::Win32::Security::{
     TOKEN_QUERY, TOKEN_USER, TokenUser,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    CREATE_ALWAYS, CREATE_NEW, CreateDirectoryW, CreateFileW, FILE_ATTRIBUTE_NORMAL,
-    FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
-    FILE_GENERIC_WRITE, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_WRITE_DATA,
+    CREATE_NEW, CreateDirectoryW, CreateFileW, FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_REPARSE_POINT,
+    FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_GENERIC_WRITE,
+    FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_WRITE_DATA,
     GetVolumeInformationByHandleW, OPEN_ALWAYS, READ_CONTROL, ReOpenFile, WRITE_DAC,
 };
 use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
@@ -49,15 +49,24 @@ use crate::Opening;
 use crate::access_list::{self, Reading};
 use crate::private::Tally;
 
-/// The account the process runs as, as a SID in text (`S-1-5-21-…`), read once from the
-/// process token.
-fn account() -> io::Result<&'static str> {
-    static ACCOUNT: OnceLock<String> = OnceLock::new();
-    if let Some(sid) = ACCOUNT.get() {
-        return Ok(sid);
+/// The account the process runs as: its SID in text (`S-1-5-21-…`), read once from the
+/// process token, and how Windows spells it in SDDL (the same SID, or an alias such as `LA`
+/// for the machine's built-in administrator).
+fn account_names() -> io::Result<&'static [String; 2]> {
+    static ACCOUNT: OnceLock<[String; 2]> = OnceLock::new();
+    if let Some(names) = ACCOUNT.get() {
+        return Ok(names);
     }
     let sid = read_account()?;
-    Ok(ACCOUNT.get_or_init(|| sid))
+    let owner = Descriptor::from_sddl(&format!("O:{sid}"))?;
+    let spelled = descriptor_text(owner.0, OWNER_SECURITY_INFORMATION)?;
+    let spelled = spelled.strip_prefix("O:").unwrap_or(&spelled).to_string();
+    Ok(ACCOUNT.get_or_init(|| [sid, spelled]))
+}
+
+/// The account's SID in text.
+fn account() -> io::Result<&'static str> {
+    Ok(&account_names()?[0])
 }
 
 fn read_account() -> io::Result<String> {
@@ -154,14 +163,19 @@ fn security_text(handle: HANDLE) -> io::Result<String> {
     let mut buf = filled(|buf, len, needed| unsafe {
         GetKernelObjectSecurity(handle, WHAT, buf, len, needed)
     })?;
+    descriptor_text(buf.as_mut_ptr().cast(), WHAT)
+}
+
+/// The parts `what` of the security descriptor at `sd`, as SDDL.
+fn descriptor_text(sd: PSECURITY_DESCRIPTOR, what: u32) -> io::Result<String> {
     let mut text: *mut u16 = null_mut();
-    // SAFETY: `buf` holds the self-relative descriptor Windows just wrote; on success `text`
-    // is a NUL-terminated string to LocalFree.
+    // SAFETY: `sd` is a valid descriptor for the call; on success `text` is a NUL-terminated
+    // string to LocalFree.
     if unsafe {
         ConvertSecurityDescriptorToStringSecurityDescriptorW(
-            buf.as_mut_ptr().cast(),
+            sd,
             SDDL_REVISION_1,
-            WHAT,
+            what,
             &mut text,
             null_mut(),
         )
@@ -175,7 +189,8 @@ fn security_text(handle: HANDLE) -> io::Result<String> {
 /// How the entry behind `handle` (opened with `READ_CONTROL`) reads now.
 fn reading(handle: HANDLE) -> io::Result<Reading> {
     let text = security_text(handle)?;
-    access_list::read(&text, account()?).ok_or_else(|| {
+    let [sid, spelled] = account_names()?;
+    access_list::read(&text, &[sid.as_str(), spelled.as_str()]).ok_or_else(|| {
         io::Error::other(format!(
             "cannot read the access list Windows reported: {text}"
         ))
@@ -277,13 +292,40 @@ fn unless_unsupported(result: io::Result<bool>, path: &Path) -> io::Result<bool>
     }
 }
 
-/// The path as a NUL-terminated wide string for a Win32 call.
-fn wide(path: &Path) -> Vec<u16> {
+/// The path as a NUL-terminated wide string for a Win32 call: a path holding a NUL is
+/// refused (as the standard library does), and a long path in the usual drive form
+/// (`C:\…`, no `.` or `..`) is given the `\\?\` prefix that lets Windows take it whole.
+fn wide(path: &Path) -> io::Result<Vec<u16>> {
     use std::os::windows::ffi::OsStrExt;
-    path.as_os_str()
-        .encode_wide()
-        .chain(std::iter::once(0))
-        .collect()
+    use std::path::{Component, Prefix};
+    let mut name: Vec<u16> = path.as_os_str().encode_wide().collect();
+    if name.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} holds a NUL character", path.display()),
+        ));
+    }
+    let plain = path
+        .components()
+        .all(|c| !matches!(c, Component::CurDir | Component::ParentDir));
+    let on_a_drive = matches!(
+        path.components().next(),
+        Some(Component::Prefix(p)) if matches!(p.kind(), Prefix::Disk(_))
+    );
+    if name.len() >= 248 && plain && on_a_drive && path.has_root() {
+        let slash = u16::from(b'/');
+        let backslash = u16::from(b'\\');
+        for unit in &mut name {
+            if *unit == slash {
+                *unit = backslash;
+            }
+        }
+        let mut prefixed: Vec<u16> = r"\\?\".encode_utf16().collect();
+        prefixed.append(&mut name);
+        name = prefixed;
+    }
+    name.push(0);
+    Ok(name)
 }
 
 /// Calls `make` with security attributes holding the owner-only list, so that an entry it
@@ -304,13 +346,21 @@ fn with_owner_only<T>(
 /// Makes the directory `path` (its parent exists) with the owner-only list from its
 /// creation. `AlreadyExists` when the name is taken.
 pub(crate) fn create_private_dir(path: &Path) -> io::Result<()> {
-    let name = wide(path);
-    // SAFETY: `name` is NUL-terminated; the attributes live for the call.
-    let ok = with_owner_only(true, |attributes| unsafe {
-        CreateDirectoryW(name.as_ptr(), attributes)
-    })?;
-    if ok == 0 {
-        return Err(io::Error::last_os_error());
+    let name = wide(path)?;
+    // SAFETY: `name` is NUL-terminated; the attributes live for the call; the error is read
+    // right after it, before the descriptor is freed.
+    with_owner_only(true, |attributes| {
+        if unsafe { CreateDirectoryW(name.as_ptr(), attributes) } == 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    })??;
+    // A volume without access lists takes the directory all the same: say so now.
+    if let Ok(Some((dir, _))) = open_entry(path, false)
+        && !keeps_access_lists(dir.as_raw_handle()).unwrap_or(true)
+    {
+        warn_no_access_lists(path);
     }
     Ok(())
 }
@@ -319,34 +369,53 @@ pub(crate) fn create_private_dir(path: &Path) -> io::Result<()> {
 /// one that was there is given it (an existing file that cannot be changed is logged and
 /// opened all the same, as on Unix, where opening leaves an existing file's mode alone).
 pub(crate) fn open_private_file(path: &Path, how: Opening) -> io::Result<std::fs::File> {
-    let (access, disposition) = match how {
-        // As the standard library opens for appending: every write lands at the end.
-        Opening::Append => (FILE_GENERIC_WRITE & !FILE_WRITE_DATA, OPEN_ALWAYS),
-        Opening::Truncate => (GENERIC_WRITE, CREATE_ALWAYS),
-        Opening::New => (GENERIC_WRITE, CREATE_NEW),
+    // As the standard library opens: appending writes land at the end; a file to be cut is
+    // opened as it is and cut below (CREATE_ALWAYS would refuse a hidden or system file, and
+    // cut it before its owner is checked); a new one is never reached through a link.
+    let (access, disposition, flags) = match how {
+        Opening::Append => (FILE_GENERIC_WRITE & !FILE_WRITE_DATA, OPEN_ALWAYS, 0),
+        Opening::Truncate => (GENERIC_WRITE, OPEN_ALWAYS, 0),
+        Opening::New => (GENERIC_WRITE, CREATE_NEW, FILE_FLAG_OPEN_REPARSE_POINT),
     };
-    let name = wide(path);
-    // SAFETY: `name` is NUL-terminated; the attributes live for the call; GetLastError is
-    // read right after it, on the same thread.
-    let (raw, existed) = with_owner_only(false, |attributes| unsafe {
-        let raw = CreateFileW(
-            name.as_ptr(),
-            access,
-            FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-            attributes,
-            disposition,
-            FILE_ATTRIBUTE_NORMAL,
-            null_mut(),
-        );
-        (raw, GetLastError() == ERROR_ALREADY_EXISTS)
-    })?;
-    if raw == INVALID_HANDLE_VALUE {
-        return Err(io::Error::last_os_error());
-    }
+    let name = wide(path)?;
+    // SAFETY: `name` is NUL-terminated; the attributes live for the call; the error is read
+    // right after it, on the same thread, before the descriptor is freed.
+    let (raw, existed) = with_owner_only(false, |attributes| {
+        let raw = unsafe {
+            CreateFileW(
+                name.as_ptr(),
+                access,
+                FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                attributes,
+                disposition,
+                FILE_ATTRIBUTE_NORMAL | flags,
+                null_mut(),
+            )
+        };
+        if raw == INVALID_HANDLE_VALUE {
+            return Err(io::Error::last_os_error());
+        }
+        let existed =
+            disposition == OPEN_ALWAYS && unsafe { GetLastError() } == ERROR_ALREADY_EXISTS;
+        Ok((raw, existed))
+    })??;
     // SAFETY: a handle CreateFileW just returned, owned by the File from here on.
     let file = unsafe { std::fs::File::from_raw_handle(raw) };
-    if existed && let Err(e) = restrict_file(&file, path) {
-        tracing::warn!(entry = %path.display(), error = %e, "cannot make this existing file private");
+    if existed {
+        match (how, restrict_file(&file, path)) {
+            (_, Ok(())) => {}
+            // The audit trail and a database: what was there is opened all the same, as on
+            // Unix, and tightened at start where it can be.
+            (Opening::Append, Err(e)) => {
+                tracing::warn!(entry = %path.display(), error = %e, "cannot make this existing file private");
+            }
+            // A file about to hold what ringfence writes whole: not into one another account
+            // owns or can read.
+            (_, Err(e)) => return Err(e),
+        }
+        if how == Opening::Truncate {
+            file.set_len(0)?;
+        }
     }
     Ok(file)
 }
@@ -402,7 +471,15 @@ fn open_entry(path: &Path, to_change: bool) -> io::Result<Option<(std::fs::File,
 /// The owner and access list of the entry at `path`, read (for `ringfence doctor`).
 pub(crate) fn access_of(path: &Path) -> io::Result<Option<Reading>> {
     match open_entry(path, false)? {
-        Some((entry, _)) => reading(entry.as_raw_handle()).map(Some),
+        Some((entry, _)) => {
+            if !keeps_access_lists(entry.as_raw_handle())? {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "its volume keeps no access lists (FAT, exFAT): any account that can reach it may read it",
+                ));
+            }
+            reading(entry.as_raw_handle()).map(Some)
+        }
         None => Ok(None),
     }
 }
