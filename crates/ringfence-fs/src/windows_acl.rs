@@ -3,7 +3,7 @@
 //! protected from what the folder above would pass down ([`crate::access_list::owner_only`]).
 //!
 //! A directory or file ringfence makes has the list from its creation (security attributes
-//! given to `CreateDirectoryW` / `CreateFileW`). An entry that was there is given it on one
+//! given to `CreateDirectoryW` / `CreateFileW`). An entry that was there is given it one
 //! entry at a time through a handle (`SetKernelObjectSecurity`), which never pushes
 //! inheritable entries onto what a directory already holds; the higher-level
 //! `SetSecurityInfo` would, and would rewrite the lists of a user's own files in a workspace
@@ -12,8 +12,9 @@
 //!
 //! Every call here is a plain Win32 call on a handle this module owns or borrows for the
 //! call; the buffers Windows fills are sized by asking first, and what Windows allocates is
-//! freed with `LocalFree`. Type-checked on every test run (`scripts/cross.sh check`); never
-//! run by this project's tests, which run on Linux (SECURITY.md says so).
+//! freed with `LocalFree`. Linted on every test run (`scripts/cross.sh check`) and run under
+//! Wine (`scripts/cross.sh wine`); never run on Windows itself (SECURITY.md says what Wine
+//! cannot show).
 
 #![allow(unsafe_code)]
 
@@ -366,8 +367,9 @@ pub(crate) fn create_private_dir(path: &Path) -> io::Result<()> {
 }
 
 /// Opens `path` as `how` says. A file it creates has the owner-only list from its creation;
-/// one that was there is given it (an existing file that cannot be changed is logged and
-/// opened all the same, as on Unix, where opening leaves an existing file's mode alone).
+/// one that was there is given it. When that cannot be done, a file opened to append to (the
+/// audit trail, a database) is logged and opened all the same, as on Unix, where opening
+/// leaves an existing file's mode alone; a file opened to be rewritten is not opened.
 pub(crate) fn open_private_file(path: &Path, how: Opening) -> io::Result<std::fs::File> {
     // As the standard library opens: appending writes land at the end; a file to be cut is
     // opened as it is and cut below (CREATE_ALWAYS would refuse a hidden or system file, and
