@@ -186,7 +186,6 @@ impl Store {
 /// Creates the database file with mode 0600 if it does not exist (SQLite would make it
 /// 0644 under the usual umask); an existing file is left as it is on Unix (Windows: given the
 /// owner-only access list when it lacks it; see `ringfence_fs::open_with_mode`).
-#[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
 fn create_private(path: &Path) -> std::io::Result<()> {
     ringfence_fs::open_with_mode(
         path,

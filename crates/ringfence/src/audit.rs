@@ -94,7 +94,6 @@ impl AuditSink for AuditFile {
 
 /// Opens the trail for appending; a new file is 0600 (who called what, with which paths, is
 /// the operator's to read). Rotated files keep the mode through the rename.
-#[allow(clippy::disallowed_methods)] // the operator's data directory, not a root
 fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
     ringfence_fs::open_with_mode(
         path,
